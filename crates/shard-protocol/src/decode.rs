@@ -1,0 +1,177 @@
+//! Decoding with a precise error: a missing required field or an unknown `type` is an
+//! error that still carries the message's `id` when it can be read, so a server can
+//! answer `INVALID_REQUEST` to the right request (ARCHITECTURE §7.1).
+
+use serde_json::Value;
+
+use crate::command::ClientMessage;
+use crate::event::Event;
+
+/// Every command `type` of the protocol.
+pub const COMMAND_TYPES: &[&str] = &[
+    "prompt",
+    "steer",
+    "abort",
+    "set_mode",
+    "list_modes",
+    "list_models",
+    "set_model",
+    "list_reasoning_levels",
+    "set_reasoning_level",
+    "session_op",
+    "permission_response",
+    "ui_response",
+    "request_sync",
+    "agent.list",
+    "agent.create",
+    "agent.attach",
+    "agent.detach",
+    "agent.terminate",
+    "agent.kill",
+    "agent.status",
+    "daemon.shutdown",
+    "workspace.create",
+    "workspace.attach",
+    "workspace.list",
+    "workspace.status",
+    "workspace.retire",
+    "subagent.create",
+    "subagent.wait",
+    "subagent.steer",
+    "subagent.relaunch",
+    "subagent.status",
+    "subagent.stop",
+];
+
+/// Every event `type` of the protocol.
+pub const EVENT_TYPES: &[&str] = &[
+    "hello",
+    "sync",
+    "status",
+    "turn_start",
+    "message_delta",
+    "message_complete",
+    "tool_call",
+    "tool_result",
+    "turn_end",
+    "usage",
+    "compaction",
+    "error",
+    "permission_request",
+    "permission_resolved",
+    "ui_request",
+    "ui_resolved",
+    "response",
+    "model_changed",
+    "mode_changed",
+    "reasoning_level_changed",
+    "workspace_created",
+    "workspace_attached",
+    "workspace_retired",
+    "workspace_conflict",
+    "agent_spawned",
+    "agent_exited",
+    "agent_status_changed",
+    "agent_activity",
+    "subagent_run_changed",
+];
+
+/// Why a line did not decode, with the `id` and `type` when they could be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct DecodeError {
+    /// The message's `id`, when readable.
+    pub id: Option<String>,
+    /// The message's `type`, when readable.
+    pub type_name: Option<String>,
+    /// What is wrong, in one line.
+    pub message: String,
+}
+
+/// Decodes one command line.
+pub fn decode_command(line: &[u8]) -> Result<ClientMessage, DecodeError> {
+    serde_json::from_slice::<ClientMessage>(line).map_err(|e| explain(line, e, COMMAND_TYPES, "command"))
+}
+
+/// Decodes one event line, strictly: an unknown `type` is an error.
+pub fn decode_event(line: &[u8]) -> Result<Event, DecodeError> {
+    serde_json::from_slice::<Event>(line).map_err(|e| explain(line, e, EVENT_TYPES, "event"))
+}
+
+/// An event as a tolerant client sees it (§16 item 1).
+#[derive(Debug, Clone, PartialEq)]
+pub enum IncomingEvent {
+    /// A known event.
+    Known(Event),
+    /// An event type from a newer server, kept raw.
+    Unknown {
+        /// Its `type`.
+        type_name: String,
+        /// The whole message.
+        raw: Value,
+    },
+}
+
+/// Decodes one event line, keeping an unknown `type` as [`IncomingEvent::Unknown`].
+pub fn decode_event_lenient(line: &[u8]) -> Result<IncomingEvent, DecodeError> {
+    match decode_event(line) {
+        Ok(e) => Ok(IncomingEvent::Known(e)),
+        Err(err) => {
+            let Ok(raw) = serde_json::from_slice::<Value>(line) else {
+                return Err(err);
+            };
+            match raw.get("type").and_then(Value::as_str) {
+                Some(t) if !EVENT_TYPES.contains(&t) => Ok(IncomingEvent::Unknown {
+                    type_name: t.to_string(),
+                    raw,
+                }),
+                _ => Err(err),
+            }
+        }
+    }
+}
+
+fn explain(line: &[u8], err: serde_json::Error, known: &[&str], what: &str) -> DecodeError {
+    let Ok(value) = serde_json::from_slice::<Value>(line) else {
+        return DecodeError {
+            id: None,
+            type_name: None,
+            message: format!("malformed JSON: {err}"),
+        };
+    };
+    let Some(obj) = value.as_object() else {
+        return DecodeError {
+            id: None,
+            type_name: None,
+            message: format!("expected a JSON object, got {}", kind_of(&value)),
+        };
+    };
+    let id = obj.get("id").and_then(Value::as_str).map(str::to_string);
+    let type_name = obj.get("type").and_then(Value::as_str).map(str::to_string);
+    let message = match (&type_name, obj.get("type")) {
+        (_, None) => "missing field `type`".to_string(),
+        (None, Some(_)) => "field `type` must be a string".to_string(),
+        (Some(t), _) if !known.contains(&t.as_str()) => format!("unknown {what} type `{t}`"),
+        (Some(t), _) => format!("invalid `{t}`: {}", strip_position(&err.to_string())),
+    };
+    DecodeError {
+        id,
+        type_name,
+        message,
+    }
+}
+
+fn strip_position(msg: &str) -> &str {
+    msg.find(" at line ").map_or(msg, |i| &msg[..i])
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

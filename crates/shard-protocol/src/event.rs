@@ -1,0 +1,759 @@
+//! Events: what servers send (PROTOCOL §9.1, §9.3–§9.5, §10.2, §10.3, ARCHITECTURE §16).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{ErrorBody, ErrorCode};
+use crate::jobs::RunState;
+use crate::permission::PermissionAnswer;
+use crate::types::{
+    AgentInfo, AgentStatus, Message, ModelDescriptor, PermissionChoice, PermissionDetail,
+    PermissionDecision, RenderDescriptor, RuntimeState, ToolResultContent, UiKind, NotifyType,
+    Usage,
+};
+use crate::workspace::WorkspaceInfo;
+
+/// Every event of the protocol, a closed set tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type")]
+pub enum Event {
+    /// First message on every connection.
+    #[serde(rename = "hello")]
+    Hello(Hello),
+    /// Authoritative agent snapshot.
+    #[serde(rename = "sync")]
+    Sync(Box<Sync>),
+    /// Status transition.
+    #[serde(rename = "status")]
+    Status(StatusEvent),
+    /// A turn began.
+    #[serde(rename = "turn_start")]
+    TurnStart(TurnStart),
+    /// Streaming content.
+    #[serde(rename = "message_delta")]
+    MessageDelta(MessageDelta),
+    /// Final snapshot of a message.
+    #[serde(rename = "message_complete")]
+    MessageComplete(Box<MessageComplete>),
+    /// A tool is about to execute.
+    #[serde(rename = "tool_call")]
+    ToolCall(ToolCallEvent),
+    /// A tool finished (or was refused).
+    #[serde(rename = "tool_result")]
+    ToolResult(Box<ToolResultEvent>),
+    /// A turn ended.
+    #[serde(rename = "turn_end")]
+    TurnEnd(TurnEnd),
+    /// Usage of one provider call.
+    #[serde(rename = "usage")]
+    Usage(UsageEvent),
+    /// A compaction ran.
+    #[serde(rename = "compaction")]
+    Compaction(CompactionEvent),
+    /// Asynchronous error.
+    #[serde(rename = "error")]
+    Error(ErrorEvent),
+    /// A tool call needs permission.
+    #[serde(rename = "permission_request")]
+    PermissionRequest(Box<PermissionRequest>),
+    /// A permission request was answered.
+    #[serde(rename = "permission_resolved")]
+    PermissionResolved(PermissionResolved),
+    /// A UI dialog is requested.
+    #[serde(rename = "ui_request")]
+    UiRequest(UiRequest),
+    /// A UI request was answered.
+    #[serde(rename = "ui_resolved")]
+    UiResolved(UiResolved),
+    /// The reply to a command.
+    #[serde(rename = "response")]
+    Response(Response),
+    /// The model selection changed.
+    #[serde(rename = "model_changed")]
+    ModelChanged(Box<ModelChanged>),
+    /// The mode changed.
+    #[serde(rename = "mode_changed")]
+    ModeChanged(ModeChanged),
+    /// The reasoning level changed.
+    #[serde(rename = "reasoning_level_changed")]
+    ReasoningLevelChanged(ReasoningLevelChanged),
+    /// A workspace was created.
+    #[serde(rename = "workspace_created")]
+    WorkspaceCreated(WorkspaceEvent),
+    /// A fresh agent was launched in a workspace.
+    #[serde(rename = "workspace_attached")]
+    WorkspaceAttached(WorkspaceAttached),
+    /// A workspace was retired.
+    #[serde(rename = "workspace_retired")]
+    WorkspaceRetired(WorkspaceEvent),
+    /// A workspace operation met a conflict.
+    #[serde(rename = "workspace_conflict")]
+    WorkspaceConflict(WorkspaceConflict),
+    /// An agent's Runtime was spawned.
+    #[serde(rename = "agent_spawned")]
+    AgentSpawned(AgentSpawned),
+    /// An agent's Runtime died.
+    #[serde(rename = "agent_exited")]
+    AgentExited(AgentExited),
+    /// An agent's status changed.
+    #[serde(rename = "agent_status_changed")]
+    AgentStatusChanged(AgentStatusChanged),
+    /// Sanitized activity overview.
+    #[serde(rename = "agent_activity")]
+    AgentActivity(AgentActivity),
+    /// A subagent run changed state.
+    #[serde(rename = "subagent_run_changed")]
+    SubagentRunChanged(SubagentRunChanged),
+}
+
+macro_rules! per_agent_slots {
+    ($($variant:ident),* $(,)?) => {
+        impl Event {
+            fn agent_slot(&self) -> Option<&Option<String>> {
+                match self {
+                    $(Event::$variant(e) => Some(&e.agent_id),)*
+                    _ => None,
+                }
+            }
+
+            fn agent_slot_mut(&mut self) -> Option<&mut Option<String>> {
+                match self {
+                    $(Event::$variant(e) => Some(&mut e.agent_id),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+per_agent_slots!(
+    Sync,
+    Status,
+    TurnStart,
+    MessageDelta,
+    MessageComplete,
+    ToolCall,
+    ToolResult,
+    TurnEnd,
+    Usage,
+    Compaction,
+    Error,
+    PermissionRequest,
+    PermissionResolved,
+    UiRequest,
+    UiResolved,
+    ModelChanged,
+    ModeChanged,
+    ReasoningLevelChanged,
+);
+
+impl Event {
+    /// The wire `type` of this event.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Event::Hello(_) => "hello",
+            Event::Sync(_) => "sync",
+            Event::Status(_) => "status",
+            Event::TurnStart(_) => "turn_start",
+            Event::MessageDelta(_) => "message_delta",
+            Event::MessageComplete(_) => "message_complete",
+            Event::ToolCall(_) => "tool_call",
+            Event::ToolResult(_) => "tool_result",
+            Event::TurnEnd(_) => "turn_end",
+            Event::Usage(_) => "usage",
+            Event::Compaction(_) => "compaction",
+            Event::Error(_) => "error",
+            Event::PermissionRequest(_) => "permission_request",
+            Event::PermissionResolved(_) => "permission_resolved",
+            Event::UiRequest(_) => "ui_request",
+            Event::UiResolved(_) => "ui_resolved",
+            Event::Response(_) => "response",
+            Event::ModelChanged(_) => "model_changed",
+            Event::ModeChanged(_) => "mode_changed",
+            Event::ReasoningLevelChanged(_) => "reasoning_level_changed",
+            Event::WorkspaceCreated(_) => "workspace_created",
+            Event::WorkspaceAttached(_) => "workspace_attached",
+            Event::WorkspaceRetired(_) => "workspace_retired",
+            Event::WorkspaceConflict(_) => "workspace_conflict",
+            Event::AgentSpawned(_) => "agent_spawned",
+            Event::AgentExited(_) => "agent_exited",
+            Event::AgentStatusChanged(_) => "agent_status_changed",
+            Event::AgentActivity(_) => "agent_activity",
+            Event::SubagentRunChanged(_) => "subagent_run_changed",
+        }
+    }
+
+    /// The routing `agent_id` of a per-agent event (`None` for orchestrator events,
+    /// responses, `hello`, and per-agent events on a direct connection).
+    pub fn routing_agent_id(&self) -> Option<&str> {
+        self.agent_slot().and_then(|a| a.as_deref())
+    }
+
+    /// True for the per-agent events of PROTOCOL §9.
+    pub fn is_per_agent(&self) -> bool {
+        self.agent_slot().is_some()
+    }
+
+    /// Tags a per-agent event with its routing `agent_id`; no effect on others.
+    pub fn set_routing_agent_id(&mut self, agent_id: Option<String>) {
+        if let Some(slot) = self.agent_slot_mut() {
+            *slot = agent_id;
+        }
+    }
+
+    /// A successful response.
+    pub fn ok(id: Option<String>, command: &str, data: Option<Value>) -> Event {
+        Event::Response(Response {
+            id,
+            command: Some(command.to_string()),
+            success: true,
+            data,
+            error: None,
+        })
+    }
+
+    /// A failed response.
+    pub fn err(
+        id: Option<String>,
+        command: Option<&str>,
+        code: ErrorCode,
+        message: impl Into<String>,
+    ) -> Event {
+        Event::Response(Response {
+            id,
+            command: command.map(str::to_string),
+            success: false,
+            data: None,
+            error: Some(ErrorBody::new(code, message)),
+        })
+    }
+}
+
+/// `hello`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Hello {
+    /// Semver of the protocol.
+    pub protocol_version: String,
+    /// Build of the server.
+    pub server_version: String,
+    /// Feature strings.
+    pub capabilities: Vec<String>,
+}
+
+/// The live message window of a `sync`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LiveWindow {
+    /// Messages after the last compaction (within the byte budget).
+    pub messages: Vec<Message>,
+    /// Index of the last compaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction_index: Option<u64>,
+    /// Additive (§16 item 9): first entry id kept when older ones were cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated_before: Option<String>,
+}
+
+/// A pending request re-shown in `sync`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type")]
+pub enum PendingRequest {
+    /// A pending permission request.
+    #[serde(rename = "permission_request")]
+    Permission(Box<PermissionRequest>),
+    /// A pending UI request.
+    #[serde(rename = "ui_request")]
+    Ui(UiRequest),
+}
+
+/// `sync`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Sync {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Agent status.
+    pub status: AgentStatus,
+    /// Active mode.
+    pub mode: String,
+    /// The runtime's capabilities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Vec<String>>,
+    /// Runtime generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_epoch: Option<u64>,
+    /// Additive (§16 item 2): the agent's session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Live window.
+    pub live_window: LiveWindow,
+    /// Requests still waiting for an answer.
+    #[serde(default)]
+    pub pending_requests: Vec<PendingRequest>,
+}
+
+/// `status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StatusEvent {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// New status.
+    pub status: AgentStatus,
+    /// Detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// `turn_start`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnStart {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Turn id.
+    pub turn_id: String,
+}
+
+/// Kind of a streamed block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeltaKind {
+    /// Text.
+    Text,
+    /// A tool call's arguments.
+    ToolCall,
+    /// Reasoning.
+    Thinking,
+}
+
+/// `message_delta`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MessageDelta {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Message being streamed.
+    pub message_id: String,
+    /// Block index.
+    pub block_index: u32,
+    /// Block kind.
+    pub kind: DeltaKind,
+    /// Text to append (text, thinking).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_delta: Option<String>,
+    /// Tool call id (first delta of a tool_call block).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Tool name (first delta of a tool_call block).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// JSON fragment of the arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args_delta: Option<String>,
+}
+
+/// `message_complete`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MessageComplete {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Message id.
+    pub message_id: String,
+    /// The whole message.
+    pub message: Message,
+}
+
+/// `tool_call`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCallEvent {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Call id.
+    pub tool_call_id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments.
+    pub args: serde_json::Map<String, Value>,
+    /// Start-time render.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render: Option<RenderDescriptor>,
+    /// True for read-only tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+}
+
+/// `tool_result`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolResultEvent {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Call id.
+    pub tool_call_id: String,
+    /// Output.
+    pub content: ToolResultContent,
+    /// True on failure or refusal.
+    pub is_error: bool,
+    /// Exit code of a process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// Wall-clock duration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// Result render.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render: Option<RenderDescriptor>,
+}
+
+/// `turn_end`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnEnd {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Turn id.
+    pub turn_id: String,
+    /// Total usage of the turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+/// `usage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UsageEvent {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The usage.
+    #[serde(flatten)]
+    pub usage: Usage,
+}
+
+/// `compaction`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CompactionEvent {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Compaction index.
+    pub index: u64,
+    /// Tokens before.
+    pub tokens_before: u64,
+    /// Tokens after.
+    pub tokens_after: u64,
+    /// First entry kept.
+    pub first_kept_entry_id: String,
+    /// `[first, last]` ids summarized.
+    pub message_range: [String; 2],
+}
+
+/// `error`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorEvent {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Code.
+    pub code: ErrorCode,
+    /// Message.
+    pub message: String,
+    /// The agent cannot continue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fatal: Option<bool>,
+}
+
+/// `permission_request`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PermissionRequest {
+    /// Routing id (the requesting agent, also for delegated requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Random request id.
+    pub request_id: String,
+    /// Tool.
+    pub tool_name: String,
+    /// Tool input.
+    pub input: Value,
+    /// Question for the user.
+    pub prompt: String,
+    /// Legacy options.
+    pub options: Vec<PermissionDecision>,
+    /// Presentation details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Vec<PermissionDetail>>,
+    /// Server-built choices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choices: Option<Vec<PermissionChoice>>,
+}
+
+/// `permission_resolved`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PermissionResolved {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Request id.
+    pub request_id: String,
+    /// The winning answer.
+    #[serde(flatten)]
+    pub answer: PermissionAnswer,
+    /// Who answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// `ui_request`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct UiRequest {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Random request id.
+    pub request_id: String,
+    /// Dialog kind.
+    pub kind: UiKind,
+    /// Title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Options of a select.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<String>>,
+    /// Placeholder of an input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placeholder: Option<String>,
+    /// Prefill of an input or editor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill: Option<String>,
+    /// Severity of a notify.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify_type: Option<NotifyType>,
+}
+
+/// `ui_resolved`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UiResolved {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Request id.
+    pub request_id: String,
+    /// The answer.
+    #[serde(default)]
+    pub value: Value,
+}
+
+/// `response` (§9.3); `id` and `command` are absent only when the command's id could
+/// not be read (§16 item 1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Response {
+    /// The command's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The command's type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Outcome.
+    pub success: bool,
+    /// Result data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// Failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
+}
+
+/// The literal `"next_provider_call"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Effective {
+    /// Applied at the next provider-call boundary.
+    #[default]
+    NextProviderCall,
+}
+
+/// `model_changed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelChanged {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Previous model.
+    pub previous: ModelDescriptor,
+    /// New model.
+    pub active: ModelDescriptor,
+    /// When it applies.
+    pub effective: Effective,
+    /// The runtime's capabilities after the switch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Vec<String>>,
+}
+
+/// `mode_changed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ModeChanged {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Previous mode.
+    pub previous_mode: String,
+    /// New mode.
+    pub mode: String,
+}
+
+/// `reasoning_level_changed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReasoningLevelChanged {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The model.
+    pub model: ModelDescriptor,
+    /// Previous level.
+    pub previous: String,
+    /// New level.
+    pub active: String,
+    /// When it applies.
+    pub effective: Effective,
+}
+
+/// `workspace_created` / `workspace_retired`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkspaceEvent {
+    /// The workspace projection.
+    pub workspace: WorkspaceInfo,
+}
+
+/// `workspace_attached`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkspaceAttached {
+    /// The workspace projection.
+    pub workspace: WorkspaceInfo,
+    /// The new agent (payload).
+    pub agent_id: String,
+    /// Its session.
+    pub session_id: String,
+}
+
+/// `workspace_conflict`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkspaceConflict {
+    /// The workspace.
+    pub workspace_id: String,
+    /// Sanitized reason.
+    pub reason: String,
+}
+
+/// `agent_spawned`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentSpawned {
+    /// The agent (payload).
+    pub agent_id: String,
+    /// Its info.
+    pub info: AgentInfo,
+}
+
+/// `agent_exited`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentExited {
+    /// The agent (payload).
+    pub agent_id: String,
+    /// Always `failed`.
+    pub runtime_state: RuntimeState,
+    /// Why.
+    pub reason: String,
+    /// Exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+}
+
+/// `agent_status_changed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentStatusChanged {
+    /// The agent (payload).
+    pub agent_id: String,
+    /// Agent status.
+    pub status: AgentStatus,
+    /// Runtime state.
+    pub runtime_state: RuntimeState,
+    /// Detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// Coarse phase of `agent_activity`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ActivityPhase {
+    /// Idle.
+    Idle,
+    /// Reasoning.
+    Thinking,
+    /// Writing.
+    Streaming,
+    /// Running a tool.
+    Tool,
+    /// Waiting for an answer.
+    Waiting,
+    /// Compacting.
+    Compacting,
+    /// Retrying a provider call.
+    Retrying,
+    /// Failed.
+    Error,
+}
+
+/// `agent_activity`: never a prompt, text, argument, result or path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentActivity {
+    /// The agent (payload).
+    pub agent_id: String,
+    /// Milliseconds since the epoch.
+    pub timestamp: u64,
+    /// Phase.
+    pub phase: ActivityPhase,
+    /// Status.
+    pub status: AgentStatus,
+    /// Tool name during `tool`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+}
+
+/// `subagent_run_changed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SubagentRunChanged {
+    /// Owning parent (payload).
+    pub parent_agent_id: String,
+    /// Job.
+    pub job_id: String,
+    /// Run.
+    pub run_id: String,
+    /// Child agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Alias.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    /// Definition name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_name: Option<String>,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// New state.
+    pub state: RunState,
+    /// Previous state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_state: Option<RunState>,
+    /// Error text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// End, ms since the epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<u64>,
+}

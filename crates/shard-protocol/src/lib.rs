@@ -1,0 +1,26 @@
+//! Every wire type of the Shard protocol (`PROTOCOL.md` §5–§11 with the additions
+//! pinned in ARCHITECTURE §16), the JSONL codec of §2.1, the error codes of §8 and the
+//! JSON Schema export. This crate does no I/O beyond the codec.
+
+pub mod codec;
+pub mod command;
+pub mod decode;
+pub mod error;
+pub mod event;
+pub mod ids;
+pub mod jobs;
+pub mod permission;
+pub mod responses;
+pub mod schema;
+pub mod types;
+pub mod workspace;
+
+pub use codec::{JsonlCodec, LineError, to_line};
+pub use command::{ClientMessage, Command};
+pub use decode::{DecodeError, IncomingEvent, decode_command, decode_event, decode_event_lenient};
+pub use error::{ErrorBody, ErrorCode};
+pub use event::Event;
+pub use permission::PermissionAnswer;
+
+/// The protocol version this build speaks.
+pub const PROTOCOL_VERSION: &str = "0.1.0";

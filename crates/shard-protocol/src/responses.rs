@@ -1,0 +1,339 @@
+//! Typed `data` of successful responses, for servers to build and clients to read.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::event::Effective;
+use crate::jobs::{JobSnapshot, JobState, JobStrategy, RunSnapshot, RunState};
+use crate::types::{AgentInfo, AgentStatus, ModeDescriptor, ModelDescriptor};
+
+/// `agent.list` and `agent.status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentsData {
+    /// The agents.
+    pub agents: Vec<AgentInfo>,
+}
+
+/// `agent.create`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentCreated {
+    /// New agent.
+    pub agent_id: String,
+}
+
+/// `agent.attach`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AttachData {
+    /// Status.
+    pub status: AgentStatus,
+    /// Info.
+    pub info: AgentInfo,
+}
+
+/// `agent.terminate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TerminateData {
+    /// True when active work finishes first.
+    pub deferred: bool,
+}
+
+/// `set_mode`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SetModeData {
+    /// Mode before.
+    pub previous_mode: String,
+    /// Mode now.
+    pub mode: String,
+}
+
+/// `list_modes`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ListModesData {
+    /// Every mode, built-ins first.
+    pub modes: Vec<ModeDescriptor>,
+    /// Active mode.
+    pub active: String,
+}
+
+/// `list_models`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ListModelsData {
+    /// Catalog.
+    pub models: Vec<ModelDescriptor>,
+    /// Active selection.
+    pub active: ModelDescriptor,
+}
+
+/// `set_model`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SetModelData {
+    /// Before.
+    pub previous: ModelDescriptor,
+    /// After.
+    pub active: ModelDescriptor,
+    /// When it applies.
+    pub effective: Effective,
+}
+
+/// A reasoning level of the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReasoningLevel {
+    /// Id to send back.
+    pub id: String,
+    /// Label.
+    pub label: String,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// `list_reasoning_levels`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReasoningLevelsData {
+    /// Active model.
+    pub model: ModelDescriptor,
+    /// Levels.
+    pub levels: Vec<ReasoningLevel>,
+    /// Active level.
+    pub active: String,
+    /// When it applies.
+    pub effective: Effective,
+}
+
+/// `set_reasoning_level`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SetReasoningLevelData {
+    /// Active model.
+    pub model: ModelDescriptor,
+    /// Before.
+    pub previous: String,
+    /// After.
+    pub active: String,
+    /// When it applies.
+    pub effective: Effective,
+}
+
+/// One session of `session_op list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionSummary {
+    /// Session id.
+    pub session_id: String,
+    /// The first prompt, shortened.
+    pub title: String,
+    /// Creation, ms since the epoch.
+    pub created_at: u64,
+    /// Last change, ms since the epoch.
+    pub updated_at: u64,
+    /// Entries in the transcript.
+    pub entry_count: u64,
+    /// The Runtime's own session.
+    pub current: bool,
+}
+
+/// `session_op list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionListData {
+    /// Newest first.
+    pub sessions: Vec<SessionSummary>,
+}
+
+/// `session_op fork`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ForkData {
+    /// Fork id.
+    pub fork_id: String,
+    /// New session.
+    pub session_id: String,
+    /// Its head entry.
+    pub head_entry_id: String,
+}
+
+/// `session_op compact`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum CompactData {
+    /// A compaction entry was appended.
+    Compacted {
+        /// Always true.
+        compacted: bool,
+        /// Compaction index.
+        index: u64,
+        /// Tokens before.
+        tokens_before: u64,
+        /// Tokens after.
+        tokens_after: u64,
+        /// First entry kept.
+        first_kept_entry_id: String,
+        /// Summarized span.
+        message_range: [String; 2],
+    },
+    /// Nothing to do.
+    NoOp {
+        /// Always false.
+        compacted: bool,
+        /// Why, e.g. `no_safe_cut`.
+        reason: String,
+    },
+}
+
+/// A run of `subagent.create`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CreatedRun {
+    /// Run.
+    pub run_id: String,
+    /// Position.
+    pub index: u32,
+    /// Definition name.
+    pub name: String,
+    /// Always `queued`.
+    pub state: RunState,
+    /// Child agent.
+    pub agent_id: String,
+    /// Alias.
+    pub alias: String,
+    /// Definition name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_name: Option<String>,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+}
+
+/// `subagent.create`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SubagentCreated {
+    /// Job.
+    pub job_id: String,
+    /// Strategy.
+    pub strategy: JobStrategy,
+    /// Runs.
+    pub runs: Vec<CreatedRun>,
+}
+
+/// Aggregate state of `subagent.wait`: a job state or `"mixed"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum AggregateState {
+    /// All runs share a state.
+    State(JobState),
+    /// `"mixed"`.
+    Mixed(MixedTag),
+}
+
+/// The literal `"mixed"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MixedTag {
+    /// Runs differ.
+    Mixed,
+}
+
+/// `subagent.wait`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SubagentWaitData {
+    /// The wait timed out.
+    pub timed_out: bool,
+    /// Aggregate state.
+    pub aggregate_state: AggregateState,
+    /// Every run, in order.
+    pub runs: Vec<RunSnapshot>,
+}
+
+/// Outcome of a strict steer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SteerOutcome {
+    /// Delivered into the active turn.
+    Injected,
+    /// The turn ended first.
+    Conflict,
+}
+
+/// `subagent.steer`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SubagentSteerData {
+    /// Outcome.
+    pub status: SteerOutcome,
+    /// Run.
+    pub run_id: String,
+    /// Turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    /// Correlation id.
+    pub correlation_id: String,
+}
+
+/// `subagent.relaunch`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SubagentRelaunched {
+    /// New job.
+    pub job_id: String,
+    /// New run.
+    pub run_id: String,
+    /// The same agent.
+    pub agent_id: String,
+    /// Alias.
+    pub alias: String,
+    /// Definition name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_name: Option<String>,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Always `queued`.
+    pub state: RunState,
+}
+
+/// One agent of `subagent.status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SubagentAgentStatus {
+    /// Agent.
+    pub agent_id: String,
+    /// Alias.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    /// Definition name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_name: Option<String>,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_agent_id: Option<String>,
+    /// Current or latest run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunSnapshot>,
+}
+
+/// `subagent.status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SubagentStatusData {
+    /// Agents.
+    pub agents: Vec<SubagentAgentStatus>,
+    /// Jobs, when no targets were given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs: Option<Vec<JobSnapshot>>,
+}
+
+/// A cancelled run of `subagent.stop`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CancelledRun {
+    /// Run.
+    pub run_id: String,
+    /// Agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// State after cancellation.
+    pub state: RunState,
+}
+
+/// `subagent.stop`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SubagentStopData {
+    /// Runs cancelled.
+    pub cancelled: Vec<CancelledRun>,
+    /// Job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+}
