@@ -1,1 +1,64 @@
-fn main() {}
+//! `shard`: one binary for the agent Runtime, the daemon and the clients. Argument
+//! parsing and presentation only; the work lives in the library crates.
+
+mod cmd_daemon;
+mod cmd_protocol;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit status of a command that is not built yet.
+pub const EXIT_NOT_IMPLEMENTED: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "shard",
+    version,
+    about = "Shard runs coding agents: durable, shareable, fast.",
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Commands>,
+}
+
+#[derive(Subcommand)]
+enum Commands {
+    /// Run one agent Runtime speaking the JSONL protocol on stdin/stdout.
+    Agent,
+    /// Send one prompt to an agent and print the answer.
+    Run,
+    /// Run the per-user daemon that keeps many agents.
+    Daemon(cmd_daemon::DaemonArgs),
+    /// List the daemon's agents with their status.
+    Ls(cmd_daemon::LsArgs),
+    /// Kill an agent's Runtime.
+    Kill(cmd_daemon::KillArgs),
+    /// Attach to an agent: print its stream and answer its prompts.
+    Attach(cmd_daemon::AttachArgs),
+    /// Print the browser enrollment link.
+    Web,
+    /// Protocol tools.
+    Protocol(cmd_protocol::ProtocolArgs),
+}
+
+fn not_implemented(what: &str) -> ExitCode {
+    eprintln!("shard: {what} is not implemented yet");
+    ExitCode::from(EXIT_NOT_IMPLEMENTED)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        None => not_implemented("the interactive terminal client"),
+        Some(Commands::Agent) => not_implemented("`shard agent`"),
+        Some(Commands::Run) => not_implemented("`shard run`"),
+        Some(Commands::Daemon(args)) => cmd_daemon::daemon(args),
+        Some(Commands::Ls(args)) => cmd_daemon::ls(args),
+        Some(Commands::Kill(args)) => cmd_daemon::kill(args),
+        Some(Commands::Attach(args)) => cmd_daemon::attach(args),
+        Some(Commands::Web) => not_implemented("`shard web`"),
+        Some(Commands::Protocol(args)) => cmd_protocol::run(args),
+    }
+}
