@@ -1,1 +1,30 @@
-//! shard-session
+//! The durable session store (ARCHITECTURE §11, §12, §16 items 9–12).
+//!
+//! A session is `SHARD_HOME/sessions/<session_id>/session.jsonl`: a versioned header line,
+//! then one JSON entry per line, appended and never rewritten. One writer at a time holds
+//! its lock. `meta.json` beside it summarizes the session so listing never reads
+//! transcripts and opening reads only what the meta does not yet cover. The format and
+//! the decisions behind it are documented in `docs/sessions.md`.
+//!
+//! [`records`] holds the atomic and locked file writes other parts of Shard share.
+
+mod entry;
+mod error;
+mod lines;
+mod meta;
+pub mod records;
+mod session;
+mod state;
+mod store;
+mod window;
+
+pub use entry::{
+    CompactionEntry, Entry, EntryKind, FORMAT_VERSION, ForkOrigin, HeaderTag, MessageEntry,
+    SessionHeader,
+};
+pub use error::SessionError;
+pub use meta::{META_VERSION, SessionMeta};
+pub use session::{LOCK_FILE, META_FILE, Session, TRANSCRIPT_FILE};
+pub use state::{ModelRef, SessionState, TITLE_CHARS, TornLine};
+pub use store::SessionStore;
+pub use window::{DEFAULT_LIVE_WINDOW_BYTES, SUMMARY_PREAMBLE, summary_message};

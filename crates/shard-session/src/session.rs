@@ -1,0 +1,217 @@
+//! One open session: the single writer of a transcript (ARCHITECTURE §16 item 10).
+//!
+//! Every method blocks on the file system; the async Runtime calls them from
+//! `spawn_blocking` (an append is one `write(2)`, a window read is bounded by its budget).
+
+use std::fs::File;
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use shard_protocol::event::LiveWindow;
+use shard_protocol::ids;
+use shard_protocol::types::Message;
+
+use crate::entry::{Decoded, Entry, EntryKind, SessionHeader, decode_entry, encode_entry};
+use crate::error::SessionError;
+use crate::lines::RevLines;
+use crate::meta::SessionMeta;
+use crate::records::atomic_write;
+use crate::state::{SessionState, TornLine};
+use crate::window::{Budget, collect, summary_message};
+
+/// File name of the transcript inside a session directory.
+pub const TRANSCRIPT_FILE: &str = "session.jsonl";
+/// File name of the metadata inside a session directory.
+pub const META_FILE: &str = "meta.json";
+/// File name of the single-writer lock inside a session directory.
+pub const LOCK_FILE: &str = "session.lock";
+
+/// An open, locked session. Dropping it releases the lock.
+#[derive(Debug)]
+pub struct Session {
+    pub(crate) id: String,
+    pub(crate) dir: PathBuf,
+    /// The transcript, opened for reading and appending.
+    pub(crate) file: File,
+    /// Held only for its lock.
+    pub(crate) _lock: File,
+    pub(crate) header: SessionHeader,
+    pub(crate) header_end: u64,
+    pub(crate) state: SessionState,
+    pub(crate) torn: Option<TornLine>,
+    /// Set when a failed write could not be undone: the file may end in a partial line,
+    /// so further appends are refused until the session is reopened (which sets it aside).
+    pub(crate) poisoned: bool,
+}
+
+impl Session {
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The transcript header.
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// The session's directory (where forks and torn lines live).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Path of the transcript.
+    pub fn transcript_path(&self) -> PathBuf {
+        self.dir.join(TRANSCRIPT_FILE)
+    }
+
+    /// Mode, model, reasoning level, entry count and chain head, kept current by appends.
+    pub fn state(&self) -> &SessionState {
+        &self.state
+    }
+
+    /// The torn last line set aside when this session was opened, if there was one.
+    pub fn torn(&self) -> Option<&TornLine> {
+        self.torn.as_ref()
+    }
+
+    /// Appends one entry: a fresh id, `parent_id` = the previous entry, the current time.
+    /// A message's `Message.id` is set to the entry id. The line goes to the kernel in one
+    /// `write(2)` before this returns (durable against a process crash; call
+    /// [`Session::sync_data`] for power loss). The file is never rewritten.
+    pub fn append(&mut self, mut kind: EntryKind) -> Result<Entry, SessionError> {
+        if self.poisoned {
+            return Err(SessionError::Io {
+                context: format!("appending to session {}", self.id),
+                source: std::io::Error::other(
+                    "an earlier write failed and could not be undone; reopen the session",
+                ),
+            });
+        }
+        let id = ids::new_id(ids::ENTRY);
+        if let EntryKind::Message(m) = &mut kind {
+            m.message.id.clone_from(&id);
+        }
+        let entry = Entry {
+            id,
+            parent_id: self.state.last_entry_id.clone(),
+            timestamp: ids::now_millis(),
+            kind,
+        };
+        let line = encode_entry(&entry)?;
+        if let Err(e) = self.file.write_all(&line) {
+            // A partial line would glue onto the next append; cut it off.
+            if let Err(undo) = self.file.set_len(self.state.transcript_len) {
+                tracing::error!(session = %self.id, error = %undo, "cannot undo a failed append");
+                self.poisoned = true;
+            }
+            return Err(SessionError::io("appending to", &self.transcript_path(), e));
+        }
+        self.state.apply(&entry);
+        self.state.transcript_len += line.len() as u64;
+        Ok(entry)
+    }
+
+    /// fsyncs the transcript: at turn boundaries, and before a permission request for a
+    /// just-appended tool call is emitted.
+    pub fn sync_data(&mut self) -> Result<(), SessionError> {
+        self.file
+            .sync_data()
+            .map_err(|e| SessionError::io("syncing", &self.transcript_path(), e))
+    }
+
+    /// The live window for `sync` (§16 item 9): messages after the last compaction, the
+    /// summary first, oldest first, read backwards from the end and limited to
+    /// `budget_bytes` of serialized messages. Blocks over a quarter of the budget are cut;
+    /// then the oldest messages (the summary counts as the oldest) are dropped and
+    /// `truncated_before` names the first entry kept.
+    pub fn live_window(&self, budget_bytes: usize) -> Result<LiveWindow, SessionError> {
+        let mut budget = Budget::new(budget_bytes);
+        let found = collect(
+            &self.file,
+            self.header_end,
+            self.state.transcript_len,
+            |m| budget.admit(m),
+        )
+        .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?;
+        self.note_skipped(found.skipped);
+        let mut truncated = !found.complete;
+        let mut messages = found.messages;
+        messages.reverse();
+        if let (false, Some((entry_id, compaction))) = (truncated, &found.compaction) {
+            let summary = summary_message(entry_id, compaction);
+            if budget.admit_whole(&summary) {
+                messages.insert(0, summary);
+            } else {
+                truncated = true;
+            }
+        }
+        let truncated_before = if truncated {
+            messages.first().map(|m| m.id.clone())
+        } else {
+            None
+        };
+        Ok(LiveWindow {
+            messages,
+            compaction_index: self.state.compaction_index,
+            truncated_before,
+        })
+    }
+
+    /// Every message after the last compaction, the summary first, oldest first: the
+    /// model's context. Unbounded; read backwards like the live window.
+    pub fn context_messages(&self) -> Result<Vec<Message>, SessionError> {
+        let found = collect(
+            &self.file,
+            self.header_end,
+            self.state.transcript_len,
+            |_| true,
+        )
+        .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?;
+        self.note_skipped(found.skipped);
+        let mut messages = found.messages;
+        if let Some((entry_id, compaction)) = &found.compaction {
+            messages.push(summary_message(entry_id, compaction));
+        }
+        messages.reverse();
+        Ok(messages)
+    }
+
+    /// Visits entries newest first until `visit` breaks (for recall and fork, which look
+    /// for a recent entry). Unknown kinds and unreadable lines are skipped.
+    pub fn for_each_entry_rev(
+        &self,
+        mut visit: impl FnMut(Entry) -> ControlFlow<()>,
+    ) -> Result<(), SessionError> {
+        let mut lines = RevLines::new(&self.file, self.header_end, self.state.transcript_len);
+        while let Some((_, line)) = lines
+            .next_line()
+            .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?
+        {
+            if let Ok(Decoded::Entry(entry)) = decode_entry(&line)
+                && visit(entry).is_break()
+            {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rewrites `meta.json` atomically from the current state. The transcript is synced
+    /// first so the meta never describes bytes a power loss could take back.
+    pub fn write_meta(&mut self) -> Result<(), SessionError> {
+        self.sync_data()?;
+        let meta = SessionMeta::from_state(&self.header, &self.state);
+        let mut bytes = serde_json::to_vec_pretty(&meta)
+            .map_err(|e| SessionError::Corrupt(format!("cannot encode meta: {e}")))?;
+        bytes.push(b'\n');
+        atomic_write(&self.dir.join(META_FILE), &bytes)
+    }
+
+    fn note_skipped(&self, skipped: u64) {
+        if skipped > 0 {
+            tracing::warn!(session = %self.id, skipped, "unreadable transcript lines skipped");
+        }
+    }
+}
