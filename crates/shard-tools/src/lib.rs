@@ -1,5 +1,25 @@
 //! The built-in tools and the Tool contract (ARCHITECTURE §4.1).
+//!
+//! Each tool's arguments are one type deriving `Deserialize` and `JsonSchema`
+//! ([`typed::TypedTool`]); [`builtin_tools`] gives the seven built-ins and
+//! [`ToolRegistry`] looks them up by name.
 
+pub mod bash;
+pub mod diff;
+pub mod edit;
+pub mod find;
+pub mod grep;
+pub mod ls;
+pub mod output;
+pub mod paths;
+pub mod read;
+pub mod registry;
 pub mod tool;
+pub mod typed;
+mod util;
+mod walk;
+pub mod write;
 
+pub use registry::{ToolRegistry, ToolSpec, builtin_tools};
 pub use tool::{ProcessTracker, Tool, ToolContext, ToolLimits, ToolOutput};
+pub use typed::{Typed, TypedTool};

@@ -130,6 +130,22 @@ pub struct ToolContext {
     pub accepts_images: bool,
 }
 
+impl ToolContext {
+    /// A context with default limits, a fresh cancellation token and tracker, nothing
+    /// removed from the environment, and images accepted.
+    pub fn new(cwd: impl Into<PathBuf>, output_dir: impl Into<PathBuf>) -> Self {
+        ToolContext {
+            cwd: cwd.into(),
+            cancel: CancellationToken::new(),
+            limits: ToolLimits::default(),
+            env_remove: Arc::new(Vec::new()),
+            processes: ProcessTracker::default(),
+            output_dir: output_dir.into(),
+            accepts_images: true,
+        }
+    }
+}
+
 /// What a tool call returns to the Runtime (and through it to the model and clients).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {

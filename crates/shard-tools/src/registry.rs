@@ -1,0 +1,119 @@
+//! The built-in tool set and a small registry the Runtime looks tools up in.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::bash::BashTool;
+use crate::edit::EditTool;
+use crate::find::FindTool;
+use crate::grep::GrepTool;
+use crate::ls::LsTool;
+use crate::read::ReadTool;
+use crate::tool::Tool;
+use crate::typed::Typed;
+use crate::write::WriteTool;
+
+/// The seven built-in tools, in the order the model is shown them.
+pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(Typed::new(ReadTool)),
+        Arc::new(Typed::new(WriteTool)),
+        Arc::new(Typed::new(EditTool)),
+        Arc::new(Typed::new(BashTool)),
+        Arc::new(Typed::new(GrepTool)),
+        Arc::new(Typed::new(FindTool)),
+        Arc::new(Typed::new(LsTool)),
+    ]
+}
+
+/// What a provider needs to offer a tool to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Tool name.
+    pub name: &'static str,
+    /// Description for the model.
+    pub description: &'static str,
+    /// JSON Schema of the arguments.
+    pub schema: Value,
+}
+
+/// Tools by name, in registration order.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.tools.iter().map(|t| t.name()))
+            .finish()
+    }
+}
+
+impl ToolRegistry {
+    /// A registry of the given tools; a later tool with an existing name replaces it.
+    pub fn new(tools: Vec<Arc<dyn Tool>>) -> Self {
+        let mut reg = ToolRegistry::default();
+        for t in tools {
+            reg.insert(t);
+        }
+        reg
+    }
+
+    /// The built-in tools.
+    pub fn builtin() -> Self {
+        ToolRegistry::new(builtin_tools())
+    }
+
+    /// Adds a tool, replacing one of the same name in place.
+    pub fn insert(&mut self, tool: Arc<dyn Tool>) {
+        match self.tools.iter_mut().find(|t| t.name() == tool.name()) {
+            Some(slot) => *slot = tool,
+            None => self.tools.push(tool),
+        }
+    }
+
+    /// The tool named `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name).cloned()
+    }
+
+    /// Keeps only the named tools (a mode's or `--tools` allow-list); order is kept.
+    pub fn retain(&mut self, names: &[&str]) {
+        self.tools.retain(|t| names.contains(&t.name()));
+    }
+
+    /// Name, description and schema of every tool, in order.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .map(|t| ToolSpec {
+                name: t.name(),
+                description: t.description(),
+                schema: t.input_schema(),
+            })
+            .collect()
+    }
+
+    /// Tool names, in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|t| t.name()).collect()
+    }
+
+    /// All tools, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.iter()
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// True when there are no tools.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}
