@@ -1,1 +1,338 @@
-//! shard-client
+//! The Rust SDK for Shard (ARCHITECTURE §3): connect to the daemon's unix socket or to a
+//! direct `shard agent` child over stdio, send typed commands with correlated responses,
+//! and read events demultiplexed by `agent_id`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use shard_protocol::command::{AgentAttach, AgentCreate, AgentRef, AttachRole, Empty};
+use shard_protocol::event::{Hello, Response};
+use shard_protocol::responses::{AgentCreated, AgentsData, AttachData};
+use shard_protocol::types::AgentInfo;
+use shard_protocol::{
+    ClientMessage, Command, ErrorBody, Event, IncomingEvent, JsonlCodec, decode_event_lenient,
+    to_line,
+};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::FramedRead;
+
+/// Errors of the SDK.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Connecting or spawning failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The connection is gone.
+    #[error("the connection is closed")]
+    Closed,
+    /// The server's first message was not `hello`.
+    #[error("the server did not start with hello")]
+    NoHello,
+    /// The command failed.
+    #[error("{}: {}", .0.code, .0.message)]
+    Command(ErrorBody),
+    /// The response data had an unexpected shape.
+    #[error("unexpected response data: {0}")]
+    Data(String),
+}
+
+/// Events of one agent, in stream order.
+pub type AgentEvents = mpsc::UnboundedReceiver<Event>;
+
+type Pending = Arc<Mutex<HashMap<String, oneshot::Sender<Response>>>>;
+type Subs = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Event>>>>;
+
+/// One connection to a daemon or to a direct agent.
+pub struct Client {
+    writer: mpsc::UnboundedSender<Bytes>,
+    pending: Pending,
+    subs: Subs,
+    next: AtomicU64,
+    hello: Hello,
+    events: tokio::sync::Mutex<mpsc::UnboundedReceiver<IncomingEvent>>,
+    child: Mutex<Option<tokio::process::Child>>,
+}
+
+impl Client {
+    /// Connects to `SHARD_HOME/daemon.sock`.
+    pub async fn connect_daemon(home: &Path) -> Result<Client, ClientError> {
+        Self::connect_unix(&home.join("daemon.sock")).await
+    }
+
+    /// Connects to a daemon socket.
+    pub async fn connect_unix(path: &Path) -> Result<Client, ClientError> {
+        let stream = tokio::net::UnixStream::connect(path)
+            .await
+            .map_err(|source| ClientError::Io {
+                what: format!("connecting to {}", path.display()),
+                source,
+            })?;
+        let (r, w) = stream.into_split();
+        Self::from_io(r, w).await
+    }
+
+    /// Spawns `exe args…` (a `shard agent`) and talks to it over its stdio.
+    pub async fn spawn_agent(
+        exe: &Path,
+        args: &[String],
+        env: &[(String, String)],
+    ) -> Result<Client, ClientError> {
+        let mut cmd = tokio::process::Command::new(exe);
+        cmd.args(args)
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|source| ClientError::Io {
+            what: format!("spawning {}", exe.display()),
+            source,
+        })?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(ClientError::Closed);
+        };
+        let client = Self::from_io(stdout, stdin).await?;
+        if let Ok(mut c) = client.child.lock() {
+            *c = Some(child);
+        }
+        Ok(client)
+    }
+
+    /// Runs the protocol over any reader/writer pair; waits for the server's `hello`.
+    pub async fn from_io<R, W>(reader: R, writer: W) -> Result<Client, ClientError>
+    where
+        R: AsyncRead + Send + 'static,
+        W: AsyncWrite + Send + 'static,
+    {
+        let (wtx, wrx) = mpsc::unbounded_channel::<Bytes>();
+        tokio::spawn(write_loop(Box::pin(writer), wrx));
+        let mut lines = FramedRead::new(
+            Box::pin(reader) as Pin<Box<dyn AsyncRead + Send>>,
+            JsonlCodec::default(),
+        );
+        let hello = loop {
+            match lines.next().await {
+                Some(Ok(Ok(line))) => match decode_event_lenient(&line) {
+                    Ok(IncomingEvent::Known(Event::Hello(h))) => break h,
+                    _ => return Err(ClientError::NoHello),
+                },
+                Some(Ok(Err(_))) => continue,
+                _ => return Err(ClientError::Closed),
+            }
+        };
+        let pending: Pending = Arc::default();
+        let subs: Subs = Arc::default();
+        let (etx, erx) = mpsc::unbounded_channel();
+        tokio::spawn(read_loop(
+            lines,
+            Arc::clone(&pending),
+            Arc::clone(&subs),
+            etx,
+        ));
+        Ok(Client {
+            writer: wtx,
+            pending,
+            subs,
+            next: AtomicU64::new(1),
+            hello,
+            events: tokio::sync::Mutex::new(erx),
+            child: Mutex::new(None),
+        })
+    }
+
+    /// The server's `hello`.
+    pub fn hello(&self) -> &Hello {
+        &self.hello
+    }
+
+    /// Sends a message without waiting for anything.
+    pub fn send(&self, message: &ClientMessage) -> Result<(), ClientError> {
+        self.writer
+            .send(Bytes::from(to_line(message)))
+            .map_err(|_| ClientError::Closed)
+    }
+
+    /// Sends a command with a fresh id and waits for its `response` (success or not).
+    pub async fn request(&self, command: Command) -> Result<Response, ClientError> {
+        let id = format!("c{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut p) = self.pending.lock() {
+            p.insert(id.clone(), tx);
+        }
+        self.send(&ClientMessage::new(id, command))?;
+        rx.await.map_err(|_| ClientError::Closed)
+    }
+
+    /// Like [`request`](Client::request), turning `success: false` into an error.
+    pub async fn call(&self, command: Command) -> Result<Option<serde_json::Value>, ClientError> {
+        let r = self.request(command).await?;
+        if r.success {
+            Ok(r.data)
+        } else {
+            Err(ClientError::Command(r.error.unwrap_or_else(|| {
+                ErrorBody::new(
+                    shard_protocol::ErrorCode::InternalError,
+                    "failed without an error body",
+                )
+            })))
+        }
+    }
+
+    /// Routes every later event tagged with `agent_id` to the returned receiver.
+    pub fn subscribe(&self, agent_id: &str) -> AgentEvents {
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Ok(mut s) = self.subs.lock() {
+            s.insert(agent_id.to_string(), tx);
+        }
+        rx
+    }
+
+    /// The next event no subscription took (orchestrator events, direct-connection
+    /// events, unknown types); `None` once the connection is closed.
+    pub async fn next_event(&self) -> Option<IncomingEvent> {
+        self.events.lock().await.recv().await
+    }
+
+    /// `agent.list`.
+    pub async fn list(&self) -> Result<Vec<AgentInfo>, ClientError> {
+        let data = self.call(Command::AgentList(Empty::default())).await?;
+        Ok(parse::<AgentsData>(data)?.agents)
+    }
+
+    /// `agent.create`; returns the new agent id.
+    pub async fn create(&self, create: AgentCreate) -> Result<String, ClientError> {
+        let data = self.call(Command::AgentCreate(Box::new(create))).await?;
+        Ok(parse::<AgentCreated>(data)?.agent_id)
+    }
+
+    /// `agent.attach`, subscribing first so the `sync` and everything after it land in
+    /// the returned receiver.
+    pub async fn attach(
+        &self,
+        agent_id: &str,
+        role: AttachRole,
+    ) -> Result<(AttachData, AgentEvents), ClientError> {
+        let rx = self.subscribe(agent_id);
+        let data = self
+            .call(Command::AgentAttach(AgentAttach {
+                agent_id: agent_id.to_string(),
+                role: Some(role),
+            }))
+            .await?;
+        Ok((parse::<AttachData>(data)?, rx))
+    }
+
+    /// `agent.detach`.
+    pub async fn detach(&self, agent_id: &str) -> Result<(), ClientError> {
+        self.call(Command::AgentDetach(AgentRef {
+            agent_id: agent_id.to_string(),
+        }))
+        .await?;
+        if let Ok(mut s) = self.subs.lock() {
+            s.remove(agent_id);
+        }
+        Ok(())
+    }
+
+    /// For a direct agent: closes its stdin and waits for it to exit.
+    pub async fn close_and_wait(self) -> Option<std::process::ExitStatus> {
+        let child = self.child.lock().ok().and_then(|mut c| c.take());
+        drop(self.writer);
+        match child {
+            Some(mut c) => c.wait().await.ok(),
+            None => None,
+        }
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(
+    data: Option<serde_json::Value>,
+) -> Result<T, ClientError> {
+    serde_json::from_value(data.unwrap_or_default()).map_err(|e| ClientError::Data(e.to_string()))
+}
+
+async fn write_loop(
+    mut w: Pin<Box<dyn AsyncWrite + Send>>,
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
+) {
+    while let Some(first) = rx.recv().await {
+        let mut buf = first.to_vec();
+        while let Ok(more) = rx.try_recv() {
+            buf.extend_from_slice(&more);
+        }
+        if w.write_all(&buf).await.is_err() || w.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = w.shutdown().await;
+}
+
+async fn read_loop(
+    mut lines: FramedRead<Pin<Box<dyn AsyncRead + Send>>, JsonlCodec>,
+    pending: Pending,
+    subs: Subs,
+    events: mpsc::UnboundedSender<IncomingEvent>,
+) {
+    while let Some(item) = lines.next().await {
+        let line = match item {
+            Ok(Ok(l)) => l,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "line dropped");
+                continue;
+            }
+            Err(_) => break,
+        };
+        let ev = match decode_event_lenient(&line) {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::warn!(error = %e, "undecodable event dropped");
+                continue;
+            }
+        };
+        if let IncomingEvent::Known(Event::Response(r)) = &ev
+            && let Some(id) = &r.id
+            && let Some(tx) = pending.lock().ok().and_then(|mut p| p.remove(id))
+        {
+            let _ = tx.send(r.clone());
+            continue;
+        }
+        if let IncomingEvent::Known(e) = &ev
+            && let Some(aid) = e.routing_agent_id()
+        {
+            let tx = subs.lock().ok().and_then(|s| s.get(aid).cloned());
+            if let Some(tx) = tx
+                && tx.send(e.clone()).is_ok()
+            {
+                continue;
+            }
+        }
+        let _ = events.send(ev);
+    }
+    if let Ok(mut p) = pending.lock() {
+        p.clear();
+    }
+    if let Ok(mut s) = subs.lock() {
+        s.clear();
+    }
+}
+
+/// `SHARD_HOME`: the environment variable, else `~/.shard`.
+pub fn shard_home() -> PathBuf {
+    if let Some(h) = std::env::var_os("SHARD_HOME").filter(|h| !h.is_empty()) {
+        return PathBuf::from(h);
+    }
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join(".shard")
+}

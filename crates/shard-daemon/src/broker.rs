@@ -1,0 +1,634 @@
+//! The broker (ARCHITECTURE §6): every line a Runtime writes is fanned out to the agent's
+//! attachments tagged with its `agent_id`; `sync` completes attach handshakes; responses
+//! are mapped back to the client that asked; permission and UI requests are shown to
+//! every attachment and to the nearest interactive ancestor, or answered headlessly.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use shard_protocol::command::{
+    AttachRole, ClientMessage, Command, HeadlessPolicy, PermissionResponse, UiResponse,
+};
+use shard_protocol::event::{
+    ActivityPhase, AgentActivity, AgentSpawned, AgentStatusChanged, DeltaKind, PendingRequest,
+    Response, Sync,
+};
+use shard_protocol::responses::AttachData;
+use shard_protocol::types::{AgentStatus, PermissionDecision, RuntimeState, UiKind};
+use shard_protocol::{Event, IncomingEvent, PermissionAnswer, decode_event_lenient, ids, to_line};
+
+use crate::state::{ConnEntry, ConnId, Inflight, LiveRuntime, Pending, PendingKind, Shared, State};
+
+/// Serializes an event as one frame.
+pub(crate) fn frame(event: &Event) -> Bytes {
+    Bytes::from(to_line(event))
+}
+
+/// Adds `"agent_id"` to a Runtime line without re-encoding it: ids are validated base32,
+/// so no escaping is needed, and the rest of the line is copied as is.
+pub(crate) fn tag(line: &[u8], agent_id: &str) -> Bytes {
+    let body = line.strip_prefix(b"{").unwrap_or(line);
+    let mut out = Vec::with_capacity(line.len() + agent_id.len() + 16);
+    out.extend_from_slice(b"{\"agent_id\":\"");
+    out.extend_from_slice(agent_id.as_bytes());
+    out.extend_from_slice(b"\"");
+    if !body.starts_with(b"}") {
+        out.push(b',');
+    }
+    out.extend_from_slice(body);
+    out.push(b'\n');
+    Bytes::from(out)
+}
+
+fn push(conns: &HashMap<ConnId, ConnEntry>, conn: ConnId, frame: &Bytes) {
+    if let Some(c) = conns.get(&conn) {
+        c.outbox.push(frame.clone());
+    }
+}
+
+/// Sends a command to a Runtime with a daemon-unique id (§16 item 6).
+pub(crate) fn send_to_runtime(
+    shared: &Shared,
+    rt: &mut LiveRuntime,
+    mut command: Command,
+    inflight: Inflight,
+) -> bool {
+    let Some(stdin) = &rt.stdin else {
+        return false;
+    };
+    command.set_routing_agent_id(None);
+    let id = format!("d{}", shared.next());
+    let line = to_line(&ClientMessage::new(id.clone(), command));
+    if stdin.send(Bytes::from(line)).is_err() {
+        return false;
+    }
+    rt.inflight.insert(id, inflight);
+    true
+}
+
+/// Handles one line from the Runtime generation `epoch` of `agent_id`.
+pub(crate) fn on_runtime_line(shared: &Arc<Shared>, agent_id: &str, epoch: u64, line: &[u8]) {
+    let incoming = match decode_event_lenient(line) {
+        Ok(e) => e,
+        Err(e) => {
+            tracing::warn!(agent_id, error = %e, "undecodable line from runtime dropped");
+            return;
+        }
+    };
+    let mut guard = shared.lock();
+    let st = &mut *guard;
+    let Some(entry) = st.agents.get(agent_id) else {
+        return;
+    };
+    if entry.rt.as_ref().is_none_or(|rt| rt.epoch != epoch) {
+        return;
+    }
+    let event = match incoming {
+        IncomingEvent::Known(ev) => ev,
+        IncomingEvent::Unknown { .. } => {
+            fan_out(st, agent_id, &tag(line, agent_id));
+            return;
+        }
+    };
+    let make = |ev: &Event| -> Bytes {
+        if ev.is_per_agent() && ev.routing_agent_id().is_none() {
+            tag(line, agent_id)
+        } else {
+            let mut ev = ev.clone();
+            ev.set_routing_agent_id(Some(agent_id.to_string()));
+            frame(&ev)
+        }
+    };
+    match event {
+        Event::Hello(h) => {
+            if let Some(rt) = st.agents.get_mut(agent_id).and_then(|e| e.rt.as_mut()) {
+                rt.capabilities = h.capabilities;
+            }
+        }
+        Event::Sync(s) => on_sync(shared, st, agent_id, epoch, *s),
+        Event::Response(r) => on_response(st, agent_id, r),
+        Event::PermissionRequest(ref p) => {
+            let kind = PendingKind::Permission {
+                choices: p
+                    .choices
+                    .as_ref()
+                    .map(|c| c.iter().map(|c| c.id.clone()).collect())
+                    .unwrap_or_default(),
+                options: p.options.clone(),
+            };
+            let id = p.request_id.clone();
+            set_phase(st, agent_id, ActivityPhase::Waiting, None);
+            on_request(shared, st, agent_id, id, kind, make(&event));
+        }
+        Event::UiRequest(ref u) if u.kind != UiKind::Notify => {
+            let id = u.request_id.clone();
+            set_phase(st, agent_id, ActivityPhase::Waiting, None);
+            on_request(shared, st, agent_id, id, PendingKind::Ui, make(&event));
+        }
+        Event::PermissionResolved(ref r) => {
+            let id = r.request_id.clone();
+            on_resolved(st, agent_id, &id, &make(&event));
+        }
+        Event::UiResolved(ref r) => {
+            let id = r.request_id.clone();
+            on_resolved(st, agent_id, &id, &make(&event));
+        }
+        Event::Status(ref s) => {
+            let f = make(&event);
+            fan_out(st, agent_id, &f);
+            on_status(st, agent_id, s.status, s.detail.clone());
+        }
+        Event::MessageDelta(ref d) => {
+            let phase = if d.kind == DeltaKind::Thinking {
+                ActivityPhase::Thinking
+            } else {
+                ActivityPhase::Streaming
+            };
+            set_phase(st, agent_id, phase, None);
+            fan_out(st, agent_id, &make(&event));
+        }
+        Event::ToolCall(ref t) => {
+            set_phase(st, agent_id, ActivityPhase::Tool, Some(t.name.clone()));
+            fan_out(st, agent_id, &make(&event));
+        }
+        Event::Usage(ref u) => {
+            if let Some(e) = st.agents.get_mut(agent_id) {
+                let total = e.usage.get_or_insert_with(Default::default);
+                total.input += u.usage.input;
+                total.output += u.usage.output;
+                total.model.clone_from(&u.usage.model);
+                if u.usage.context_tokens.is_some() {
+                    total.context_tokens = u.usage.context_tokens;
+                }
+                if let Some(c) = u.usage.cost {
+                    total.cost = Some(total.cost.unwrap_or(0.0) + c);
+                }
+            }
+            fan_out(st, agent_id, &make(&event));
+        }
+        Event::ModeChanged(ref m) => {
+            if let Some(e) = st.agents.get_mut(agent_id) {
+                e.mode = Some(m.mode.clone());
+            }
+            fan_out(st, agent_id, &make(&event));
+        }
+        ref other => fan_out(st, agent_id, &make(other)),
+    }
+}
+
+/// Sends a frame to every attachment of an agent that is past its handshake.
+pub(crate) fn fan_out(st: &State, agent_id: &str, frame: &Bytes) {
+    let Some(entry) = st.agents.get(agent_id) else {
+        return;
+    };
+    for (conn, att) in &entry.attachments {
+        if !att.awaiting_sync {
+            push(&st.conns, *conn, frame);
+        }
+    }
+}
+
+/// Broadcasts the sanitized activity overview when the coarse phase changes.
+pub(crate) fn set_phase(
+    st: &mut State,
+    agent_id: &str,
+    phase: ActivityPhase,
+    tool: Option<String>,
+) {
+    let Some(entry) = st.agents.get_mut(agent_id) else {
+        return;
+    };
+    if entry.phase == phase && tool.is_none() {
+        return;
+    }
+    entry.phase = phase;
+    let ev = Event::AgentActivity(AgentActivity {
+        agent_id: agent_id.to_string(),
+        timestamp: ids::now_millis(),
+        phase,
+        status: entry.status,
+        tool_name: tool,
+    });
+    st.broadcast(&frame(&ev));
+}
+
+/// Records a status change, tells every connection, and acts on inactivity.
+pub(crate) fn on_status(
+    st: &mut State,
+    agent_id: &str,
+    status: AgentStatus,
+    detail: Option<String>,
+) {
+    let Some(entry) = st.agents.get_mut(agent_id) else {
+        return;
+    };
+    let changed = entry.status != status;
+    entry.status = status;
+    let mut close = false;
+    if let Some(rt) = entry.rt.as_mut() {
+        if status.is_active() {
+            rt.idle_since = None;
+        } else {
+            rt.idle_since.get_or_insert_with(Instant::now);
+            if rt.terminate_when_idle && rt.stdin.is_some() {
+                close = true;
+            }
+        }
+    }
+    if close {
+        close_stdin(st, agent_id);
+    }
+    let Some(entry) = st.agents.get(agent_id) else {
+        return;
+    };
+    if changed {
+        let ev = Event::AgentStatusChanged(AgentStatusChanged {
+            agent_id: agent_id.to_string(),
+            status,
+            runtime_state: entry.runtime_state,
+            detail,
+        });
+        st.broadcast(&frame(&ev));
+        let phase = match status {
+            AgentStatus::Idle => ActivityPhase::Idle,
+            AgentStatus::Streaming => match entry.phase {
+                p @ (ActivityPhase::Thinking | ActivityPhase::Streaming | ActivityPhase::Tool) => p,
+                _ => ActivityPhase::Streaming,
+            },
+            AgentStatus::WaitingForPermission | AgentStatus::WaitingForUi => ActivityPhase::Waiting,
+            AgentStatus::Compacting => ActivityPhase::Compacting,
+            AgentStatus::Error => ActivityPhase::Error,
+        };
+        set_phase(st, agent_id, phase, None);
+    }
+}
+
+/// Closes a Runtime's stdin: on end of input it finishes persisting and exits 0 (§16 item 16).
+pub(crate) fn close_stdin(st: &mut State, agent_id: &str) {
+    let Some(entry) = st.agents.get_mut(agent_id) else {
+        return;
+    };
+    let Some(rt) = entry.rt.as_mut() else {
+        return;
+    };
+    rt.stdin = None;
+    rt.stopping = true;
+    rt.terminate_when_idle = false;
+    entry.runtime_state = RuntimeState::Stopping;
+    let ev = Event::AgentStatusChanged(AgentStatusChanged {
+        agent_id: agent_id.to_string(),
+        status: entry.status,
+        runtime_state: RuntimeState::Stopping,
+        detail: None,
+    });
+    st.broadcast(&frame(&ev));
+}
+
+fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut s: Sync) {
+    // Delegated requests of descendants whose nearest interactive ancestor is this agent.
+    let mut delegated: Vec<(String, String, serde_json::Value)> = Vec::new();
+    for (id, e) in &st.agents {
+        if id == agent_id {
+            continue;
+        }
+        for p in e.pending.iter().filter(|p| !p.answered) {
+            if st
+                .responders(id)
+                .is_some_and(|(owner, _)| owner == agent_id)
+            {
+                delegated.push((id.clone(), p.request_id.clone(), p.value.clone()));
+            }
+        }
+    }
+    let Some(entry) = st.agents.get_mut(agent_id) else {
+        return;
+    };
+    let Some(rt) = entry.rt.as_mut() else {
+        return;
+    };
+    let first = !rt.ready;
+    let to_all = first || rt.sync_requests == 0;
+    entry.status = s.status;
+    entry.mode = Some(s.mode.clone());
+    if first {
+        rt.ready = true;
+        entry.runtime_state = RuntimeState::Running;
+        entry.last_epoch = Some(epoch);
+        if !s.status.is_active() {
+            rt.idle_since = Some(Instant::now());
+        }
+        for w in rt.start_waiters.drain(..) {
+            let _ = w.send(Ok(()));
+        }
+        if !entry.manifest.started {
+            entry.manifest.started = true;
+            let m = entry.manifest.clone();
+            let store = shared.store.clone();
+            tokio::spawn(async move {
+                if let Err(e) = store.save(&m).await {
+                    tracing::warn!(error = %e, "could not record the first start");
+                }
+            });
+        }
+    }
+    s.agent_id = Some(agent_id.to_string());
+    s.runtime_epoch = Some(epoch);
+    if !rt.capabilities.is_empty() || s.capabilities.is_none() {
+        s.capabilities = Some(rt.capabilities.clone());
+    }
+    s.session_id
+        .get_or_insert_with(|| entry.manifest.session_id.clone());
+    for (_, _, v) in &delegated {
+        match serde_json::from_value::<PendingRequest>(v.clone()) {
+            Ok(p) => s.pending_requests.push(p),
+            Err(e) => tracing::warn!(error = %e, "delegated request not re-shown"),
+        }
+    }
+    let status = s.status;
+    let sync_frame = frame(&Event::Sync(Box::new(s)));
+    let info = entry.info();
+    let mut interactive_served = Vec::new();
+    for (conn, att) in entry.attachments.iter_mut() {
+        if !(to_all || att.awaiting_sync) {
+            continue;
+        }
+        if let Some(client_id) = att.attach_reply.take() {
+            let data = AttachData {
+                status,
+                info: info.clone(),
+            };
+            let ev = Event::ok(client_id, "agent.attach", serde_json::to_value(&data).ok());
+            push(&st.conns, *conn, &frame(&ev));
+        }
+        push(&st.conns, *conn, &sync_frame);
+        att.awaiting_sync = false;
+        if att.role == AttachRole::Interactive {
+            interactive_served.push(*conn);
+        }
+    }
+    for (child, rid, _) in &delegated {
+        if let Some(p) = st
+            .agents
+            .get_mut(child)
+            .and_then(|e| e.pending.iter_mut().find(|p| &p.request_id == rid))
+        {
+            p.delivered_to.extend(interactive_served.iter().copied());
+        }
+    }
+    if first {
+        st.broadcast(&frame(&Event::AgentSpawned(AgentSpawned {
+            agent_id: agent_id.to_string(),
+            info: info.clone(),
+        })));
+        st.broadcast(&frame(&Event::AgentStatusChanged(AgentStatusChanged {
+            agent_id: agent_id.to_string(),
+            status,
+            runtime_state: RuntimeState::Running,
+            detail: None,
+        })));
+    }
+}
+
+fn on_response(st: &mut State, agent_id: &str, mut r: Response) {
+    let Some(rt) = st.agents.get_mut(agent_id).and_then(|e| e.rt.as_mut()) else {
+        return;
+    };
+    let Some(id) = r.id.clone() else {
+        tracing::warn!(agent_id, "runtime response without an id dropped");
+        return;
+    };
+    let target = match rt.inflight.remove(&id) {
+        Some(Inflight::Client {
+            conn, client_id, ..
+        }) => Some((conn, client_id)),
+        Some(Inflight::Sync) => {
+            rt.sync_requests = rt.sync_requests.saturating_sub(1);
+            None
+        }
+        Some(Inflight::ClientSync { conn, client_id }) => {
+            rt.sync_requests = rt.sync_requests.saturating_sub(1);
+            Some((conn, client_id))
+        }
+        Some(Inflight::Internal) => {
+            if !r.success {
+                tracing::debug!(agent_id, error = ?r.error, "internal command failed");
+            }
+            None
+        }
+        None => {
+            tracing::debug!(agent_id, id, "response for an unknown id dropped");
+            None
+        }
+    };
+    if let Some((conn, client_id)) = target {
+        r.id = client_id;
+        st.send_to(conn, &frame(&Event::Response(r)));
+    }
+}
+
+fn on_request(
+    shared: &Arc<Shared>,
+    st: &mut State,
+    agent_id: &str,
+    request_id: String,
+    kind: PendingKind,
+    line: Bytes,
+) {
+    let responders = st.responders(agent_id);
+    let value: serde_json::Value = serde_json::from_slice(&line).unwrap_or_default();
+    let Some(entry) = st.agents.get(agent_id) else {
+        return;
+    };
+    let mut delivered = HashSet::new();
+    for (conn, att) in &entry.attachments {
+        if !att.awaiting_sync {
+            push(&st.conns, *conn, &line);
+            delivered.insert(*conn);
+        }
+    }
+    if let Some((owner, conns)) = &responders
+        && owner != agent_id
+        && let Some(owner_entry) = st.agents.get(owner)
+    {
+        for c in conns {
+            let ready = owner_entry
+                .attachments
+                .get(c)
+                .is_some_and(|a| !a.awaiting_sync);
+            if ready && delivered.insert(*c) {
+                push(&st.conns, *c, &line);
+            }
+        }
+    }
+    if let Some(entry) = st.agents.get_mut(agent_id) {
+        entry.pending.push(Pending {
+            request_id: request_id.clone(),
+            value,
+            kind,
+            answered: false,
+            delivered_to: delivered,
+            headless_timer: None,
+        });
+    }
+    if responders.is_none() {
+        apply_headless(shared, st, agent_id, &request_id);
+    }
+}
+
+/// No interactive responder in the hierarchy: the manifest's policy decides (§16 item 7).
+/// `allow_if_rule_matches` fails closed here: the `[headless] allow` rules live in the
+/// Runtime's policy layer, so the daemon denies what reached it (see docs/daemon.md).
+pub(crate) fn apply_headless(
+    shared: &Arc<Shared>,
+    st: &mut State,
+    agent_id: &str,
+    request_id: &str,
+) {
+    let Some(entry) = st.agents.get(agent_id) else {
+        return;
+    };
+    match entry.manifest.headless_policy {
+        HeadlessPolicy::Deny | HeadlessPolicy::AllowIfRuleMatches => {
+            answer_headless(shared, st, agent_id, request_id, "headless");
+        }
+        HeadlessPolicy::Queue => start_headless_timer(shared, st, agent_id, request_id),
+    }
+}
+
+/// Starts the headless timeout of a pending request (queue policy, or a request whose
+/// responders all went away: it survives the disconnect until the timeout).
+pub(crate) fn start_headless_timer(
+    shared: &Arc<Shared>,
+    st: &mut State,
+    agent_id: &str,
+    request_id: &str,
+) {
+    let Some(p) = st
+        .agents
+        .get_mut(agent_id)
+        .and_then(|e| e.pending.iter_mut().find(|p| p.request_id == request_id))
+    else {
+        return;
+    };
+    if p.headless_timer.is_some() || p.answered {
+        return;
+    }
+    let shared2 = Arc::clone(shared);
+    let (aid, rid) = (agent_id.to_string(), request_id.to_string());
+    let timeout = shared.cfg.headless_timeout;
+    let task = tokio::spawn(async move {
+        tokio::time::sleep(timeout).await;
+        let mut guard = shared2.lock();
+        let st = &mut *guard;
+        if let Some(p) = st
+            .agents
+            .get_mut(&aid)
+            .and_then(|e| e.pending.iter_mut().find(|p| p.request_id == rid))
+        {
+            p.headless_timer = None;
+        }
+        if st.responders(&aid).is_none() {
+            answer_headless(&shared2, st, &aid, &rid, "headless_timeout");
+        }
+    });
+    p.headless_timer = Some(task.abort_handle());
+}
+
+fn answer_headless(
+    shared: &Arc<Shared>,
+    st: &mut State,
+    agent_id: &str,
+    request_id: &str,
+    source: &str,
+) {
+    let Some(entry) = st.agents.get_mut(agent_id) else {
+        return;
+    };
+    let Some(p) = entry
+        .pending
+        .iter_mut()
+        .find(|p| p.request_id == request_id && !p.answered)
+    else {
+        return;
+    };
+    p.answered = true;
+    let command = match p.kind {
+        PendingKind::Permission { .. } => Command::PermissionResponse(PermissionResponse {
+            agent_id: None,
+            request_id: request_id.to_string(),
+            answer: PermissionAnswer::Decision {
+                decision: PermissionDecision::Deny,
+            },
+            reason: Some("no interactive client can answer".into()),
+            source: Some(source.to_string()),
+        }),
+        PendingKind::Ui => Command::UiResponse(UiResponse {
+            agent_id: None,
+            request_id: request_id.to_string(),
+            value: None,
+        }),
+    };
+    if let Some(rt) = entry.rt.as_mut() {
+        send_to_runtime(shared, rt, command, Inflight::Internal);
+    }
+}
+
+fn on_resolved(st: &mut State, agent_id: &str, request_id: &str, frame: &Bytes) {
+    let Some(entry) = st.agents.get_mut(agent_id) else {
+        return;
+    };
+    let mut targets: HashSet<ConnId> = entry
+        .attachments
+        .iter()
+        .filter(|(_, a)| !a.awaiting_sync)
+        .map(|(c, _)| *c)
+        .collect();
+    if let Some(pos) = entry
+        .pending
+        .iter()
+        .position(|p| p.request_id == request_id)
+    {
+        let p = entry.pending.remove(pos);
+        if let Some(t) = p.headless_timer {
+            t.abort();
+        }
+        targets.extend(p.delivered_to);
+    }
+    for c in targets {
+        push(&st.conns, c, frame);
+    }
+}
+
+/// After attachments went away: requests left with no responder start their timeout.
+pub(crate) fn recheck_responders(shared: &Arc<Shared>, st: &mut State) {
+    let mut orphaned = Vec::new();
+    for (id, e) in &st.agents {
+        if e.pending.iter().any(|p| !p.answered) && st.responders(id).is_none() {
+            for p in e.pending.iter().filter(|p| !p.answered) {
+                orphaned.push((id.clone(), p.request_id.clone()));
+            }
+        }
+    }
+    for (aid, rid) in orphaned {
+        start_headless_timer(shared, st, &aid, &rid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tag_splices_agent_id_into_the_line() {
+        let t = tag(br#"{"type":"status","status":"idle"}"#, "agent-X");
+        let v: serde_json::Value = serde_json::from_slice(&t).unwrap();
+        assert_eq!(v["agent_id"], "agent-X");
+        assert_eq!(v["type"], "status");
+        assert!(t.ends_with(b"\n"));
+        let e = tag(b"{}", "agent-Y");
+        let v: serde_json::Value = serde_json::from_slice(&e).unwrap();
+        assert_eq!(v["agent_id"], "agent-Y");
+    }
+}

@@ -1,0 +1,190 @@
+//! Starting a Runtime generation. The supervisor asks a [`RuntimeLauncher`] for a
+//! process speaking the per-agent protocol on a pair of pipes; the real one spawns
+//! `shard agent`, and tests can play the Runtime themselves.
+
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::process::Stdio;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// Everything a Runtime generation is started with.
+#[derive(Debug, Clone)]
+pub struct LaunchSpec {
+    /// Durable agent id.
+    pub agent_id: String,
+    /// Parent, for a subagent.
+    pub parent_agent_id: Option<String>,
+    /// Session to open (created by the Runtime when new).
+    pub session_id: String,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Provider, passed at every start (the scripted provider needs its script again).
+    pub provider: Option<String>,
+    /// Model, passed only at first start (§16 item 13).
+    pub model: Option<String>,
+    /// Mode, passed only at first start.
+    pub mode: Option<String>,
+    /// Script file of the `scripted` provider.
+    pub script: Option<String>,
+    /// Tool allow-list.
+    pub tools: Option<Vec<String>>,
+    /// `SHARD_HOME`.
+    pub home: PathBuf,
+    /// The daemon socket, for the Runtime's own calls back.
+    pub daemon_sock: PathBuf,
+    /// Per-Runtime secret (§16 item 13); never logged.
+    pub token: String,
+    /// Runtime generation.
+    pub epoch: u64,
+}
+
+/// How a Runtime process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExitInfo {
+    /// Exit code, when it exited.
+    pub code: Option<i32>,
+    /// Signal, when it was killed by one.
+    pub signal: Option<i32>,
+}
+
+impl ExitInfo {
+    /// A clean exit (code 0).
+    pub fn is_clean(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    /// One line for `agent_exited.reason`.
+    pub fn describe(&self) -> String {
+        match (self.code, self.signal) {
+            (Some(c), _) => format!("exited with code {c}"),
+            (None, Some(s)) => format!("killed by signal {s}"),
+            _ => "exited".into(),
+        }
+    }
+}
+
+/// A started Runtime: its pipes, its pid and a future for its end.
+pub struct LaunchedRuntime {
+    /// Process id, for signals.
+    pub pid: Option<u32>,
+    /// The Runtime's stdin.
+    pub stdin: Pin<Box<dyn AsyncWrite + Send>>,
+    /// The Runtime's stdout.
+    pub stdout: Pin<Box<dyn AsyncRead + Send>>,
+    /// Resolves when the process has ended.
+    pub exit: BoxFuture<'static, ExitInfo>,
+}
+
+/// Starts Runtime generations.
+#[async_trait]
+pub trait RuntimeLauncher: Send + Sync {
+    /// Starts one generation.
+    async fn launch(&self, spec: &LaunchSpec) -> std::io::Result<LaunchedRuntime>;
+}
+
+/// Spawns `<exe> agent …` as a child process in its own process group, stderr to
+/// `SHARD_HOME/logs/<agent_id>.log`.
+#[derive(Debug, Clone)]
+pub struct ProcessLauncher {
+    exe: PathBuf,
+}
+
+impl ProcessLauncher {
+    /// A launcher running `exe agent`.
+    pub fn new(exe: PathBuf) -> Self {
+        ProcessLauncher { exe }
+    }
+
+    /// The arguments after the executable.
+    pub fn args(spec: &LaunchSpec) -> Vec<String> {
+        let mut a = vec![
+            "agent".to_string(),
+            "--cwd".into(),
+            spec.cwd.display().to_string(),
+            "--session".into(),
+            spec.session_id.clone(),
+        ];
+        let mut opt = |flag: &str, v: &Option<String>| {
+            if let Some(v) = v {
+                a.push(flag.into());
+                a.push(v.clone());
+            }
+        };
+        opt("--provider", &spec.provider);
+        opt("--model", &spec.model);
+        opt("--mode", &spec.mode);
+        opt("--script", &spec.script);
+        if let Some(tools) = &spec.tools {
+            a.push("--tools".into());
+            a.push(tools.join(","));
+        }
+        a
+    }
+}
+
+#[async_trait]
+impl RuntimeLauncher for ProcessLauncher {
+    async fn launch(&self, spec: &LaunchSpec) -> std::io::Result<LaunchedRuntime> {
+        let logs = spec.home.join("logs");
+        let logs2 = logs.clone();
+        tokio::task::spawn_blocking(move || crate::fsutil::ensure_private_dir(&logs2))
+            .await
+            .map_err(std::io::Error::other)??;
+        let log = tokio::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(logs.join(format!("{}.log", spec.agent_id)))
+            .await?
+            .into_std()
+            .await;
+        let mut cmd = tokio::process::Command::new(&self.exe);
+        cmd.args(Self::args(spec))
+            .current_dir(&spec.cwd)
+            .env("SHARD_HOME", &spec.home)
+            .env("SHARD_AGENT_ID", &spec.agent_id)
+            .env("SHARD_DAEMON_SOCK", &spec.daemon_sock)
+            .env("SHARD_AGENT_TOKEN", &spec.token)
+            .env_remove("SHARD_PARENT_AGENT_ID")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .process_group(0)
+            .kill_on_drop(false);
+        if let Some(p) = &spec.parent_agent_id {
+            cmd.env("SHARD_PARENT_AGENT_ID", p);
+        }
+        let mut child = cmd.spawn()?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("child has no stdin"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("child has no stdout"))?;
+        let pid = child.id();
+        let exit = Box::pin(async move {
+            use std::os::unix::process::ExitStatusExt;
+            match child.wait().await {
+                Ok(st) => ExitInfo {
+                    code: st.code(),
+                    signal: st.signal(),
+                },
+                Err(e) => {
+                    tracing::warn!(error = %e, "waiting for a runtime failed");
+                    ExitInfo::default()
+                }
+            }
+        });
+        Ok(LaunchedRuntime {
+            pid,
+            stdin: Box::pin(stdin),
+            stdout: Box::pin(stdout),
+            exit,
+        })
+    }
+}

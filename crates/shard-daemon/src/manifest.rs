@@ -1,0 +1,199 @@
+//! Durable Agent manifests under `SHARD_HOME/agents/<agent_id>.json` (ARCHITECTURE §1,
+//! §11): the identity that survives Runtime deaths and daemon restarts.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use shard_protocol::command::HeadlessPolicy;
+use shard_protocol::ids;
+
+use crate::error::DaemonError;
+use crate::fsutil;
+
+/// Format version written into every manifest.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// One durable Agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentManifest {
+    /// Format version.
+    pub version: u32,
+    /// Durable agent id (`agent-…`).
+    pub agent_id: String,
+    /// The session the agent talks in (`sess-…`).
+    pub session_id: String,
+    /// Canonical working directory.
+    pub cwd: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Model asked for at creation (passed only at first start, §16 item 13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Provider asked for at creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Mode asked for at creation (passed only at first start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Tool allow-list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Skills.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<Vec<String>>,
+    /// What the daemon does with a request no interactive client can answer.
+    #[serde(default)]
+    pub headless_policy: HeadlessPolicy,
+    /// Parent agent, for a subagent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_agent_id: Option<String>,
+    /// Creation time, ms since the epoch.
+    pub created_at: u64,
+    /// True when the session was adopted (legacy `agent.create` with `session_id`).
+    #[serde(default)]
+    pub adopted: bool,
+    /// True once a Runtime generation became ready; later starts are restores.
+    #[serde(default)]
+    pub started: bool,
+}
+
+/// Reads and writes manifests; every id is validated before it touches a path.
+#[derive(Debug, Clone)]
+pub struct ManifestStore {
+    dir: PathBuf,
+}
+
+impl ManifestStore {
+    /// A store rooted at `SHARD_HOME/agents`.
+    pub fn new(home: &Path) -> Self {
+        ManifestStore {
+            dir: home.join("agents"),
+        }
+    }
+
+    fn path_of(&self, agent_id: &str) -> Result<PathBuf, DaemonError> {
+        if !ids::is_valid(ids::AGENT, agent_id) {
+            return Err(DaemonError::Manifest {
+                path: self.dir.clone(),
+                message: format!("invalid agent id {agent_id:?}"),
+            });
+        }
+        Ok(self.dir.join(format!("{agent_id}.json")))
+    }
+
+    /// Writes one manifest atomically (0600 in a 0700 directory).
+    pub async fn save(&self, manifest: &AgentManifest) -> Result<(), DaemonError> {
+        let path = self.path_of(&manifest.agent_id)?;
+        let dir = self.dir.clone();
+        let bytes = serde_json::to_vec_pretty(manifest).map_err(|e| DaemonError::Manifest {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        let p = path.clone();
+        tokio::task::spawn_blocking(move || {
+            fsutil::ensure_private_dir(&dir)?;
+            fsutil::atomic_write(&p, &bytes)
+        })
+        .await
+        .map_err(|e| DaemonError::io("manifest writer task", std::io::Error::other(e)))?
+        .map_err(|e| DaemonError::io(format!("writing {}", path.display()), e))
+    }
+
+    /// Loads every readable manifest; unreadable ones are logged and skipped so that one
+    /// bad file never hides the other agents.
+    pub async fn load_all(&self) -> Result<Vec<AgentManifest>, DaemonError> {
+        let dir = self.dir.clone();
+        tokio::task::spawn_blocking(move || load_dir(&dir))
+            .await
+            .map_err(|e| DaemonError::io("manifest loader task", std::io::Error::other(e)))?
+    }
+}
+
+fn load_dir(dir: &Path) -> Result<Vec<AgentManifest>, DaemonError> {
+    fsutil::ensure_private_dir(dir)
+        .map_err(|e| DaemonError::io(format!("creating {}", dir.display()), e))?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| DaemonError::io(format!("reading {}", dir.display()), e))?;
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        if path.extension().and_then(|e| e.to_str()) != Some("json")
+            || !ids::is_valid(ids::AGENT, stem)
+        {
+            continue;
+        }
+        let parsed = std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice::<AgentManifest>(&b).map_err(|e| e.to_string()));
+        match parsed {
+            Ok(m) if m.agent_id == stem => out.push(m),
+            Ok(_) => {
+                tracing::warn!(path = %path.display(), "manifest id does not match its file name; skipped")
+            }
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "unreadable manifest skipped")
+            }
+        }
+    }
+    out.sort_by(|a, b| {
+        a.created_at
+            .cmp(&b.created_at)
+            .then(a.agent_id.cmp(&b.agent_id))
+    });
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> AgentManifest {
+        AgentManifest {
+            version: MANIFEST_VERSION,
+            agent_id: ids::new_id(ids::AGENT),
+            session_id: ids::new_id(ids::SESSION),
+            cwd: "/tmp".into(),
+            name: Some("x".into()),
+            model: None,
+            provider: Some("scripted".into()),
+            mode: None,
+            tools: None,
+            skills: None,
+            headless_policy: HeadlessPolicy::Queue,
+            parent_agent_id: None,
+            created_at: 5,
+            adopted: false,
+            started: true,
+        }
+    }
+
+    #[tokio::test]
+    async fn round_trips_and_skips_garbage() {
+        let home = tempfile::tempdir().unwrap();
+        let store = ManifestStore::new(home.path());
+        let m = sample();
+        store.save(&m).await.unwrap();
+        std::fs::write(home.path().join("agents/agent-bogus.json"), b"{").unwrap();
+        std::fs::write(
+            home.path()
+                .join("agents/agent-0123456789ABCDEFGHJKMNPQRS.json"),
+            b"not json",
+        )
+        .unwrap();
+        let all = store.load_all().await.unwrap();
+        assert_eq!(all, vec![m]);
+    }
+
+    #[tokio::test]
+    async fn refuses_path_like_ids() {
+        let home = tempfile::tempdir().unwrap();
+        let store = ManifestStore::new(home.path());
+        let mut m = sample();
+        m.agent_id = "agent-../../x".into();
+        assert!(store.save(&m).await.is_err());
+    }
+}
