@@ -80,7 +80,21 @@ impl Session {
     /// A message's `Message.id` is set to the entry id. The line goes to the kernel in one
     /// `write(2)` before this returns (durable against a process crash; call
     /// [`Session::sync_data`] for power loss). The file is never rewritten.
-    pub fn append(&mut self, mut kind: EntryKind) -> Result<Entry, SessionError> {
+    pub fn append(&mut self, kind: EntryKind) -> Result<Entry, SessionError> {
+        self.append_with_id(ids::new_id(ids::ENTRY), kind)
+    }
+
+    /// Appends one entry under an id the caller allocated earlier with
+    /// `shard_protocol::ids::new_id(ids::ENTRY)`: a streamed assistant message is named
+    /// by its first delta, long before it is complete and persisted.
+    pub fn append_with_id(
+        &mut self,
+        id: String,
+        mut kind: EntryKind,
+    ) -> Result<Entry, SessionError> {
+        if !ids::is_valid(ids::ENTRY, &id) {
+            return Err(SessionError::InvalidId(id));
+        }
         if self.poisoned {
             return Err(SessionError::Io {
                 context: format!("appending to session {}", self.id),
@@ -89,7 +103,6 @@ impl Session {
                 ),
             });
         }
-        let id = ids::new_id(ids::ENTRY);
         if let EntryKind::Message(m) = &mut kind {
             m.message.id.clone_from(&id);
         }
