@@ -16,6 +16,9 @@ const DIFF_TIMEOUT: Duration = Duration::from_secs(2);
 /// Hunks turning `old` into `new`, and whether some were left out to respect
 /// [`MAX_RENDER_LINES`].
 pub fn hunks(old: &str, new: &str) -> (Vec<Hunk>, bool) {
+    // A BOM is invisible to people; showing it would make an untouched first line look changed.
+    let old = old.strip_prefix('\u{feff}').unwrap_or(old);
+    let new = new.strip_prefix('\u{feff}').unwrap_or(new);
     let diff = TextDiff::configure()
         .timeout(DIFF_TIMEOUT)
         .diff_lines(old, new);
