@@ -392,6 +392,10 @@ impl TryFrom<PermissionResponseWire> for PermissionResponse {
             (None, None) => {
                 return Err("permission_response needs either choice_id or decision".into());
             }
+            // PROTOCOL §9.5: choice ids are non-empty; the schema says the same.
+            (Some(choice_id), None) if choice_id.is_empty() => {
+                return Err("permission_response choice_id must not be empty".into());
+            }
             (Some(choice_id), None) => PermissionAnswer::Choice { choice_id },
             (None, Some(decision)) => PermissionAnswer::Decision { decision },
         };
@@ -438,8 +442,14 @@ impl JsonSchema for PermissionResponse {
         let mut by_choice = common.clone();
         let mut by_decision = common;
         if let (Some(a), Some(b)) = (by_choice.as_object_mut(), by_decision.as_object_mut()) {
-            a.insert("choice_id".into(), serde_json::json!({ "type": "string", "minLength": 1 }));
-            b.insert("decision".into(), serde_json::to_value(&decision).unwrap_or_default());
+            a.insert(
+                "choice_id".into(),
+                serde_json::json!({ "type": "string", "minLength": 1 }),
+            );
+            b.insert(
+                "decision".into(),
+                serde_json::to_value(&decision).unwrap_or_default(),
+            );
         }
         schemars::json_schema!({
             "description": "Exactly one answer form: the structured choice or the legacy decision.",

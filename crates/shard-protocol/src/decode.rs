@@ -2,6 +2,7 @@
 //! error that still carries the message's `id` when it can be read, so a server can
 //! answer `INVALID_REQUEST` to the right request (ARCHITECTURE §7.1).
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::command::ClientMessage;
@@ -90,15 +91,24 @@ pub struct DecodeError {
 
 /// Decodes one command line.
 pub fn decode_command(line: &[u8]) -> Result<ClientMessage, DecodeError> {
-    serde_json::from_slice::<ClientMessage>(line).map_err(|e| explain(line, e, COMMAND_TYPES, "command"))
+    let msg = serde_json::from_slice::<ClientMessage>(line)
+        .map_err(|e| explain(line, e, COMMAND_TYPES, "command"))?;
+    reject_numeric_tags(line, &msg)?;
+    Ok(msg)
 }
 
 /// Decodes one event line, strictly: an unknown `type` is an error.
 pub fn decode_event(line: &[u8]) -> Result<Event, DecodeError> {
-    serde_json::from_slice::<Event>(line).map_err(|e| explain(line, e, EVENT_TYPES, "event"))
+    let event = serde_json::from_slice::<Event>(line)
+        .map_err(|e| explain(line, e, EVENT_TYPES, "event"))?;
+    reject_numeric_tags(line, &event)?;
+    Ok(event)
 }
 
 /// An event as a tolerant client sees it (§16 item 1).
+// Boxing `Known` would change the public shape other crates match on; the size gap
+// only costs a move per received event.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum IncomingEvent {
     /// A known event.
@@ -158,6 +168,89 @@ fn explain(line: &[u8], err: serde_json::Error, known: &[&str], what: &str) -> D
         id,
         type_name,
         message,
+    }
+}
+
+/// serde accepts a variant *index* for an enum tag that was buffered (through `flatten`
+/// or an internally tagged parent), so `{"type":2}` would decode as the third command and
+/// `{"kind":0}` as the first render kind. The spec's tags are strings; a number there is
+/// malformed. A byte scan keeps the common path free; only a line that may hold a
+/// numeric `type`/`kind` (or an escaped key that could spell one) gets the exact check,
+/// which compares the decoded message with the input at the tag keys only, so free-form
+/// data (tool args, JSON results) may still carry numeric `type` fields.
+fn reject_numeric_tags<T: Serialize>(line: &[u8], decoded: &T) -> Result<(), DecodeError> {
+    if !may_hold_numeric_tag(line) {
+        return Ok(());
+    }
+    let (Ok(input), Ok(output)) = (
+        serde_json::from_slice::<Value>(line),
+        serde_json::to_value(decoded),
+    ) else {
+        return Ok(());
+    };
+    let Some(key) = numeric_tag(&input, &output) else {
+        return Ok(());
+    };
+    let obj = input.as_object();
+    let id = obj
+        .and_then(|o| o.get("id"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let type_name = obj
+        .and_then(|o| o.get("type"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let message = match &type_name {
+        Some(t) => format!("invalid `{t}`: field `{key}` must be a string"),
+        None => format!("field `{key}` must be a string"),
+    };
+    Err(DecodeError {
+        id,
+        type_name,
+        message,
+    })
+}
+
+fn may_hold_numeric_tag(line: &[u8]) -> bool {
+    if line.windows(2).any(|w| w == b"\\u") {
+        return true;
+    }
+    let mut rest = line;
+    while let Some(at) = rest
+        .windows(6)
+        .position(|w| w == b"\"type\"" || w == b"\"kind\"")
+    {
+        rest = &rest[at + 6..];
+        let after = rest.trim_ascii_start();
+        if let Some(after) = after.strip_prefix(b":")
+            && after
+                .trim_ascii_start()
+                .first()
+                .is_some_and(u8::is_ascii_digit)
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// The first tag key whose decoded value is a string but whose input value is a number.
+fn numeric_tag(input: &Value, output: &Value) -> Option<&'static str> {
+    match (input, output) {
+        (Value::Object(i), Value::Object(o)) => o.iter().find_map(|(k, ov)| {
+            let iv = i.get(k)?;
+            let tag = match k.as_str() {
+                "type" => Some("type"),
+                "kind" => Some("kind"),
+                _ => None,
+            };
+            match tag {
+                Some(tag) if ov.is_string() && iv.is_number() => Some(tag),
+                _ => numeric_tag(iv, ov),
+            }
+        }),
+        (Value::Array(i), Value::Array(o)) => i.iter().zip(o).find_map(|(i, o)| numeric_tag(i, o)),
+        _ => None,
     }
 }
 

@@ -8,9 +8,9 @@ use crate::error::{ErrorBody, ErrorCode};
 use crate::jobs::RunState;
 use crate::permission::PermissionAnswer;
 use crate::types::{
-    AgentInfo, AgentStatus, Message, ModelDescriptor, PermissionChoice, PermissionDetail,
-    PermissionDecision, RenderDescriptor, RuntimeState, ToolResultContent, UiKind, NotifyType,
-    Usage,
+    AgentInfo, AgentStatus, Message, ModelDescriptor, NotifyType, PermissionChoice,
+    PermissionDecision, PermissionDetail, RenderDescriptor, RuntimeState, ToolResultContent,
+    UiKind, Usage,
 };
 use crate::workspace::WorkspaceInfo;
 

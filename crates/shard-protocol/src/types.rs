@@ -273,7 +273,11 @@ pub enum RenderDescriptor {
         #[serde(rename = "exitCode", default, skip_serializing_if = "Option::is_none")]
         exit_code: Option<i64>,
         /// Duration.
-        #[serde(rename = "durationMs", default, skip_serializing_if = "Option::is_none")]
+        #[serde(
+            rename = "durationMs",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
         duration_ms: Option<u64>,
     },
     /// A flat list of paths.
