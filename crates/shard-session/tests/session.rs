@@ -770,3 +770,51 @@ fn an_open_trusts_meta_for_the_prefix_it_describes() {
         Some("z")
     );
 }
+
+#[test]
+fn a_torn_first_entry_after_the_header_is_set_aside() {
+    let h = home();
+    let store = SessionStore::new(&h.home);
+    let id = ids::new_id(ids::SESSION);
+    let path = transcript(&store.open_or_create(&id, &h.cwd).unwrap());
+    let header_len = fs::metadata(&path).unwrap().len();
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .write_all(b"{\"type\":\"mess")
+        .unwrap();
+    let mut s = store.open_or_create(&id, &h.cwd).unwrap();
+    assert_eq!(s.torn().map(|t| t.offset), Some(header_len));
+    assert_eq!(s.state().entry_count, 0);
+    let first = s.append(user("fresh")).unwrap();
+    assert_eq!(first.parent_id, None);
+    assert_eq!(texts(&s.context_messages().unwrap()), vec!["fresh"]);
+}
+
+#[test]
+fn entries_can_be_visited_newest_first() {
+    let h = home();
+    let store = SessionStore::new(&h.home);
+    let id = ids::new_id(ids::SESSION);
+    let mut s = store.open_or_create(&id, &h.cwd).unwrap();
+    let a = s.append(user("a")).unwrap();
+    let b = s
+        .append(EntryKind::ModeChange { mode: "m".into() })
+        .unwrap();
+    let c = s.append(assistant("c")).unwrap();
+    let mut seen = Vec::new();
+    s.for_each_entry_rev(|e| {
+        seen.push(e.id);
+        std::ops::ControlFlow::Continue(())
+    })
+    .unwrap();
+    assert_eq!(seen, [c.id.clone(), b.id, a.id]);
+    let mut first_only = Vec::new();
+    s.for_each_entry_rev(|e| {
+        first_only.push(e.id);
+        std::ops::ControlFlow::Break(())
+    })
+    .unwrap();
+    assert_eq!(first_only, [c.id]);
+}
