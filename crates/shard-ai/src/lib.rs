@@ -1,10 +1,35 @@
 //! Model providers behind one streaming trait ([`Provider`]), the model catalog, and
 //! usage/cost normalization. Knows nothing about tools' behaviour or sessions.
+//!
+//! Real providers: [`AnthropicProvider`] (`anthropic`), [`OpenAiChatProvider`]
+//! (`openai`, also for compatible servers) and [`OpenAiResponsesProvider`]
+//! (`openai-responses`), built from configuration by [`build_provider`].
 
+pub mod anthropic;
+pub mod catalog;
+pub mod config;
+mod convert;
+mod http;
+pub mod openai_chat;
+pub mod openai_responses;
 pub mod provider;
+pub mod retry;
 pub mod scripted;
+pub mod secret;
+pub mod settings;
+pub mod sse;
 
+pub use anthropic::AnthropicProvider;
+pub use catalog::{Catalog, ModelInfo, Prices, cost};
+pub use config::{
+    AiConfig, ModelConfig, ProviderConfig, ProviderKind, build_provider, default_selection,
+    secret_env_vars,
+};
+pub use openai_chat::OpenAiChatProvider;
+pub use openai_responses::OpenAiResponsesProvider;
 pub use provider::{
     EventStream, ModelRequest, Provider, ProviderError, StopReason, StreamEvent, ToolSpec,
 };
 pub use scripted::ScriptedProvider;
+pub use secret::ApiKey;
+pub use settings::ProviderSettings;

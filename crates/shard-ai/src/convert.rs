@@ -1,0 +1,51 @@
+//! Conversation helpers shared by the request builders.
+
+use serde_json::Value;
+use shard_protocol::types::{ContentBlock, Message, Role, ToolResultContent};
+
+/// The text the model sees for a tool result (images excluded), with `[exit code: N]`
+/// appended when the block carries an exit code: the model must see the code even
+/// though clients get it as a structured field.
+pub(crate) fn tool_result_text(content: &ToolResultContent, exit_code: Option<i64>) -> String {
+    let mut text = match content {
+        ToolResultContent::Text { text } => text.clone(),
+        ToolResultContent::Json { value } => value.to_string(),
+        ToolResultContent::Error { message } => message.clone(),
+        ToolResultContent::Image { .. } => String::new(),
+    };
+    if let Some(code) = exit_code {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("[exit code: {code}]"));
+    }
+    text
+}
+
+/// Whether a tool result must be flagged as an error to the model.
+pub(crate) fn tool_result_is_error(content: &ToolResultContent, is_error: Option<bool>) -> bool {
+    is_error == Some(true) || matches!(content, ToolResultContent::Error { .. })
+}
+
+/// A `data:` URL for an image, as both OpenAI APIs take them.
+pub(crate) fn data_url(mime_type: &str, data: &str) -> String {
+    format!("data:{mime_type};base64,{data}")
+}
+
+/// Arguments as the JSON text OpenAI expects in `arguments`.
+pub(crate) fn args_json(args: &serde_json::Map<String, Value>) -> String {
+    serde_json::to_string(args).unwrap_or_else(|_| "{}".to_string())
+}
+
+/// Runs of consecutive messages with the same role, oldest first: the APIs that need
+/// strict alternation get one entry per run.
+pub(crate) fn role_runs(messages: &[Message]) -> Vec<(Role, Vec<&ContentBlock>)> {
+    let mut runs: Vec<(Role, Vec<&ContentBlock>)> = Vec::new();
+    for m in messages {
+        match runs.last_mut() {
+            Some((role, blocks)) if *role == m.role => blocks.extend(m.content.iter()),
+            _ => runs.push((m.role, m.content.iter().collect())),
+        }
+    }
+    runs
+}
