@@ -1,1 +1,15 @@
-//! shard-agent
+//! The agent Runtime (ARCHITECTURE §4): one agent, one durable session, the per-agent
+//! protocol. The turn loop, the PermissionGate, modes, the model controller and the
+//! direct stdio transport live here; the daemon's registry does not.
+
+pub mod config;
+pub mod grants;
+pub mod models;
+pub mod modes;
+pub mod prompt;
+pub mod rules;
+pub mod runtime;
+pub mod shell;
+pub mod transport;
+
+pub use runtime::{Input, Runtime, RuntimeOptions, StartError, preflight};

@@ -7,7 +7,8 @@
 //! - `{"text": "...", "chunk_chars"?: n, "repeat"?: n}` — text deltas, split every
 //!   `chunk_chars` characters (default: one delta), the whole step repeated `repeat` times.
 //!   `{{tool_result:ID}}` in the text is replaced by the text of that tool result
-//!   found in the request, so an answer can quote what a tool returned.
+//!   found in the request, so an answer can quote what a tool returned. Consecutive
+//!   text steps (with only delays or usage between them) continue one text block.
 //! - `{"thinking": "...", "signature"?: "..."}` — a thinking block.
 //! - `{"tool_call": {"id": "...", "name": "...", "args": {...}}, "chunk_chars"?: n}` —
 //!   a tool call whose JSON arguments stream in pieces.
@@ -151,6 +152,8 @@ async fn play(
 ) -> Result<(), ProviderError> {
     let mut index: u32 = 0;
     let mut called_tool = false;
+    // The block index of the text block still open, so split text continues it.
+    let mut open_text: Option<u32> = None;
     for step in &turn.steps {
         if cancel.is_cancelled() {
             return Err(ProviderError::Cancelled);
@@ -159,13 +162,30 @@ async fn play(
         if let Some(text) = step.get("text").and_then(Value::as_str) {
             let repeat = step.get("repeat").and_then(Value::as_u64).unwrap_or(1);
             let text = substitute_tool_results(text, &request.messages);
+            let block = match open_text {
+                Some(b) => b,
+                None => {
+                    index += 1;
+                    index - 1
+                }
+            };
+            open_text = Some(block);
             for _ in 0..repeat {
                 for piece in split_chars(&text, chunk) {
-                    send(tx, StreamEvent::TextDelta { index, text: piece }).await?;
+                    let ev = StreamEvent::TextDelta {
+                        index: block,
+                        text: piece,
+                    };
+                    send(tx, ev).await?;
                 }
             }
-            index += 1;
-        } else if let Some(text) = step.get("thinking").and_then(Value::as_str) {
+            continue;
+        }
+        let content_step = step.get("thinking").is_some() || step.get("tool_call").is_some();
+        if content_step {
+            open_text = None;
+        }
+        if let Some(text) = step.get("thinking").and_then(Value::as_str) {
             for piece in split_chars(text, chunk) {
                 send(tx, StreamEvent::ThinkingDelta { index, text: piece }).await?;
             }
@@ -175,9 +195,20 @@ async fn play(
             }
             index += 1;
         } else if let Some(call) = step.get("tool_call") {
-            let id = call.get("id").and_then(Value::as_str).unwrap_or("call").to_string();
-            let name = call.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-            let args = call.get("args").cloned().unwrap_or_else(|| Value::Object(Default::default()));
+            let id = call
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or("call")
+                .to_string();
+            let name = call
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let args = call
+                .get("args")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Default::default()));
             let json = serde_json::to_string(&args).unwrap_or_else(|_| "{}".into());
             send(tx, StreamEvent::ToolCallStart { index, id, name }).await?;
             for piece in split_chars(&json, chunk) {
@@ -240,19 +271,23 @@ fn split_chars(text: &str, chunk: usize) -> Vec<String> {
 }
 
 fn tool_result_text(messages: &[Message], id: &str) -> Option<String> {
-    messages.iter().rev().flat_map(|m| m.content.iter()).find_map(|b| match b {
-        ContentBlock::ToolResult {
-            tool_call_id,
-            content,
-            ..
-        } if tool_call_id == id => Some(match content {
-            ToolResultContent::Text { text } => text.clone(),
-            ToolResultContent::Error { message } => message.clone(),
-            ToolResultContent::Json { value } => value.to_string(),
-            ToolResultContent::Image { mime_type, .. } => format!("[image {mime_type}]"),
-        }),
-        _ => None,
-    })
+    messages
+        .iter()
+        .rev()
+        .flat_map(|m| m.content.iter())
+        .find_map(|b| match b {
+            ContentBlock::ToolResult {
+                tool_call_id,
+                content,
+                ..
+            } if tool_call_id == id => Some(match content {
+                ToolResultContent::Text { text } => text.clone(),
+                ToolResultContent::Error { message } => message.clone(),
+                ToolResultContent::Json { value } => value.to_string(),
+                ToolResultContent::Image { mime_type, .. } => format!("[image {mime_type}]"),
+            }),
+            _ => None,
+        })
 }
 
 fn substitute_tool_results(text: &str, messages: &[Message]) -> String {

@@ -1,8 +1,11 @@
 //! `shard`: one binary for the agent Runtime, the daemon and the clients. Argument
 //! parsing and presentation only; the work lives in the library crates.
 
+mod cmd_agent;
 mod cmd_daemon;
 mod cmd_protocol;
+mod cmd_run;
+mod common;
 
 use std::process::ExitCode;
 
@@ -26,9 +29,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Commands {
     /// Run one agent Runtime speaking the JSONL protocol on stdin/stdout.
-    Agent,
+    Agent(cmd_agent::AgentArgs),
     /// Send one prompt to an agent and print the answer.
-    Run,
+    Run(cmd_run::RunArgs),
     /// Run the per-user daemon that keeps many agents.
     Daemon(cmd_daemon::DaemonArgs),
     /// List the daemon's agents with their status.
@@ -52,8 +55,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         None => not_implemented("the interactive terminal client"),
-        Some(Commands::Agent) => not_implemented("`shard agent`"),
-        Some(Commands::Run) => not_implemented("`shard run`"),
+        Some(Commands::Agent(args)) => cmd_agent::run(args),
+        Some(Commands::Run(args)) => cmd_run::run(args),
         Some(Commands::Daemon(args)) => cmd_daemon::daemon(args),
         Some(Commands::Ls(args)) => cmd_daemon::ls(args),
         Some(Commands::Kill(args)) => cmd_daemon::kill(args),

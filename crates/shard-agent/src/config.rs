@@ -1,0 +1,136 @@
+//! `SHARD_HOME/config.toml`: the user's configuration of modes, permission rules,
+//! headless allow rules, providers and models (ARCHITECTURE §5, §11).
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The whole configuration file. Every section is optional.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// Extension modes, listed after the built-ins in this order.
+    pub modes: Vec<ModeConfig>,
+    /// Permission rules.
+    pub permissions: PermissionsConfig,
+    /// Rules for unattended runs.
+    pub headless: HeadlessConfig,
+    /// Tool limits.
+    pub tools: ToolsConfig,
+    /// The whole file as parsed, from which shard-ai reads its `[providers.*]` and
+    /// `[[models]]` sections.
+    #[serde(skip)]
+    pub raw: toml::Table,
+}
+
+/// An extension mode.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ModeConfig {
+    /// Mode name.
+    pub name: String,
+    /// One line for pickers.
+    #[serde(default)]
+    pub description: String,
+    /// Tools allowed in this mode; absent means all.
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    /// Added to the system prompt.
+    #[serde(default)]
+    pub prompt: Option<String>,
+}
+
+/// `[permissions]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct PermissionsConfig {
+    /// Calls matching any of these are always denied, even over grants.
+    pub deny: Vec<RuleConfig>,
+}
+
+/// `[headless]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct HeadlessConfig {
+    /// Calls `allow_if_rule_matches` may allow when nobody can be asked.
+    pub allow: Vec<RuleConfig>,
+    /// Seconds a queued request waits before it is denied.
+    pub timeout_secs: u64,
+}
+
+impl Default for HeadlessConfig {
+    fn default() -> Self {
+        HeadlessConfig {
+            allow: Vec::new(),
+            timeout_secs: 600,
+        }
+    }
+}
+
+/// `[tools]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ToolsConfig {
+    /// Largest `bash` timeout a call may ask for, in seconds.
+    pub bash_max_timeout_secs: Option<u64>,
+    /// Default `bash` timeout, in seconds.
+    pub bash_default_timeout_secs: Option<u64>,
+}
+
+/// A permission rule: a tool name (or `*`), and optionally a glob on the bash command or
+/// on the `path` argument.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+pub struct RuleConfig {
+    /// Tool name or `*`.
+    pub tool: String,
+    /// Glob over one simple command of a `bash` call (e.g. `cargo test*`).
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Glob over the `path` argument.
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// A configuration file that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// I/O error.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Invalid TOML or shape.
+    #[error("invalid configuration in {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Config {
+    /// Loads `SHARD_HOME/config.toml`; a missing file is the default configuration.
+    pub fn load(shard_home: &Path) -> Result<Config, ConfigError> {
+        let path = shard_home.join("config.toml");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        Config::parse(&text).map_err(|message| ConfigError::Parse { path, message })
+    }
+
+    /// Parses configuration text.
+    pub fn parse(text: &str) -> Result<Config, String> {
+        let raw: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
+        let mut config: Config = raw
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| e.to_string())?;
+        config.raw = raw;
+        Ok(config)
+    }
+}

@@ -1,0 +1,293 @@
+//! Command handling, shared by the idle loop and the turn loop.
+
+use serde_json::json;
+use shard_protocol::command::{SessionOpKind, StreamingBehavior};
+use shard_protocol::event::{Effective, ModeChanged, ModelChanged, ReasoningLevelChanged};
+use shard_protocol::responses::{
+    ListModelsData, ListModesData, ReasoningLevelsData, SessionListData, SessionSummary,
+    SetModeData, SetModelData, SetReasoningLevelData,
+};
+use shard_protocol::{ClientMessage, Command, ErrorCode, Event};
+use shard_session::EntryKind;
+
+use super::{Runtime, UserInput};
+
+impl Runtime {
+    pub(crate) async fn handle_command(&mut self, msg: ClientMessage) {
+        let id = msg.id;
+        let name = msg.command.type_name();
+        match msg.command {
+            Command::Prompt(p) => {
+                let input = UserInput {
+                    text: p.message,
+                    images: p.images.unwrap_or_default(),
+                };
+                self.accept_prompt(id, name, input, p.streaming_behavior)
+                    .await;
+            }
+            Command::Steer(s) => {
+                let input = UserInput {
+                    text: s.message,
+                    images: s.images.unwrap_or_default(),
+                };
+                self.accept_prompt(id, name, input, Some(StreamingBehavior::Steer))
+                    .await;
+            }
+            Command::Abort(_) => {
+                if self.turn.is_some() {
+                    self.request_abort();
+                }
+                self.emit(Event::ok(id, name, None)).await;
+            }
+            Command::SetMode(c) => self.set_mode(id, name, &c.mode).await,
+            Command::ListModes(_) => {
+                let data = ListModesData {
+                    modes: self.modes.descriptors(),
+                    active: self.modes.active().name.clone(),
+                };
+                self.emit(Event::ok(id, name, to_value(&data))).await;
+            }
+            Command::ListModels(_) => {
+                let data = ListModelsData {
+                    models: self.models.catalog(),
+                    active: self.models.descriptor(),
+                };
+                self.emit(Event::ok(id, name, to_value(&data))).await;
+            }
+            Command::SetModel(c) => self.set_model(id, name, &c.model).await,
+            Command::ListReasoningLevels(_) => {
+                let levels = self.models.reasoning_levels();
+                if levels.is_empty() {
+                    let msg = "the active model has no reasoning levels";
+                    self.emit(Event::err(id, Some(name), ErrorCode::NotFound, msg))
+                        .await;
+                    return;
+                }
+                let data = ReasoningLevelsData {
+                    model: self.models.descriptor(),
+                    active: self.models.reasoning().unwrap_or_default().to_string(),
+                    levels,
+                    effective: Effective::NextProviderCall,
+                };
+                self.emit(Event::ok(id, name, to_value(&data))).await;
+            }
+            Command::SetReasoningLevel(c) => {
+                self.set_reasoning(id, name, &c.model, &c.effort).await
+            }
+            Command::SessionOp(op) => match op.op {
+                SessionOpKind::List => self.list_sessions(id, name).await,
+                SessionOpKind::Compact | SessionOpKind::Fork => {
+                    let msg = "session compaction and fork are not configured in this build";
+                    self.emit(Event::err(id, Some(name), ErrorCode::NotFound, msg))
+                        .await;
+                }
+            },
+            Command::PermissionResponse(r) => {
+                self.answer_permission(&r);
+                self.emit(Event::ok(id, name, None)).await;
+            }
+            Command::UiResponse(_) => {
+                // No UI request is ever pending in this build; a late or unknown answer
+                // is discarded silently (PROTOCOL §6.3).
+                self.emit(Event::ok(id, name, None)).await;
+            }
+            Command::RequestSync(_) => {
+                let sync = self.build_sync();
+                self.emit(sync).await;
+                self.emit(Event::ok(id, name, None)).await;
+            }
+            other => {
+                let msg = format!(
+                    "`{}` is an orchestrator command; this is a direct connection to one agent",
+                    other.type_name()
+                );
+                self.emit(Event::err(id, Some(name), ErrorCode::InvalidRequest, msg))
+                    .await;
+            }
+        }
+    }
+
+    async fn accept_prompt(
+        &mut self,
+        id: Option<String>,
+        name: &str,
+        input: UserInput,
+        behavior: Option<StreamingBehavior>,
+    ) {
+        let busy = self.turn.is_some() || self.start_next.is_some();
+        if !busy {
+            self.start_next = Some(input);
+            self.emit(Event::ok(id, name, None)).await;
+            return;
+        }
+        match behavior {
+            Some(StreamingBehavior::Steer) => self.steers.push(input),
+            Some(StreamingBehavior::FollowUp) => self.follow_ups.push_back(input),
+            None => {
+                let msg = "the agent is busy with a turn: send the prompt with \
+                           streaming_behavior \"steer\" or \"follow_up\"";
+                self.emit(Event::err(id, Some(name), ErrorCode::Conflict, msg))
+                    .await;
+                return;
+            }
+        }
+        self.emit(Event::ok(id, name, None)).await;
+    }
+
+    async fn set_mode(&mut self, id: Option<String>, name: &str, mode: &str) {
+        if self.modes.active().name == mode {
+            let data = SetModeData {
+                previous_mode: mode.to_string(),
+                mode: mode.to_string(),
+            };
+            self.emit(Event::ok(id, name, to_value(&data))).await;
+            return;
+        }
+        let previous = match self.modes.set(mode) {
+            Ok(p) => p,
+            Err(e) => {
+                self.emit(Event::err(
+                    id,
+                    Some(name),
+                    ErrorCode::NotFound,
+                    e.to_string(),
+                ))
+                .await;
+                return;
+            }
+        };
+        let entry = EntryKind::ModeChange {
+            mode: mode.to_string(),
+        };
+        if let Err(e) = self.session.append(entry) {
+            let _ = self.modes.set(&previous);
+            let msg = format!("could not record the mode change: {e}");
+            self.emit(Event::err(id, Some(name), ErrorCode::InternalError, msg))
+                .await;
+            return;
+        }
+        self.emit(Event::ModeChanged(ModeChanged {
+            agent_id: None,
+            previous_mode: previous.clone(),
+            mode: mode.to_string(),
+        }))
+        .await;
+        let data = SetModeData {
+            previous_mode: previous,
+            mode: mode.to_string(),
+        };
+        self.emit(Event::ok(id, name, to_value(&data))).await;
+    }
+
+    async fn set_model(&mut self, id: Option<String>, name: &str, model: &str) {
+        let previous = self.models.descriptor();
+        if let Err(e) = self.models.select_id(model) {
+            self.emit(Event::err(id, Some(name), ErrorCode::NotFound, e.0))
+                .await;
+            return;
+        }
+        let active = self.models.descriptor();
+        let entry = EntryKind::ModelChange {
+            provider: active.provider.clone(),
+            model: active.model.clone(),
+        };
+        if let Err(e) = self.session.append(entry) {
+            tracing::error!(error = %e, "could not record the model change");
+        }
+        self.emit(Event::ModelChanged(Box::new(ModelChanged {
+            agent_id: None,
+            previous: previous.clone(),
+            active: active.clone(),
+            effective: Effective::NextProviderCall,
+            capabilities: Some(self.models.capabilities()),
+        })))
+        .await;
+        let data = SetModelData {
+            previous,
+            active,
+            effective: Effective::NextProviderCall,
+        };
+        self.emit(Event::ok(id, name, to_value(&data))).await;
+    }
+
+    async fn set_reasoning(&mut self, id: Option<String>, name: &str, model: &str, effort: &str) {
+        let active = self.models.descriptor();
+        if active.id != model {
+            let msg = format!(
+                "the active model is `{}`, not `{model}`: refresh the picker",
+                active.id
+            );
+            self.emit(Event::err(id, Some(name), ErrorCode::Conflict, msg))
+                .await;
+            return;
+        }
+        let previous = self.models.reasoning().unwrap_or_default().to_string();
+        if let Err(e) = self.models.set_reasoning(effort) {
+            self.emit(Event::err(id, Some(name), ErrorCode::NotFound, e.0))
+                .await;
+            return;
+        }
+        if previous != effort {
+            let entry = EntryKind::ReasoningLevelChange {
+                level: effort.to_string(),
+            };
+            if let Err(e) = self.session.append(entry) {
+                tracing::error!(error = %e, "could not record the reasoning level");
+            }
+            self.emit(Event::ReasoningLevelChanged(ReasoningLevelChanged {
+                agent_id: None,
+                model: active.clone(),
+                previous: previous.clone(),
+                active: effort.to_string(),
+                effective: Effective::NextProviderCall,
+            }))
+            .await;
+        }
+        let data = SetReasoningLevelData {
+            model: active,
+            previous,
+            active: effort.to_string(),
+            effective: Effective::NextProviderCall,
+        };
+        self.emit(Event::ok(id, name, to_value(&data))).await;
+    }
+
+    async fn list_sessions(&mut self, id: Option<String>, name: &str) {
+        let store = self.store.clone();
+        let cwd = self.opts.cwd.clone();
+        let listed = tokio::task::spawn_blocking(move || store.list_for_cwd(&cwd)).await;
+        let metas = match listed {
+            Ok(Ok(m)) => m,
+            Ok(Err(e)) => {
+                let msg = format!("could not list sessions: {e}");
+                self.emit(Event::err(id, Some(name), ErrorCode::InternalError, msg))
+                    .await;
+                return;
+            }
+            Err(e) => {
+                let msg = format!("could not list sessions: {e}");
+                self.emit(Event::err(id, Some(name), ErrorCode::InternalError, msg))
+                    .await;
+                return;
+            }
+        };
+        let current = self.session.id().to_string();
+        let sessions = metas
+            .into_iter()
+            .map(|m| SessionSummary {
+                current: m.session_id == current,
+                session_id: m.session_id,
+                title: m.title.unwrap_or_default(),
+                created_at: m.created_at,
+                updated_at: m.updated_at,
+                entry_count: m.entry_count,
+            })
+            .collect();
+        let data = SessionListData { sessions };
+        self.emit(Event::ok(id, name, to_value(&data))).await;
+    }
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Option<serde_json::Value> {
+    Some(serde_json::to_value(v).unwrap_or_else(|e| json!({ "encode_error": e.to_string() })))
+}

@@ -1,0 +1,426 @@
+//! The Runtime actor: one task owns the agent's state (session, mode, model, queues,
+//! pending requests). Commands arrive on a channel; events leave through one sink. The
+//! turn runs inside the actor as a nested loop that keeps serving commands, so there is
+//! no shared state and no lock.
+
+mod commands;
+mod permissions;
+mod sync;
+mod turn;
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use shard_protocol::command::HeadlessPolicy;
+use shard_protocol::decode::DecodeError;
+use shard_protocol::event::{Event, Hello, StatusEvent};
+use shard_protocol::ids;
+use shard_protocol::types::{AgentStatus, ContentBlock, Image};
+use shard_protocol::{ClientMessage, ErrorCode};
+use shard_session::{Session, SessionStore};
+use shard_tools::{ProcessTracker, Tool, ToolContext, ToolLimits};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::grants::GrantStore;
+use crate::models::{EnvLookup, ModelController};
+use crate::modes::ModeController;
+use crate::rules::{self, Rule};
+
+pub use permissions::PendingPermission;
+
+/// How a Runtime is started (the flags of `shard agent`).
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeOptions {
+    /// `SHARD_HOME`.
+    pub shard_home: PathBuf,
+    /// Working directory (canonicalized on start).
+    pub cwd: PathBuf,
+    /// Provider name.
+    pub provider: Option<String>,
+    /// Model name or catalog id.
+    pub model: Option<String>,
+    /// Initial mode (a resumed session's recorded mode wins).
+    pub mode: Option<String>,
+    /// Session to resume or create.
+    pub session_id: Option<String>,
+    /// `None`: the stdio peer is the interactive responder.
+    pub headless_policy: Option<HeadlessPolicy>,
+    /// Display name.
+    pub name: Option<String>,
+    /// Script file of the scripted provider.
+    pub script: Option<PathBuf>,
+    /// Set by the daemon for managed Runtimes.
+    pub agent_id: Option<String>,
+    /// Tool allow-list (managed children).
+    pub tools: Option<Vec<String>>,
+    /// Replaces the base system prompt (managed children).
+    pub system_prompt: Option<String>,
+}
+
+/// What the transport feeds the actor.
+#[derive(Debug)]
+pub enum Input {
+    /// A decoded command.
+    Command(ClientMessage),
+    /// A line that did not decode.
+    Invalid(DecodeError),
+    /// The peer closed its side.
+    Eof,
+}
+
+/// A failure before the Runtime could serve anything.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The configuration is invalid.
+    #[error("{0}")]
+    Config(String),
+    /// The session cannot be opened.
+    #[error("{message}")]
+    Session {
+        /// Protocol code for the failure.
+        code: ErrorCode,
+        /// One line.
+        message: String,
+    },
+    /// The working directory is unusable.
+    #[error("working directory {0}: {1}")]
+    Cwd(String, String),
+}
+
+/// A user message waiting to be delivered.
+#[derive(Debug, Clone)]
+pub(crate) struct UserInput {
+    text: String,
+    images: Vec<Image>,
+}
+
+/// The agent's state, owned by its actor task.
+pub struct Runtime {
+    opts: RuntimeOptions,
+    config: Config,
+    events: mpsc::Sender<Event>,
+    inputs: mpsc::Receiver<Input>,
+    store: SessionStore,
+    session: Session,
+    modes: ModeController,
+    models: ModelController,
+    tools: Vec<Arc<dyn Tool>>,
+    deny_rules: Vec<Rule>,
+    headless_allow: Vec<Rule>,
+    grants: GrantStore,
+    processes: ProcessTracker,
+    env_remove: Arc<Vec<String>>,
+    status: AgentStatus,
+    steers: Vec<UserInput>,
+    follow_ups: VecDeque<UserInput>,
+    start_next: Option<UserInput>,
+    pending: Option<PendingPermission>,
+    pending_answer: Option<permissions::Answer>,
+    turn: Option<turn::TurnState>,
+    streaming: Option<turn::PartialMessage>,
+    instructions: String,
+    eof: bool,
+    sink_closed: bool,
+}
+
+impl Runtime {
+    /// Opens the session and prepares the actor. Nothing is written to `events` yet.
+    pub fn start(
+        mut opts: RuntimeOptions,
+        env: EnvLookup,
+        events: mpsc::Sender<Event>,
+        inputs: mpsc::Receiver<Input>,
+    ) -> Result<Runtime, StartError> {
+        let cwd = std::fs::canonicalize(&opts.cwd)
+            .map_err(|e| StartError::Cwd(opts.cwd.display().to_string(), e.to_string()))?;
+        if !cwd.is_dir() {
+            return Err(StartError::Cwd(
+                cwd.display().to_string(),
+                "not a directory".into(),
+            ));
+        }
+        opts.cwd = cwd;
+        let config =
+            Config::load(&opts.shard_home).map_err(|e| StartError::Config(e.to_string()))?;
+        let ai_config: shard_ai::config::AiConfig = config
+            .raw
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| StartError::Config(format!("config.toml: {e}")))?;
+        let deny_rules = rules::compile_all(&config.permissions.deny)
+            .map_err(|e| StartError::Config(format!("config.toml [permissions]: {e}")))?;
+        let headless_allow = rules::compile_all(&config.headless.allow)
+            .map_err(|e| StartError::Config(format!("config.toml [headless]: {e}")))?;
+
+        let store = SessionStore::new(opts.shard_home.clone());
+        let session_id = opts
+            .session_id
+            .clone()
+            .unwrap_or_else(|| ids::new_id(ids::SESSION));
+        let session = store
+            .open_or_create(&session_id, &opts.cwd)
+            .map_err(session_start_error)?;
+        if let Some(torn) = session.torn() {
+            tracing::warn!(?torn, "a torn last line of the transcript was set aside");
+        }
+
+        let mut modes = ModeController::new(&config.modes);
+        let mut models = ModelController::new(ai_config.clone(), env, opts.script.clone());
+        let state = session.state().clone();
+        // On a restore, the mode and model recorded in the session win (§16 item 13).
+        let mode = state.mode.clone().or(opts.mode.clone());
+        if let Some(m) = mode
+            && modes.set(&m).is_err()
+        {
+            tracing::warn!(mode = %m, "unknown mode; staying in build");
+        }
+        match &state.model {
+            Some(r) => models.init(Some(&r.provider), Some(&r.model)),
+            None => models.init(opts.provider.as_deref(), opts.model.as_deref()),
+        }
+        if let Some(level) = &state.reasoning_level {
+            let _ = models.set_reasoning(level);
+        }
+
+        let mut tools = shard_tools::builtin_tools();
+        if let Some(allow) = &opts.tools {
+            tools.retain(|t| allow.iter().any(|a| a == t.name()));
+        }
+        let grants = GrantStore::open(&opts.shard_home, &opts.cwd)
+            .map_err(|e| StartError::Config(e.to_string()))?;
+
+        let mut env_remove = shard_ai::secret_env_vars(&ai_config);
+        env_remove.extend(
+            ["SHARD_AGENT_TOKEN", "SHARD_DAEMON_SOCK"]
+                .iter()
+                .map(|s| s.to_string()),
+        );
+        let processes = match &opts.agent_id {
+            Some(agent_id) => runtime_state_tracker(&opts.shard_home, agent_id),
+            None => ProcessTracker::default(),
+        };
+
+        let cwd_for_prompt = opts.cwd.clone();
+        Ok(Runtime {
+            opts,
+            config,
+            events,
+            inputs,
+            store,
+            session,
+            modes,
+            models,
+            tools,
+            deny_rules,
+            headless_allow,
+            grants,
+            processes,
+            env_remove: Arc::new(env_remove),
+            status: AgentStatus::Idle,
+            steers: Vec::new(),
+            follow_ups: VecDeque::new(),
+            start_next: None,
+            pending: None,
+            pending_answer: None,
+            turn: None,
+            streaming: None,
+            instructions: crate::prompt::project_instructions(&cwd_for_prompt),
+            eof: false,
+            sink_closed: false,
+        })
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        self.session.id()
+    }
+
+    /// Serves until end of input, then finishes persisting. Emits `hello` and `sync`
+    /// first.
+    pub async fn run(mut self) {
+        let hello = Event::Hello(Hello {
+            protocol_version: shard_protocol::PROTOCOL_VERSION.to_string(),
+            server_version: env!("CARGO_PKG_VERSION").to_string(),
+            capabilities: self.models.capabilities(),
+        });
+        self.emit(hello).await;
+        let sync = self.build_sync();
+        self.emit(sync).await;
+        loop {
+            if let Some(input) = self.start_next.take().or_else(|| {
+                if self.status == AgentStatus::Idle {
+                    self.follow_ups.pop_front()
+                } else {
+                    None
+                }
+            }) {
+                self.run_turn(input).await;
+                continue;
+            }
+            if self.eof {
+                break;
+            }
+            let input = self.inputs.recv().await;
+            self.handle_input(input).await;
+        }
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if let Err(e) = self.session.sync_data() {
+            tracing::error!(error = %e, "could not sync the transcript");
+        }
+        if let Err(e) = self.session.write_meta() {
+            tracing::error!(error = %e, "could not write session meta");
+        }
+        self.processes.kill_all();
+        if let Some(agent_id) = &self.opts.agent_id {
+            let path = runtime_state_path(&self.opts.shard_home, agent_id);
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
+    async fn handle_input(&mut self, input: Option<Input>) {
+        match input {
+            None | Some(Input::Eof) => self.on_eof(),
+            Some(Input::Invalid(err)) => {
+                let ev = Event::err(
+                    err.id.clone(),
+                    err.type_name.as_deref(),
+                    ErrorCode::InvalidRequest,
+                    err.message,
+                );
+                self.emit(ev).await;
+            }
+            Some(Input::Command(msg)) => self.handle_command(msg).await,
+        }
+    }
+
+    fn on_eof(&mut self) {
+        self.eof = true;
+        // Nobody can answer any more: pending requests resolve through the headless path.
+        if self.pending.is_some() && self.pending_answer.is_none() {
+            self.pending_answer = Some(permissions::Answer::no_responder());
+        }
+    }
+
+    /// Sends one event; a closed sink turns into end of input (the peer is gone), and
+    /// the Runtime still persists everything.
+    pub(crate) async fn emit(&mut self, event: Event) {
+        if self.sink_closed {
+            return;
+        }
+        if self.events.send(event).await.is_err() {
+            self.sink_closed = true;
+            self.on_eof();
+        }
+    }
+
+    pub(crate) async fn set_status(&mut self, status: AgentStatus) {
+        if self.status == status {
+            return;
+        }
+        self.status = status;
+        self.emit(Event::Status(StatusEvent {
+            agent_id: None,
+            status,
+            detail: None,
+        }))
+        .await;
+    }
+
+    fn tool_context(&self, cancel: CancellationToken) -> ToolContext {
+        let mut limits = ToolLimits::default();
+        if let Some(s) = self.config.tools.bash_max_timeout_secs {
+            limits.bash_max_timeout = std::time::Duration::from_secs(s);
+        }
+        if let Some(s) = self.config.tools.bash_default_timeout_secs {
+            limits.bash_default_timeout = std::time::Duration::from_secs(s);
+        }
+        ToolContext {
+            cwd: self.opts.cwd.clone(),
+            cancel,
+            limits,
+            env_remove: self.env_remove.clone(),
+            processes: self.processes.clone(),
+            output_dir: self.opts.shard_home.join("tool-output"),
+            accepts_images: self.models.active().is_ok_and(|a| a.info.supports_images),
+        }
+    }
+
+    fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name).cloned()
+    }
+
+    pub(crate) fn user_blocks(input: &UserInput) -> Vec<ContentBlock> {
+        let mut blocks = vec![ContentBlock::Text {
+            text: input.text.clone(),
+        }];
+        for img in &input.images {
+            blocks.push(ContentBlock::Image {
+                data: img.data.clone(),
+                mime_type: img.mime_type.clone(),
+            });
+        }
+        blocks
+    }
+}
+
+/// Checks, without opening a session, that a model is usable with these options: lets
+/// `shard run` say in one line how to configure a provider instead of starting a turn
+/// that can only fail.
+pub fn preflight(opts: &RuntimeOptions, env: EnvLookup) -> Result<(), String> {
+    let config = Config::load(&opts.shard_home).map_err(|e| e.to_string())?;
+    let ai_config: shard_ai::config::AiConfig = config
+        .raw
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| format!("config.toml: {e}"))?;
+    let mut models = ModelController::new(ai_config, env, opts.script.clone());
+    models.init(opts.provider.as_deref(), opts.model.as_deref());
+    models.active().map(|_| ())
+}
+
+fn session_start_error(e: shard_session::SessionError) -> StartError {
+    use shard_session::SessionError as E;
+    let code = match &e {
+        E::Conflict(_) => ErrorCode::Conflict,
+        E::Corrupt(_) => ErrorCode::SessionCorrupt,
+        E::NotFound(_) => ErrorCode::NotFound,
+        E::InvalidId(_) => ErrorCode::InvalidRequest,
+        _ => ErrorCode::InternalError,
+    };
+    StartError::Session {
+        code,
+        message: e.to_string(),
+    }
+}
+
+fn runtime_state_path(shard_home: &std::path::Path, agent_id: &str) -> PathBuf {
+    shard_home.join("runtime").join(format!("{agent_id}.json"))
+}
+
+/// A tracker that records the Runtime's pid and live tool process groups in
+/// `SHARD_HOME/runtime/<agent_id>.json`, so the daemon can kill them if this process dies
+/// (ARCHITECTURE §16 item 15).
+fn runtime_state_tracker(shard_home: &std::path::Path, agent_id: &str) -> ProcessTracker {
+    if !ids::is_valid(ids::AGENT, agent_id) {
+        return ProcessTracker::default();
+    }
+    let path = runtime_state_path(shard_home, agent_id);
+    let pid = std::process::id();
+    let write = move |groups: Vec<i32>| {
+        let body = serde_json::json!({ "version": 1, "pid": pid, "process_groups": groups });
+        if let Some(dir) = path.parent() {
+            let _ = shard_session::records::ensure_private_dir(dir);
+        }
+        if let Err(e) = shard_session::records::atomic_write(&path, body.to_string().as_bytes()) {
+            tracing::warn!(error = %e, "could not record tool process groups");
+        }
+    };
+    write(Vec::new());
+    ProcessTracker::with_hook(Arc::new(write))
+}

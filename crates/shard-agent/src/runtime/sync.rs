@@ -1,0 +1,45 @@
+//! The authoritative snapshot (`sync`, ARCHITECTURE §16 items 5 and 9).
+
+use shard_protocol::event::{Event, LiveWindow, PendingRequest, Sync};
+use shard_protocol::types::{Message, Role};
+
+use super::Runtime;
+
+/// Byte budget of `sync.live_window` (§16 item 9).
+pub const LIVE_WINDOW_BUDGET: usize = 8 * 1024 * 1024;
+
+impl Runtime {
+    /// A `sync` reflecting everything emitted so far, including a message still being
+    /// streamed (so later deltas apply to it) and pending requests.
+    pub(crate) fn build_sync(&self) -> Event {
+        let mut live_window = match self.session.live_window(LIVE_WINDOW_BUDGET) {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::error!(error = %e, "could not read the live window");
+                LiveWindow::default()
+            }
+        };
+        if let Some(partial) = &self.streaming {
+            live_window.messages.push(Message {
+                id: partial.message_id.clone(),
+                role: Role::Assistant,
+                content: partial.snapshot_blocks(),
+            });
+        }
+        let pending_requests = self
+            .pending
+            .iter()
+            .map(|p| PendingRequest::Permission(Box::new(p.request.clone())))
+            .collect();
+        Event::Sync(Box::new(Sync {
+            agent_id: None,
+            status: self.status,
+            mode: self.modes.active().name.clone(),
+            capabilities: Some(self.models.capabilities()),
+            runtime_epoch: None,
+            session_id: Some(self.session.id().to_string()),
+            live_window,
+            pending_requests,
+        }))
+    }
+}

@@ -1,0 +1,189 @@
+//! `shard agent`: one Runtime on stdio.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use shard_agent::transport::{read_commands, write_events};
+use shard_agent::{Input, Runtime, RuntimeOptions, StartError};
+use shard_protocol::ErrorCode;
+use shard_protocol::command::HeadlessPolicy;
+use shard_protocol::event::{ErrorEvent, Event, Hello};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
+
+use crate::common;
+
+/// Arguments of `shard agent`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct AgentArgs {
+    /// Working directory (default: the current directory).
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// Provider name (anthropic, openai, openai-responses, scripted, or a configured one).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model name or catalog id.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Initial mode (a resumed session keeps its own).
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// Resume this session, or create it with this id.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Who answers permission requests when no client can; without it the stdio peer
+    /// answers them.
+    #[arg(long, value_enum)]
+    pub headless_policy: Option<PolicyArg>,
+    /// Display name.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Script file for the scripted provider.
+    #[arg(long)]
+    pub script: Option<PathBuf>,
+    /// Comma-separated tool allow-list.
+    #[arg(long, value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// A file whose text replaces the base system prompt.
+    #[arg(long)]
+    pub system_prompt_file: Option<PathBuf>,
+}
+
+/// `--headless-policy` values.
+#[derive(ValueEnum, Debug, Clone, Copy)]
+#[value(rename_all = "snake_case")]
+pub enum PolicyArg {
+    /// Deny at once.
+    Deny,
+    /// Allow what the `[headless] allow` rules match.
+    AllowIfRuleMatches,
+    /// Keep the request pending until answered or timed out.
+    Queue,
+}
+
+impl From<PolicyArg> for HeadlessPolicy {
+    fn from(p: PolicyArg) -> Self {
+        match p {
+            PolicyArg::Deny => HeadlessPolicy::Deny,
+            PolicyArg::AllowIfRuleMatches => HeadlessPolicy::AllowIfRuleMatches,
+            PolicyArg::Queue => HeadlessPolicy::Queue,
+        }
+    }
+}
+
+/// Builds Runtime options from flags and the environment.
+pub fn options(args: &AgentArgs) -> anyhow::Result<RuntimeOptions> {
+    let shard_home = common::shard_home()?;
+    common::ensure_home(&shard_home)?;
+    let cwd = match &args.cwd {
+        Some(c) => c.clone(),
+        None => std::env::current_dir()?,
+    };
+    let system_prompt = match &args.system_prompt_file {
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
+    Ok(RuntimeOptions {
+        shard_home,
+        cwd,
+        provider: args.provider.clone(),
+        model: args.model.clone(),
+        mode: args.mode.clone(),
+        session_id: args.session.clone(),
+        headless_policy: args.headless_policy.map(Into::into),
+        name: args.name.clone(),
+        script: args.script.clone(),
+        agent_id: std::env::var("SHARD_AGENT_ID")
+            .ok()
+            .filter(|s| !s.is_empty()),
+        tools: args.tools.clone(),
+        system_prompt,
+    })
+}
+
+/// Runs `shard agent`.
+pub fn run(args: AgentArgs) -> ExitCode {
+    common::init_logging();
+    let opts = match options(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("shard agent: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let rt = match common::tokio_runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("shard agent: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(serve(opts))
+}
+
+async fn serve(opts: RuntimeOptions) -> ExitCode {
+    let (event_tx, event_rx) = mpsc::channel::<Event>(1024);
+    let (input_tx, input_rx) = mpsc::channel::<Input>(256);
+    let runtime = match Runtime::start(opts, common::process_env(), event_tx, input_rx) {
+        Ok(r) => r,
+        Err(e) => return report_start_failure(e).await,
+    };
+    let writer = tokio::spawn(write_events(tokio::io::stdout(), event_rx));
+    let reader = tokio::spawn(read_commands(tokio::io::stdin(), input_tx.clone()));
+    tokio::spawn(forward_signals(input_tx));
+    runtime.run().await;
+    reader.abort();
+    let _ = writer.await;
+    ExitCode::SUCCESS
+}
+
+/// SIGTERM and SIGINT abort the current turn and end input, so the Runtime persists
+/// what it has and kills its tool processes before exiting.
+async fn forward_signals(inputs: mpsc::Sender<Input>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    let abort = shard_protocol::ClientMessage {
+        id: None,
+        command: shard_protocol::Command::Abort(Default::default()),
+    };
+    let _ = inputs.send(Input::Command(abort)).await;
+    let _ = inputs.send(Input::Eof).await;
+}
+
+async fn report_start_failure(e: StartError) -> ExitCode {
+    let code = match &e {
+        StartError::Session { code, .. } => code.clone(),
+        StartError::Config(_) | StartError::Cwd(..) => ErrorCode::InvalidRequest,
+    };
+    let hello = Event::Hello(Hello {
+        protocol_version: shard_protocol::PROTOCOL_VERSION.to_string(),
+        server_version: env!("CARGO_PKG_VERSION").to_string(),
+        capabilities: Vec::new(),
+    });
+    let error = Event::Error(ErrorEvent {
+        agent_id: None,
+        code,
+        message: e.to_string(),
+        fatal: Some(true),
+    });
+    let mut out = tokio::io::stdout();
+    let mut bytes = shard_protocol::to_line(&hello);
+    bytes.extend(shard_protocol::to_line(&error));
+    let _ = out.write_all(&bytes).await;
+    let _ = out.flush().await;
+    eprintln!("shard agent: {e}");
+    ExitCode::FAILURE
+}

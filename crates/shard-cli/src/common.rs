@@ -1,0 +1,46 @@
+//! Pieces shared by the subcommands: `SHARD_HOME`, logging, the tokio runtime.
+
+use std::path::PathBuf;
+
+/// `SHARD_HOME`, default `~/.shard`.
+pub fn shard_home() -> anyhow::Result<PathBuf> {
+    if let Some(h) = std::env::var_os("SHARD_HOME").filter(|h| !h.is_empty()) {
+        return Ok(PathBuf::from(h));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| anyhow::anyhow!("neither SHARD_HOME nor HOME is set"))?;
+    Ok(PathBuf::from(home).join(".shard"))
+}
+
+/// Creates `SHARD_HOME` owner-only when missing.
+pub fn ensure_home(home: &std::path::Path) -> anyhow::Result<()> {
+    shard_session::records::ensure_private_dir(home)
+        .map_err(|e| anyhow::anyhow!("cannot prepare {}: {e}", home.display()))
+}
+
+/// Logs to stderr, filtered by `SHARD_LOG` (default: warnings). Never stdout.
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SHARD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// A small single-threaded runtime: a Runtime is one actor, and a lean executor keeps
+/// start-up fast and idle memory small.
+pub fn tokio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(16)
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))
+}
+
+/// The process environment as a lookup function (providers read keys through it).
+pub fn process_env() -> shard_agent::models::EnvLookup {
+    std::sync::Arc::new(|k: &str| std::env::var(k).ok().filter(|v| !v.is_empty()))
+}

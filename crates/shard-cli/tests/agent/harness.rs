@@ -1,0 +1,230 @@
+//! Spawns the real `shard agent` and talks the real protocol over its stdio.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// Generous: machines are shared and noisy; tests wait for events, not for time.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+pub fn shard_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_shard")
+}
+
+/// A temporary SHARD_HOME and working directory.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::fs::create_dir_all(dir.path().join("work")).unwrap();
+        Sandbox { dir }
+    }
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+    pub fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+    /// Writes a scripted-provider script and returns its path.
+    pub fn script(&self, name: &str, script: Value) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, serde_json::to_vec_pretty(&script).unwrap()).unwrap();
+        p
+    }
+    pub fn config(&self, text: &str) {
+        std::fs::write(self.home().join("config.toml"), text).unwrap();
+    }
+    pub fn session_file(&self, session_id: &str) -> PathBuf {
+        self.home()
+            .join("sessions")
+            .join(session_id)
+            .join("session.jsonl")
+    }
+}
+
+/// A running `shard agent`.
+pub struct Agent {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    events: Receiver<Value>,
+    /// Every event received so far, in order.
+    pub seen: Vec<Value>,
+    next_id: u64,
+}
+
+impl Agent {
+    pub fn spawn(sb: &Sandbox, script: Option<&Path>, extra: &[&str]) -> Agent {
+        let mut cmd = Command::new(shard_bin());
+        cmd.arg("agent").arg("--cwd").arg(sb.work());
+        if let Some(s) = script {
+            cmd.arg("--provider").arg("scripted").arg("--script").arg(s);
+        }
+        cmd.args(extra)
+            .env("SHARD_HOME", sb.home())
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = cmd.spawn().expect("spawn shard agent");
+        let stdout = child.stdout.take().unwrap();
+        let stdin = child.stdin.take();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let v: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        Agent {
+            child,
+            stdin,
+            events: rx,
+            seen: Vec::new(),
+            next_id: 0,
+        }
+    }
+
+    pub fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Sends a command with a fresh id and returns the id.
+    pub fn send(&mut self, mut cmd: Value) -> String {
+        self.next_id += 1;
+        let id = format!("c{}", self.next_id);
+        cmd["id"] = json!(id);
+        self.send_raw(&cmd.to_string());
+        id
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    /// The next event, failing the test after [`WAIT`].
+    pub fn next(&mut self) -> Value {
+        match self.events.recv_timeout(WAIT) {
+            Ok(v) => {
+                self.seen.push(v.clone());
+                v
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("no event within {WAIT:?}; seen so far:\n{}", self.dump())
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("the agent closed stdout; seen:\n{}", self.dump())
+            }
+        }
+    }
+
+    /// Reads events until one satisfies `pred`, returning it.
+    pub fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "condition not met; seen:\n{}",
+                self.dump()
+            );
+            let v = self.next();
+            if pred(&v) {
+                return v;
+            }
+        }
+    }
+
+    pub fn until_type(&mut self, ty: &str) -> Value {
+        self.until(|v| v["type"] == ty)
+    }
+
+    /// The response to command `id`.
+    pub fn response(&mut self, id: &str) -> Value {
+        self.until(|v| v["type"] == "response" && v["id"] == id)
+    }
+
+    /// Reads to end of output (after stdin was closed) and waits for exit.
+    pub fn finish(&mut self) -> std::process::ExitStatus {
+        self.close_stdin();
+        while let Ok(v) = self.events.recv_timeout(WAIT) {
+            self.seen.push(v);
+        }
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the agent did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn types_since(&self, start: usize) -> Vec<String> {
+        self.seen[start..]
+            .iter()
+            .map(|v| v["type"].as_str().unwrap_or("?").to_string())
+            .collect()
+    }
+
+    pub fn dump(&self) -> String {
+        self.seen
+            .iter()
+            .map(|v| {
+                let mut s = v.to_string();
+                s.truncate(300);
+                s
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Entries of a transcript, header excluded.
+pub fn transcript(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+pub fn prompt(text: &str) -> Value {
+    json!({"type": "prompt", "message": text})
+}
+
+/// A script turn that streams `text` in pieces.
+pub fn text_turn(text: &str) -> Value {
+    json!({"steps": [{"text": text, "chunk_chars": 3}, {"usage": {"input": 10, "output": 5}}]})
+}
+
+/// A script turn that calls one tool.
+pub fn tool_turn(id: &str, name: &str, args: Value) -> Value {
+    json!({"steps": [
+        {"text": "Working on it.", "chunk_chars": 5},
+        {"tool_call": {"id": id, "name": name, "args": args}, "chunk_chars": 7},
+        {"usage": {"input": 20, "output": 8}}
+    ]})
+}

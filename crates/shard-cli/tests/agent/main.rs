@@ -1,0 +1,769 @@
+//! `shard agent` over real stdio with the scripted provider: every behaviour of the
+//! per-agent protocol the Runtime owns.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod harness;
+mod run;
+
+use harness::*;
+use serde_json::{Value, json};
+
+#[test]
+fn hello_then_sync_first() {
+    let sb = Sandbox::new();
+    let script = sb.script("s.json", json!({"turns": []}));
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    let hello = a.next();
+    assert_eq!(hello["type"], "hello");
+    assert_eq!(hello["protocol_version"], "0.1.0");
+    assert!(
+        hello["capabilities"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mode-switch"))
+    );
+    let sync = a.next();
+    assert_eq!(sync["type"], "sync");
+    assert_eq!(sync["status"], "idle");
+    assert_eq!(sync["mode"], "build");
+    assert!(
+        sync.get("agent_id").is_none(),
+        "direct connections omit agent_id"
+    );
+    assert!(sync["session_id"].as_str().unwrap().starts_with("sess-"));
+    assert_eq!(sync["live_window"]["messages"], json!([]));
+    assert!(a.finish().success());
+}
+
+#[test]
+fn turn_order_matches_the_pinned_complete_form() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("config.json"), "{\"debug\": true}\n").unwrap();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("tc1", "read", json!({"path": "config.json"})),
+            {"steps": [{"wait_for_tool_result": "tc1"}, {"text": "The config says {{tool_result:tc1}}", "chunk_chars": 4}, {"usage": {"input": 30, "output": 9}}]}
+        ]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    a.until_type("sync");
+    let start = a.seen.len();
+    let id = a.send(prompt("read the config"));
+    a.until_type("turn_end");
+    a.until(|v| v["type"] == "status" && v["status"] == "idle");
+    let mut types = a.types_since(start);
+    types.dedup_by(|x, y| x == "message_delta" && y == "message_delta");
+    assert_eq!(
+        types,
+        [
+            "response",
+            "status",
+            "turn_start",
+            "message_delta",
+            "message_complete",
+            "usage",
+            "tool_call",
+            "tool_result",
+            "message_delta",
+            "message_complete",
+            "usage",
+            "turn_end",
+            "status"
+        ],
+        "{}",
+        a.dump()
+    );
+    let resp = &a.seen[start];
+    assert_eq!(resp["id"], id);
+    assert_eq!(resp["command"], "prompt");
+    assert_eq!(resp["success"], true);
+    let call = a
+        .seen
+        .iter()
+        .find(|v| v["type"] == "tool_call")
+        .unwrap()
+        .clone();
+    assert_eq!(call["read_only"], true);
+    assert_eq!(call["args"]["path"], "config.json");
+    let result = a
+        .seen
+        .iter()
+        .find(|v| v["type"] == "tool_result")
+        .unwrap()
+        .clone();
+    assert_eq!(result["tool_call_id"], "tc1");
+    assert_eq!(result["is_error"], false);
+    assert!(
+        result["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("debug")
+    );
+    // Deltas concatenate to the completed message.
+    let last = a
+        .seen
+        .iter()
+        .rev()
+        .find(|v| v["type"] == "message_complete")
+        .unwrap()
+        .clone();
+    let mid = last["message_id"].as_str().unwrap();
+    let streamed: String = a
+        .seen
+        .iter()
+        .filter(|v| v["type"] == "message_delta" && v["message_id"] == mid)
+        .map(|v| v["text_delta"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(last["message"]["content"][0]["text"], streamed);
+    assert!(streamed.contains("debug"), "{streamed}");
+    let end = a
+        .seen
+        .iter()
+        .find(|v| v["type"] == "turn_end")
+        .unwrap()
+        .clone();
+    assert_eq!(end["usage"]["input"], 50);
+    assert_eq!(end["usage"]["output"], 17);
+    assert!(a.finish().success());
+}
+
+#[test]
+fn abort_mid_stream_persists_the_partial_message() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [{"steps": [
+            {"text": "first part "},
+            {"delay_ms": 60000},
+            {"text": "never sent"}
+        ]}]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    let sync = a.until_type("sync");
+    let session = sync["session_id"].as_str().unwrap().to_string();
+    a.send(prompt("go"));
+    a.until_type("message_delta");
+    let abort = a.send(json!({"type": "abort"}));
+    let resp = a.response(&abort);
+    assert_eq!(resp["success"], true);
+    let complete = a.until_type("message_complete");
+    assert_eq!(complete["message"]["content"][0]["text"], "first part ");
+    a.until_type("turn_end");
+    a.until(|v| v["type"] == "status" && v["status"] == "idle");
+    assert!(a.finish().success());
+    let entries = transcript(&sb.session_file(&session));
+    let assistant = entries
+        .iter()
+        .find(|e| e["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(assistant["aborted"], true);
+    assert_eq!(assistant["message"]["content"][0]["text"], "first part ");
+    assert_eq!(assistant["id"], complete["message_id"]);
+}
+
+#[test]
+fn abort_mid_tool_kills_the_command() {
+    let sb = Sandbox::new();
+    let marker = sb.work().join("started");
+    let cmd = format!("touch {}; sleep 60; echo late > late.txt", marker.display());
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [tool_turn("b1", "bash", json!({"command": cmd}))]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    a.until_type("sync");
+    a.send(prompt("run it"));
+    let req = a.until_type("permission_request");
+    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "decision": "allow"}));
+    a.until_type("tool_call");
+    let deadline = std::time::Instant::now() + WAIT;
+    while !marker.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    a.send(json!({"type": "abort"}));
+    let result = a.until_type("tool_result");
+    assert_eq!(result["tool_call_id"], "b1");
+    assert_eq!(result["is_error"], true);
+    a.until_type("turn_end");
+    assert!(a.finish().success());
+    assert!(!sb.work().join("late.txt").exists());
+}
+
+#[test]
+fn steer_lands_before_the_next_model_call_and_follow_up_after_the_turn() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            {"steps": [
+                {"text": "checking"},
+                {"delay_ms": 300},
+                {"tool_call": {"id": "l1", "name": "ls", "args": {}}}
+            ]},
+            text_turn("done with the steer"),
+            text_turn("follow-up answered")
+        ]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    let session = a.until_type("sync")["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    a.send(prompt("start"));
+    a.until_type("message_delta");
+    let bad = a.send(prompt("no behaviour"));
+    let resp = a.response(&bad);
+    assert_eq!(
+        resp["success"], false,
+        "a mid-turn prompt needs streaming_behavior"
+    );
+    let steer = a.send(json!({"type": "steer", "message": "also check the tests"}));
+    assert_eq!(a.response(&steer)["success"], true);
+    let fu = a.send(
+        json!({"type": "prompt", "message": "then summarize", "streaming_behavior": "follow_up"}),
+    );
+    assert_eq!(a.response(&fu)["success"], true);
+    a.until_type("turn_end");
+    a.until_type("turn_start");
+    a.until_type("turn_end");
+    assert!(a.finish().success());
+    let roles: Vec<String> = transcript(&sb.session_file(&session))
+        .iter()
+        .filter(|e| e["type"] == "message")
+        .map(|e| {
+            let m = &e["message"];
+            match m["content"][0]["type"].as_str().unwrap() {
+                "text" => format!(
+                    "{}:{}",
+                    m["role"].as_str().unwrap(),
+                    m["content"][0]["text"].as_str().unwrap()
+                ),
+                other => format!("{}:{other}", m["role"].as_str().unwrap()),
+            }
+        })
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "user:start",
+            "assistant:checking",
+            "user:tool_result",
+            "user:also check the tests",
+            "assistant:done with the steer",
+            "user:then summarize",
+            "assistant:follow-up answered"
+        ]
+    );
+}
+
+#[test]
+fn restart_resumes_the_session() {
+    let sb = Sandbox::new();
+    let script = sb.script("s.json", json!({"turns": [text_turn("hello back")]}));
+    let mut a = Agent::spawn(
+        &sb,
+        Some(&script),
+        &["--session", "sess-01J0000000000000000000000A"],
+    );
+    a.until_type("sync");
+    a.send(prompt("hello\u{2028}there"));
+    a.until_type("turn_end");
+    assert!(a.finish().success());
+    drop(a);
+    let mut b = Agent::spawn(
+        &sb,
+        Some(&script),
+        &["--session", "sess-01J0000000000000000000000A"],
+    );
+    let sync = b.until_type("sync");
+    let msgs = sync["live_window"]["messages"].as_array().unwrap().clone();
+    assert_eq!(msgs.len(), 2, "{sync}");
+    assert_eq!(msgs[0]["content"][0]["text"], "hello\u{2028}there");
+    assert_eq!(msgs[1]["content"][0]["text"], "hello back");
+    assert_eq!(sync["session_id"], "sess-01J0000000000000000000000A");
+    assert!(b.finish().success());
+}
+
+#[test]
+fn u2028_passes_through_untouched() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [text_turn("a\u{2028}b\u{2029}c")]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    a.until_type("sync");
+    a.send(prompt("x\u{2028}y"));
+    let done = a.until(|v| v["type"] == "message_complete");
+    assert_eq!(done["message"]["content"][0]["text"], "a\u{2028}b\u{2029}c");
+    let sync_id = a.send(json!({"type": "request_sync"}));
+    let sync = a.until_type("sync");
+    assert_eq!(
+        sync["live_window"]["messages"][0]["content"][0]["text"],
+        "x\u{2028}y"
+    );
+    assert_eq!(a.response(&sync_id)["success"], true);
+    assert!(a.finish().success());
+}
+
+#[test]
+fn allow_always_grant_stops_the_second_identical_ask() {
+    let sb = Sandbox::new();
+    let cmd = json!({"command": "echo granted"});
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("g1", "bash", cmd.clone()), text_turn("ok"),
+            tool_turn("g2", "bash", cmd.clone()), text_turn("ok again")
+        ]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    a.until_type("sync");
+    a.send(prompt("first"));
+    let req = a.until_type("permission_request");
+    let choices: Vec<&str> = req["choices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert!(choices.contains(&"allow_always"), "{req}");
+    // An unknown choice is ignored while waiting.
+    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "choice_id": "bogus"}));
+    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "choice_id": "allow_always"}));
+    let resolved = a.until_type("permission_resolved");
+    assert_eq!(resolved["choice_id"], "allow_always");
+    let result = a.until_type("tool_result");
+    assert_eq!(result["is_error"], false);
+    assert!(
+        result["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("granted")
+    );
+    a.until_type("turn_end");
+    let start = a.seen.len();
+    a.send(prompt("second"));
+    a.until_type("turn_end");
+    let second = a.types_since(start);
+    assert!(
+        !second.contains(&"permission_request".to_string()),
+        "{}",
+        a.dump()
+    );
+    assert!(second.contains(&"tool_result".to_string()));
+    assert!(a.finish().success());
+    // The grant lives under SHARD_HOME, owner-only, never in the repository.
+    let grants = std::fs::read_dir(sb.home().join("grants")).unwrap().count();
+    assert!(grants >= 1);
+    assert!(!sb.work().join(".shard").exists());
+}
+
+#[test]
+fn plan_mode_refuses_a_write_without_a_tool_call_event() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("w1", "write", json!({"path": "out.txt", "content": "x"})),
+            text_turn("understood")
+        ]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    a.until_type("sync");
+    let id = a.send(json!({"type": "set_mode", "mode": "plan"}));
+    let changed = a.until_type("mode_changed");
+    assert_eq!(changed["previous_mode"], "build");
+    assert_eq!(changed["mode"], "plan");
+    let resp = a.response(&id);
+    assert_eq!(
+        resp["data"],
+        json!({"previous_mode": "build", "mode": "plan"})
+    );
+    let start = a.seen.len();
+    a.send(prompt("write a file"));
+    a.until_type("turn_end");
+    let types = a.types_since(start);
+    assert!(!types.contains(&"tool_call".to_string()), "{}", a.dump());
+    let result = a.seen.iter().find(|v| v["type"] == "tool_result").unwrap();
+    assert_eq!(result["tool_call_id"], "w1");
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["content"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("plan")
+    );
+    assert!(!sb.work().join("out.txt").exists());
+    assert!(a.finish().success());
+}
+
+#[test]
+fn modes_idempotent_and_unknown() {
+    let sb = Sandbox::new();
+    sb.config("[[modes]]\nname = \"review\"\ndescription = \"Review only\"\ntools = [\"read\", \"grep\"]\n");
+    let mut a = Agent::spawn(&sb, None, &[]);
+    a.until_type("sync");
+    let start = a.seen.len();
+    let same = a.send(json!({"type": "set_mode", "mode": "build"}));
+    assert_eq!(a.response(&same)["success"], true);
+    assert_eq!(
+        a.types_since(start),
+        ["response"],
+        "an idempotent set emits no event"
+    );
+    let bad = a.send(json!({"type": "set_mode", "mode": "nope"}));
+    let resp = a.response(&bad);
+    assert_eq!(resp["error"]["code"], "NOT_FOUND");
+    let list = a.send(json!({"type": "list_modes"}));
+    let resp = a.response(&list);
+    assert_eq!(resp["data"]["active"], "build");
+    let names: Vec<&str> = resp["data"]["modes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["build", "plan", "review"]);
+    assert!(a.finish().success());
+}
+
+#[test]
+fn malformed_input_then_a_valid_command() {
+    let sb = Sandbox::new();
+    let mut a = Agent::spawn(&sb, None, &[]);
+    a.until_type("sync");
+    a.send_raw("{this is not json");
+    let r = a.until_type("response");
+    assert_eq!(r["success"], false);
+    assert_eq!(r["error"]["code"], "INVALID_REQUEST");
+    a.send_raw(r#"{"id":"u1","type":"frobnicate"}"#);
+    let r = a.until_type("response");
+    assert_eq!(r["id"], "u1");
+    assert_eq!(r["error"]["code"], "INVALID_REQUEST");
+    a.send_raw(r#"{"id":"m1","type":"set_mode"}"#);
+    let r = a.until_type("response");
+    assert_eq!(r["id"], "m1");
+    assert_eq!(r["error"]["code"], "INVALID_REQUEST");
+    a.send_raw(r#"{"id":"p1","type":"permission_response","request_id":"r","decision":"allow","choice_id":"allow"}"#);
+    let r = a.until_type("response");
+    assert_eq!(r["id"], "p1");
+    assert_eq!(r["error"]["code"], "INVALID_REQUEST");
+    let ok = a.send(json!({"type": "list_modes"}));
+    assert_eq!(a.response(&ok)["success"], true);
+    assert!(a.finish().success());
+}
+
+#[test]
+fn headless_deny_refuses_and_says_why() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [tool_turn("b1", "bash", json!({"command": "echo hi"})), text_turn("ok")]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &["--headless-policy", "deny"]);
+    a.until_type("sync");
+    let start = a.seen.len();
+    a.send(prompt("x"));
+    a.until_type("turn_end");
+    let types = a.types_since(start);
+    assert!(!types.contains(&"permission_request".to_string()));
+    let result = a.seen.iter().find(|v| v["type"] == "tool_result").unwrap();
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["content"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("headless")
+    );
+    assert!(a.finish().success());
+}
+
+#[test]
+fn headless_allow_rule_lets_a_matching_command_run() {
+    let sb = Sandbox::new();
+    sb.config("[[headless.allow]]\ntool = \"bash\"\ncommand = \"echo *\"\n");
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("b1", "bash", json!({"command": "echo allowed"})),
+            tool_turn("b2", "bash", json!({"command": "echo x; touch nope"})),
+            text_turn("ok")
+        ]}),
+    );
+    let mut a = Agent::spawn(
+        &sb,
+        Some(&script),
+        &["--headless-policy", "allow_if_rule_matches"],
+    );
+    a.until_type("sync");
+    a.send(prompt("x"));
+    let first = a.until(|v| v["type"] == "tool_result" && v["tool_call_id"] == "b1");
+    assert_eq!(first["is_error"], false);
+    let second = a.until(|v| v["type"] == "tool_result" && v["tool_call_id"] == "b2");
+    assert_eq!(second["is_error"], true);
+    assert!(!sb.work().join("nope").exists());
+    a.until_type("turn_end");
+    assert!(a.finish().success());
+}
+
+#[test]
+fn request_sync_mid_stream_includes_the_streaming_message() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [{"steps": [{"text": "partial "}, {"delay_ms": 400}, {"text": "rest"}]}]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    a.until_type("sync");
+    a.send(prompt("x"));
+    let delta = a.until_type("message_delta");
+    let id = a.send(json!({"type": "request_sync"}));
+    let sync = a.until_type("sync");
+    assert_eq!(sync["status"], "streaming");
+    let msgs = sync["live_window"]["messages"].as_array().unwrap();
+    let last = msgs.last().unwrap();
+    assert_eq!(last["id"], delta["message_id"]);
+    assert_eq!(last["content"][0]["text"], "partial ");
+    assert_eq!(a.response(&id)["success"], true);
+    let done = a.until_type("message_complete");
+    assert_eq!(done["message"]["content"][0]["text"], "partial rest");
+    assert!(a.finish().success());
+}
+
+#[test]
+fn models_list_and_switch() {
+    let sb = Sandbox::new();
+    let script = sb.script("s.json", json!({"turns": []}));
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    a.until_type("sync");
+    let list = a.send(json!({"type": "list_models"}));
+    let resp = a.response(&list);
+    assert_eq!(resp["data"]["active"]["provider"], "scripted");
+    assert!(resp["data"]["models"].as_array().unwrap().len() > 1);
+    let bad = a.send(json!({"type": "set_model", "model": "nosuch/model"}));
+    assert_eq!(a.response(&bad)["error"]["code"], "NOT_FOUND");
+    let sw = a.send(json!({"type": "set_model", "model": "scripted/other"}));
+    let changed = a.until_type("model_changed");
+    assert_eq!(changed["previous"]["id"], "scripted/script");
+    assert_eq!(changed["active"]["id"], "scripted/other");
+    assert_eq!(changed["effective"], "next_provider_call");
+    assert_eq!(a.response(&sw)["success"], true);
+    let lvl = a.send(json!({"type": "list_reasoning_levels"}));
+    assert_eq!(a.response(&lvl)["error"]["code"], "NOT_FOUND");
+    assert!(a.finish().success());
+}
+
+#[test]
+fn session_list_marks_the_current_one() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [text_turn("one"), text_turn("two")]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    a.until_type("sync");
+    a.send(prompt("the first prompt of this session"));
+    a.until_type("turn_end");
+    assert!(a.finish().success());
+    drop(a);
+    let mut b = Agent::spawn(&sb, Some(&script), &[]);
+    let current = b.until_type("sync")["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    b.send(prompt("another"));
+    b.until_type("turn_end");
+    let id = b.send(json!({"type": "session_op", "op": "list"}));
+    let resp = b.response(&id);
+    let sessions = resp["data"]["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{resp}");
+    assert_eq!(sessions[0]["session_id"], current.as_str());
+    assert_eq!(sessions[0]["current"], true);
+    assert_eq!(sessions[1]["current"], false);
+    assert_eq!(sessions[1]["title"], "the first prompt of this session");
+    let compact = b.send(json!({"type": "session_op", "op": "compact"}));
+    assert_eq!(b.response(&compact)["error"]["code"], "NOT_FOUND");
+    assert!(b.finish().success());
+}
+
+#[test]
+fn a_second_opener_of_the_session_gets_conflict() {
+    let sb = Sandbox::new();
+    let sid = "sess-01J0000000000000000000000B";
+    let mut a = Agent::spawn(&sb, None, &["--session", sid]);
+    a.until_type("sync");
+    let mut b = Agent::spawn(&sb, None, &["--session", sid]);
+    b.until_type("hello");
+    let err = b.next();
+    assert_eq!(err["type"], "error");
+    assert_eq!(err["code"], "CONFLICT");
+    assert_eq!(err["fatal"], true);
+    assert!(!b.finish().success());
+    assert!(a.finish().success());
+}
+
+#[test]
+fn a_torn_last_line_is_set_aside() {
+    let sb = Sandbox::new();
+    let sid = "sess-01J0000000000000000000000C";
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [text_turn("fine"), text_turn("still fine")]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &["--session", sid]);
+    a.until_type("sync");
+    a.send(prompt("one"));
+    a.until_type("turn_end");
+    assert!(a.finish().success());
+    drop(a);
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(sb.session_file(sid))
+        .unwrap();
+    f.write_all(br#"{"type":"message","id":"ent-tor"#).unwrap();
+    drop(f);
+    let mut b = Agent::spawn(&sb, Some(&script), &["--session", sid]);
+    let sync = b.until_type("sync");
+    assert_eq!(sync["live_window"]["messages"].as_array().unwrap().len(), 2);
+    b.send(prompt("two"));
+    b.until_type("turn_end");
+    assert!(b.finish().success());
+    let torn: Vec<_> = std::fs::read_dir(sb.session_file(sid).parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("torn"))
+        .collect();
+    assert_eq!(torn.len(), 1);
+    assert_eq!(transcript(&sb.session_file(sid)).len(), 4);
+}
+
+#[test]
+fn provider_errors_end_the_turn_cleanly() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [{"steps": [{"text": "par"}, {"error": "upstream exploded"}]}, text_turn("recovered")]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    a.until_type("sync");
+    a.send(prompt("x"));
+    let err = a.until_type("error");
+    assert_eq!(err["code"], "PROVIDER_ERROR");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("upstream exploded")
+    );
+    a.until_type("turn_end");
+    a.until(|v| v["type"] == "status" && v["status"] == "idle");
+    a.send(prompt("again"));
+    let done = a.until_type("message_complete");
+    assert_eq!(done["message"]["content"][0]["text"], "recovered");
+    assert!(a.finish().success());
+}
+
+#[test]
+fn tool_processes_do_not_see_secrets() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [tool_turn("e1", "bash", json!({"command": "env"})), text_turn("ok")]}),
+    );
+    let mut child = std::process::Command::new(shard_bin());
+    child
+        .args(["agent", "--provider", "scripted", "--script"])
+        .arg(&script)
+        .arg("--cwd")
+        .arg(sb.work())
+        .args(["--headless-policy", "allow_if_rule_matches"])
+        .env("SHARD_HOME", sb.home())
+        .env("ANTHROPIC_API_KEY", "sk-ant-secret-value")
+        .env("OPENAI_API_KEY", "sk-openai-secret-value")
+        .env("SHARD_AGENT_TOKEN", "agent-token-secret");
+    sb.config("[[headless.allow]]\ntool = \"bash\"\ncommand = \"env\"\n");
+    let out = child
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = out;
+    {
+        use std::io::Write;
+        let stdin = out.stdin.as_mut().unwrap();
+        stdin
+            .write_all(b"{\"type\":\"prompt\",\"message\":\"env\"}\n")
+            .unwrap();
+    }
+    drop(out.stdin.take());
+    let output = out.wait_with_output().unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    let result = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "tool_result")
+        .expect("a tool_result");
+    assert_eq!(result["is_error"], false, "{result}");
+    let env_out = result["content"]["text"].as_str().unwrap();
+    assert!(env_out.contains("PAGER=cat"));
+    for secret in [
+        "sk-ant-secret-value",
+        "sk-openai-secret-value",
+        "agent-token-secret",
+    ] {
+        assert!(
+            !text.contains(secret),
+            "a secret reached the protocol stream"
+        );
+    }
+    for file in walk(&sb.home()) {
+        let body = std::fs::read(&file).unwrap_or_default();
+        let body = String::from_utf8_lossy(&body);
+        assert!(
+            !body.contains("sk-ant-secret-value"),
+            "secret in {}",
+            file.display()
+        );
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn home_files_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let script = sb.script("s.json", json!({"turns": [text_turn("hi")]}));
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    a.until_type("sync");
+    a.send(prompt("x"));
+    a.until_type("turn_end");
+    assert!(a.finish().success());
+    for file in walk(&sb.home()) {
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        if file.file_name().unwrap() == "config.toml" {
+            continue;
+        }
+        assert_eq!(mode & 0o077, 0, "{} is {mode:o}", file.display());
+    }
+}
