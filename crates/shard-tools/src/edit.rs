@@ -137,8 +137,8 @@ fn edit_file(path: &Path, shown: &str, ops: &[NamedOp]) -> ToolOutput {
         }
         Err(e) => return ToolOutput::error(format!("Cannot edit {shown}: {e}")),
     };
-    if meta.is_dir() {
-        return ToolOutput::error(format!("{shown} is a directory."));
+    if !meta.is_file() {
+        return ToolOutput::error(format!("{shown} is not a regular file."));
     }
     if meta.len() > MAX_EDIT_BYTES {
         return ToolOutput::error(format!(

@@ -109,6 +109,12 @@ fn read_file(req: &ReadRequest) -> ToolOutput {
     if meta.is_dir() {
         return ToolOutput::error(format!("{shown} is a directory; use ls to list it."));
     }
+    if !meta.is_file() {
+        // A FIFO or device could block the read forever or never end.
+        return ToolOutput::error(format!(
+            "{shown} is not a regular file (a device, FIFO or socket); read only reads files."
+        ));
+    }
     let mut file = match File::open(&req.path) {
         Ok(f) => f,
         Err(e) => return ToolOutput::error(format!("Cannot open {shown}: {e}")),

@@ -52,8 +52,16 @@ fn write_file(path: &Path, shown: &str, content: String) -> ToolOutput {
         Ok(t) => t,
         Err(e) => return ToolOutput::error(format!("Cannot write {shown}: {e}")),
     };
-    if target.is_dir() {
-        return ToolOutput::error(format!("{shown} is a directory; give a file path."));
+    match std::fs::metadata(&target) {
+        Ok(m) if m.is_dir() => {
+            return ToolOutput::error(format!("{shown} is a directory; give a file path."));
+        }
+        Ok(m) if !m.is_file() => {
+            return ToolOutput::error(format!(
+                "{shown} is not a regular file; write only replaces files."
+            ));
+        }
+        _ => {}
     }
     let old = match std::fs::read(&target) {
         Ok(bytes) => Some(bytes),

@@ -569,6 +569,21 @@ async fn bash_background_process_does_not_hang() {
 }
 
 #[tokio::test]
+async fn bash_background_flood_does_not_hide_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tracker, seen, _rx) = recording_tracker();
+    let mut c = ctx(dir.path());
+    c.processes = tracker.clone();
+    // `yes` keeps the pipe full after the main process has exited.
+    let out = call("bash", json!({"command": "yes flood & echo main-done"}), &c).await;
+    assert!(!out.is_error, "{}", text(&out));
+    assert_eq!(out.exit_code, Some(0));
+    tracker.kill_all();
+    let groups = seen.lock().unwrap().clone();
+    assert_groups_gone(&groups).await;
+}
+
+#[tokio::test]
 async fn bash_huge_output_is_cut_and_saved() {
     let dir = tempfile::tempdir().unwrap();
     let c = ctx(dir.path());

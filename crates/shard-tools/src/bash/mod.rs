@@ -127,16 +127,18 @@ async fn run_bash(args: BashArgs, ctx: &ToolContext) -> ToolOutput {
             biased;
             _ = ctx.cancel.cancelled() => break Ending::Aborted,
             _ = tokio::time::sleep_until(deadline) => break Ending::TimedOut,
-            read = read_some(&mut reader, &mut buf) => match read {
-                Some(n) => collector.push(&buf[..n]).await,
-                None => reader = None,
-            },
+            // Exit before output: a background process flooding the pipe must not hide
+            // the main process's exit; what is left is drained afterwards.
             status = child.wait() => match status {
                 Ok(status) => break Ending::Exited(status),
                 Err(err) => {
                     tracing::warn!(pgid, %err, "waiting for bash failed");
                     break Ending::Aborted;
                 }
+            },
+            read = read_some(&mut reader, &mut buf) => match read {
+                Some(n) => collector.push(&buf[..n]).await,
+                None => reader = None,
             },
         }
     };
