@@ -49,3 +49,18 @@ pub(crate) fn role_runs(messages: &[Message]) -> Vec<(Role, Vec<&ContentBlock>)>
     }
     runs
 }
+
+/// Tool result text for APIs without an error flag (both OpenAI APIs): a failure is
+/// marked in the text itself so the model cannot mistake it for output.
+pub(crate) fn flagged_tool_text(
+    content: &ToolResultContent,
+    is_error: Option<bool>,
+    exit_code: Option<i64>,
+) -> String {
+    let text = tool_result_text(content, exit_code);
+    if tool_result_is_error(content, is_error) {
+        format!("Error: {text}")
+    } else {
+        text
+    }
+}

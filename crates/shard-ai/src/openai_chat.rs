@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use shard_protocol::types::{ContentBlock, Role, ToolResultContent, Usage};
 use tokio_util::sync::CancellationToken;
 
-use crate::convert::{args_json, data_url, role_runs, tool_result_text};
+use crate::convert::{args_json, data_url, flagged_tool_text, role_runs};
 use crate::http::{self, Call, DecodeError, Decoder, DecoderFactory, Transport};
 use crate::provider::{
     EventStream, ModelRequest, Provider, ProviderError, StopReason, StreamEvent,
@@ -173,10 +173,11 @@ fn user_messages(blocks: &[&ContentBlock], out: &mut Vec<Value>) {
             ContentBlock::ToolResult {
                 tool_call_id,
                 content,
+                is_error,
                 exit_code,
                 ..
             } => {
-                let mut text = tool_result_text(content, *exit_code);
+                let mut text = flagged_tool_text(content, *is_error, *exit_code);
                 if let ToolResultContent::Image { data, mime_type } = content {
                     // Tool messages hold text only: the image follows in a user message.
                     if !text.is_empty() {

@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use shard_protocol::types::{ContentBlock, Role, ToolResultContent, Usage};
 use tokio_util::sync::CancellationToken;
 
-use crate::convert::{args_json, data_url, role_runs, tool_result_text};
+use crate::convert::{args_json, data_url, flagged_tool_text, role_runs};
 use crate::http::{self, Call, DecodeError, Decoder, DecoderFactory, Transport};
 use crate::provider::{
     EventStream, ModelRequest, Provider, ProviderError, StopReason, StreamEvent,
@@ -139,10 +139,11 @@ fn user_items(blocks: &[&ContentBlock], out: &mut Vec<Value>) {
             ContentBlock::ToolResult {
                 tool_call_id,
                 content,
+                is_error,
                 exit_code,
                 ..
             } => {
-                let text = tool_result_text(content, *exit_code);
+                let text = flagged_tool_text(content, *is_error, *exit_code);
                 let output = match content {
                     ToolResultContent::Image { data, mime_type } => {
                         let mut items = vec![input_image(mime_type, data)];
