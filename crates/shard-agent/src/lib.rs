@@ -2,6 +2,7 @@
 //! protocol. The turn loop, the PermissionGate, modes, the model controller and the
 //! direct stdio transport live here; the daemon's registry does not.
 
+pub mod ask;
 pub mod config;
 pub mod grants;
 pub mod models;

@@ -86,10 +86,10 @@ impl Runtime {
                 self.answer_permission(&r);
                 self.emit(Event::ok(id, name, None)).await;
             }
-            Command::UiResponse(_) => {
-                // No UI request is ever pending in this build; a late or unknown answer
-                // is discarded silently (PROTOCOL §6.3).
+            Command::UiResponse(r) => {
                 self.emit(Event::ok(id, name, None)).await;
+                let value = serde_json::to_value(&r.value).unwrap_or(serde_json::Value::Null);
+                self.answer_ui(&r.request_id, value).await;
             }
             Command::RequestSync(_) => {
                 let sync = self.build_sync();

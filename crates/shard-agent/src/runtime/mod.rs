@@ -31,6 +31,14 @@ use crate::rules::{self, Rule};
 
 pub use permissions::PendingPermission;
 
+use crate::ask::{AskUser, UiAsk, UiHandle};
+
+/// What the actor waits for next: a transport input or a UI request from a tool.
+pub(crate) enum Next {
+    Input(Option<Input>),
+    Ui(UiAsk),
+}
+
 /// How a Runtime is started (the flags of `shard agent`).
 #[derive(Debug, Clone, Default)]
 pub struct RuntimeOptions {
@@ -122,6 +130,11 @@ pub struct Runtime {
     turn: Option<turn::TurnState>,
     streaming: Option<turn::PartialMessage>,
     instructions: String,
+    ui_rx: mpsc::Receiver<UiAsk>,
+    pending_ui: Vec<(
+        shard_protocol::event::UiRequest,
+        tokio::sync::oneshot::Sender<serde_json::Value>,
+    )>,
     eof: bool,
     sink_closed: bool,
 }
@@ -185,7 +198,11 @@ impl Runtime {
             let _ = models.set_reasoning(level);
         }
 
+        let (ui_tx, ui_rx) = mpsc::channel(16);
         let mut tools = shard_tools::builtin_tools();
+        tools.push(Arc::new(shard_tools::Typed::new(AskUser::new(
+            UiHandle::new(ui_tx),
+        ))));
         if let Some(allow) = &opts.tools {
             tools.retain(|t| allow.iter().any(|a| a == t.name()));
         }
@@ -228,6 +245,8 @@ impl Runtime {
             turn: None,
             streaming: None,
             instructions: crate::prompt::project_instructions(&cwd_for_prompt),
+            ui_rx,
+            pending_ui: Vec::new(),
             eof: false,
             sink_closed: false,
         })
@@ -263,8 +282,8 @@ impl Runtime {
             if self.eof {
                 break;
             }
-            let input = self.inputs.recv().await;
-            self.handle_input(input).await;
+            let next = self.next_input().await;
+            self.handle_next(next).await;
         }
         self.shutdown();
     }
@@ -280,6 +299,84 @@ impl Runtime {
         if let Some(agent_id) = &self.opts.agent_id {
             let path = runtime_state_path(&self.opts.shard_home, agent_id);
             let _ = std::fs::remove_file(path);
+        }
+    }
+
+    /// Waits for a transport input or a tool's UI request. After end of input only UI
+    /// requests can arrive (and are answered with null at once).
+    pub(crate) async fn next_input(&mut self) -> Next {
+        let eof = self.eof;
+        tokio::select! {
+            input = self.inputs.recv(), if !eof => Next::Input(input),
+            Some(ask) = self.ui_rx.recv() => Next::Ui(ask),
+            else => std::future::pending().await,
+        }
+    }
+
+    pub(crate) async fn handle_next(&mut self, next: Next) {
+        match next {
+            Next::Input(input) => {
+                self.handle_input(input).await;
+                if self.eof {
+                    self.resolve_all_ui().await;
+                }
+            }
+            Next::Ui(ask) => self.open_ui(ask).await,
+        }
+    }
+
+    async fn open_ui(&mut self, ask: UiAsk) {
+        let interactive = self
+            .opts
+            .headless_policy
+            .is_none_or(|p| p == HeadlessPolicy::Queue);
+        if self.eof || !interactive {
+            let _ = ask.reply.send(serde_json::Value::Null);
+            return;
+        }
+        let mut request = ask.request;
+        request.request_id = ids::new_id(ids::REQUEST);
+        self.pending_ui.push((request.clone(), ask.reply));
+        self.set_status(AgentStatus::WaitingForUi).await;
+        self.emit(Event::UiRequest(request)).await;
+    }
+
+    /// Resolves a pending UI request; unknown or late answers are dropped silently.
+    pub(crate) async fn answer_ui(&mut self, request_id: &str, value: serde_json::Value) {
+        let Some(pos) = self
+            .pending_ui
+            .iter()
+            .position(|(r, _)| r.request_id == request_id)
+        else {
+            return;
+        };
+        let (request, reply) = self.pending_ui.remove(pos);
+        let _ = reply.send(value.clone());
+        self.emit(Event::UiResolved(shard_protocol::event::UiResolved {
+            agent_id: None,
+            request_id: request.request_id,
+            value,
+        }))
+        .await;
+        if self.pending_ui.is_empty() && self.status == AgentStatus::WaitingForUi {
+            let back = if self.turn.is_some() {
+                AgentStatus::Streaming
+            } else {
+                AgentStatus::Idle
+            };
+            self.set_status(back).await;
+        }
+    }
+
+    /// Answers every pending UI request with null (nobody is left, or the turn ended).
+    pub(crate) async fn resolve_all_ui(&mut self) {
+        let ids: Vec<String> = self
+            .pending_ui
+            .iter()
+            .map(|(r, _)| r.request_id.clone())
+            .collect();
+        for id in ids {
+            self.answer_ui(&id, serde_json::Value::Null).await;
         }
     }
 

@@ -153,7 +153,7 @@ impl Runtime {
                 }
             };
             tokio::select! {
-                input = self.inputs.recv(), if !self.eof => self.handle_input(input).await,
+                next = self.next_input() => self.handle_next(next).await,
                 _ = sleep => {
                     self.pending_answer = Some(Answer {
                         kind: AnswerKind::Timeout,

@@ -30,6 +30,11 @@ impl Runtime {
             .pending
             .iter()
             .map(|p| PendingRequest::Permission(Box::new(p.request.clone())))
+            .chain(
+                self.pending_ui
+                    .iter()
+                    .map(|(r, _)| PendingRequest::Ui(r.clone())),
+            )
             .collect();
         Event::Sync(Box::new(Sync {
             agent_id: None,

@@ -230,6 +230,7 @@ impl Runtime {
         if let Err(e) = self.session.write_meta() {
             tracing::error!(error = %e, "could not write session meta");
         }
+        self.resolve_all_ui().await;
         let usage = self.turn.take().map(|t| t.usage);
         self.emit(Event::TurnEnd(TurnEnd {
             agent_id: None,
@@ -327,8 +328,8 @@ impl Runtime {
         let outcome = loop {
             tokio::select! {
                 biased;
-                input = self.inputs.recv(), if !self.eof => {
-                    self.handle_input(input).await;
+                next = self.next_input() => {
+                    self.handle_next(next).await;
                     if self.cancelled() {
                         break StreamOutcome::Aborted;
                     }
@@ -600,8 +601,8 @@ impl Runtime {
                 joined = &mut task => {
                     return joined.unwrap_or_else(|e| ToolOutput::error(format!("the tool failed unexpectedly: {e}")));
                 }
-                input = self.inputs.recv(), if !self.eof => {
-                    self.handle_input(input).await;
+                next = self.next_input() => {
+                    self.handle_next(next).await;
                     if cancel.is_cancelled() && deadline.is_none() {
                         deadline = Some(tokio::time::Instant::now() + ABORT_GRACE);
                     }
@@ -658,8 +659,8 @@ impl Runtime {
                     }
                     None => break,
                 },
-                input = self.inputs.recv(), if !self.eof => {
-                    self.handle_input(input).await;
+                next = self.next_input() => {
+                    self.handle_next(next).await;
                     if self.cancelled() && deadline.is_none() {
                         deadline = Some(tokio::time::Instant::now() + ABORT_GRACE);
                     }

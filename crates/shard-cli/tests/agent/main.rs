@@ -767,3 +767,69 @@ fn home_files_are_owner_only() {
         assert_eq!(mode & 0o077, 0, "{} is {mode:o}", file.display());
     }
 }
+
+#[test]
+fn ui_requests_round_trip_through_ask_user() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("q1", "ask_user", json!({"question": "Which one?", "options": ["A", "B"]})),
+            {"steps": [{"text": "You picked {{tool_result:q1}}"}]}
+        ]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    a.until_type("sync");
+    a.send(prompt("decide"));
+    let req = a.until_type("ui_request");
+    assert_eq!(req["kind"], "select");
+    assert_eq!(req["options"], json!(["A", "B"]));
+    assert_eq!(req["message"], "Which one?");
+    assert!(
+        a.seen
+            .iter()
+            .any(|v| v["type"] == "status" && v["status"] == "waiting_for_ui"),
+        "{}",
+        a.dump()
+    );
+    // The pending request is re-shown in a fresh sync.
+    a.send(json!({"type": "request_sync"}));
+    let sync = a.until_type("sync");
+    assert_eq!(sync["pending_requests"][0]["type"], "ui_request");
+    assert_eq!(sync["pending_requests"][0]["request_id"], req["request_id"]);
+    a.send(json!({"type": "ui_response", "request_id": "req-unknown", "value": "A"}));
+    a.send(json!({"type": "ui_response", "request_id": req["request_id"], "value": "B"}));
+    let resolved = a.until_type("ui_resolved");
+    assert_eq!(resolved["request_id"], req["request_id"]);
+    assert_eq!(resolved["value"], "B");
+    let result = a.until_type("tool_result");
+    assert_eq!(result["content"]["text"], "The user answered: B");
+    let done = a.until_type("message_complete");
+    assert_eq!(
+        done["message"]["content"][0]["text"],
+        "You picked The user answered: B"
+    );
+    assert!(a.finish().success());
+}
+
+#[test]
+fn ui_requests_get_null_when_nobody_can_answer() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [tool_turn("q1", "ask_user", json!({"question": "Name?"})), text_turn("ok")]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &["--headless-policy", "deny"]);
+    a.until_type("sync");
+    let start = a.seen.len();
+    a.send(prompt("ask"));
+    let result = a.until_type("tool_result");
+    assert!(
+        result["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Nobody answered")
+    );
+    assert!(!a.types_since(start).contains(&"ui_request".to_string()));
+    assert!(a.finish().success());
+}
