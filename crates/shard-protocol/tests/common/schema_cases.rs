@@ -137,3 +137,57 @@ fn schema_carries_the_protocol_version() {
         shard_protocol::PROTOCOL_VERSION
     );
 }
+
+fn validator() -> jsonschema::Validator {
+    jsonschema::validator_for(&protocol_schema()).unwrap()
+}
+
+fn errors(v: &jsonschema::Validator, instance: &Value) -> Vec<String> {
+    v.iter_errors(instance)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect()
+}
+
+#[test]
+fn every_vector_is_valid_against_the_schema() {
+    // Clients in other languages generate their types from the schema, so what the
+    // Rust types accept and what the schema accepts must agree on every vector.
+    let v = validator();
+    for vector in super::commands().iter().chain(super::events().iter()) {
+        let errs = errors(&v, &vector.json);
+        assert!(errs.is_empty(), "{}: {errs:#?}", vector.label());
+    }
+}
+
+#[test]
+fn the_schema_rejects_what_the_decoder_rejects() {
+    let v = validator();
+    for bad in [
+        // both permission answer forms
+        serde_json::json!({"type":"permission_response","request_id":"r","choice_id":"c","decision":"allow"}),
+        // neither form
+        serde_json::json!({"type":"permission_response","request_id":"r"}),
+        // empty choice id
+        serde_json::json!({"type":"permission_response","request_id":"r","choice_id":""}),
+        // missing required field
+        serde_json::json!({"type":"prompt"}),
+        // unknown type
+        serde_json::json!({"type":"x"}),
+        // numeric tag
+        serde_json::json!({"type":2}),
+        // bad enum value
+        serde_json::json!({"type":"status","status":"sleeping"}),
+        // nested numeric tag
+        serde_json::json!({"type":"tool_result","tool_call_id":"t","content":{"kind":0,"text":"x"},"is_error":false}),
+        // not an object
+        serde_json::json!([1, 2]),
+    ] {
+        assert!(!v.is_valid(&bad), "the schema accepts {bad}");
+        let line = serde_json::to_vec(&bad).unwrap();
+        assert!(
+            shard_protocol::decode_command(&line).is_err()
+                && shard_protocol::decode_event(&line).is_err(),
+            "the decoder accepts {bad}"
+        );
+    }
+}
