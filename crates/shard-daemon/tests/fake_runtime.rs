@@ -1,0 +1,419 @@
+//! The broker against an in-process fake Runtime: the test plays `shard agent` over a
+//! pair of pipes and checks what the daemon forwards and what clients see.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use shard_client::Client;
+use shard_daemon::{Daemon, DaemonConfig, ExitInfo, LaunchSpec, LaunchedRuntime, RuntimeLauncher};
+use shard_protocol::command::{AgentCreate, AttachRole};
+use shard_protocol::{Event, JsonlCodec};
+use tokio::io::{AsyncWriteExt, DuplexStream, WriteHalf};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::FramedRead;
+
+const T: Duration = Duration::from_secs(20);
+
+struct Fake {
+    spec: LaunchSpec,
+    commands: FramedRead<tokio::io::ReadHalf<DuplexStream>, JsonlCodec>,
+    out: WriteHalf<DuplexStream>,
+    exit: Option<oneshot::Sender<ExitInfo>>,
+}
+
+impl Fake {
+    async fn emit(&mut self, v: Value) {
+        let mut line = serde_json::to_vec(&v).unwrap();
+        line.push(b'\n');
+        self.out.write_all(&line).await.unwrap();
+        self.out.flush().await.unwrap();
+    }
+    async fn ready(&mut self) {
+        self.emit(json!({"type":"hello","protocol_version":"0.1.0","server_version":"fake","capabilities":["mode-catalog"]})).await;
+        self.emit(sync_json("idle")).await;
+    }
+    async fn next_command(&mut self) -> Value {
+        let line = tokio::time::timeout(T, self.commands.next())
+            .await
+            .expect("command in time")
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        serde_json::from_slice(&line).unwrap()
+    }
+}
+
+fn sync_json(status: &str) -> Value {
+    json!({"type":"sync","status":status,"mode":"build","live_window":{"messages":[]},"pending_requests":[]})
+}
+
+struct FakeLauncher(mpsc::UnboundedSender<Fake>);
+
+#[async_trait]
+impl RuntimeLauncher for FakeLauncher {
+    async fn launch(&self, spec: &LaunchSpec) -> std::io::Result<LaunchedRuntime> {
+        let (d_in, rt_in) = tokio::io::duplex(1 << 20);
+        let (rt_out, d_out) = tokio::io::duplex(1 << 20);
+        let (exit_tx, exit_rx) = oneshot::channel();
+        let (rt_in_r, _rt_in_w) = tokio::io::split(rt_in);
+        let (_rt_out_r, rt_out_w) = tokio::io::split(rt_out);
+        let fake = Fake {
+            spec: spec.clone(),
+            commands: FramedRead::new(rt_in_r, JsonlCodec::default()),
+            out: rt_out_w,
+            exit: Some(exit_tx),
+        };
+        self.0
+            .send(fake)
+            .map_err(|_| std::io::Error::other("test gone"))?;
+        Ok(LaunchedRuntime {
+            pid: None,
+            stdin: Box::pin(d_in),
+            stdout: Box::pin(d_out),
+            exit: Box::pin(async move { exit_rx.await.unwrap_or_default() }),
+        })
+    }
+}
+
+struct Setup {
+    _home: tempfile::TempDir,
+    home: std::path::PathBuf,
+    runtimes: mpsc::UnboundedReceiver<Fake>,
+}
+
+async fn start(config: impl FnOnce(&mut DaemonConfig)) -> Setup {
+    let home = tempfile::tempdir().unwrap();
+    let mut cfg = DaemonConfig::new(home.path().to_path_buf());
+    config(&mut cfg);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let d = Daemon::bind_with_launcher(cfg, Arc::new(FakeLauncher(tx)))
+        .await
+        .unwrap();
+    tokio::spawn(d.run());
+    Setup {
+        home: home.path().to_path_buf(),
+        _home: home,
+        runtimes: rx,
+    }
+}
+
+async fn create(s: &mut Setup, c: &Client, policy: Option<&str>) -> (String, Fake) {
+    let cwd = s.home.to_str().unwrap().to_string();
+    let mut req: AgentCreate = serde_json::from_value(json!({"cwd": cwd})).unwrap();
+    if let Some(p) = policy {
+        req.headless_policy = serde_json::from_value(json!(p)).unwrap();
+    }
+    let fut = c.create(req);
+    tokio::pin!(fut);
+    let mut rt = tokio::select! {
+        r = s.runtimes.recv() => r.unwrap(),
+        r = &mut fut => panic!("create answered before the runtime was ready: {r:?}"),
+    };
+    rt.ready().await;
+    let id = tokio::time::timeout(T, fut).await.unwrap().unwrap();
+    (id, rt)
+}
+
+async fn next(rx: &mut mpsc::UnboundedReceiver<Event>) -> Event {
+    tokio::time::timeout(T, rx.recv())
+        .await
+        .expect("event in time")
+        .expect("stream open")
+}
+
+fn delta(i: usize) -> Value {
+    json!({"type":"message_delta","message_id":"m1","block_index":0,"kind":"text","text_delta":format!("d{i} ")})
+}
+
+fn delta_text(e: &Event) -> Option<String> {
+    match e {
+        Event::MessageDelta(d) => d.text_delta.clone(),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn attach_handshake_sends_sync_then_only_later_events() {
+    let mut s = start(|_| {}).await;
+    let c1 = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, mut rt) = create(&mut s, &c1, None).await;
+    assert_eq!(rt.spec.agent_id, id);
+    let f = c1.attach(&id, AttachRole::Interactive);
+    tokio::pin!(f);
+    // c1's attach: the daemon asks the Runtime for a sync.
+    let cmd = tokio::select! { c = rt.next_command() => c, _ = &mut f => panic!("no sync yet") };
+    assert_eq!(cmd["type"], "request_sync");
+    rt.emit(sync_json("streaming")).await;
+    rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
+        .await;
+    let (_, mut e1) = tokio::time::timeout(T, f).await.unwrap().unwrap();
+    assert!(matches!(next(&mut e1).await, Event::Sync(_)));
+
+    let c2 = Client::connect_daemon(&s.home).await.unwrap();
+    let id2 = id.clone();
+    let attach2 = tokio::spawn(async move {
+        let r = c2.attach(&id2, AttachRole::Interactive).await;
+        (c2, r)
+    });
+    let cmd = rt.next_command().await;
+    assert_eq!(cmd["type"], "request_sync");
+    // Events before the snapshot are covered by it; events after it must all arrive once.
+    for i in 0..5 {
+        rt.emit(delta(i)).await;
+    }
+    rt.emit(sync_json("streaming")).await;
+    for i in 5..10 {
+        rt.emit(delta(i)).await;
+    }
+    rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
+        .await;
+    for i in 10..15 {
+        rt.emit(delta(i)).await;
+    }
+    let (_c2, r) = attach2.await.unwrap();
+    let (_, mut e2) = r.unwrap();
+    assert!(matches!(next(&mut e2).await, Event::Sync(_)), "sync first");
+    let mut seen2 = Vec::new();
+    while seen2.len() < 10 {
+        if let Some(t) = delta_text(&next(&mut e2).await) {
+            seen2.push(t);
+        }
+    }
+    assert_eq!(seen2, (5..15).map(|i| format!("d{i} ")).collect::<Vec<_>>());
+    let mut seen1 = Vec::new();
+    while seen1.len() < 15 {
+        if let Some(t) = delta_text(&next(&mut e1).await) {
+            seen1.push(t);
+        }
+    }
+    assert_eq!(seen1, (0..15).map(|i| format!("d{i} ")).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn late_attacher_sees_sync_first_then_each_event_once() {
+    let mut s = start(|_| {}).await;
+    let c1 = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, mut rt) = create(&mut s, &c1, None).await;
+    let c2 = Arc::new(Client::connect_daemon(&s.home).await.unwrap());
+    let c2b = Arc::clone(&c2);
+    let id2 = id.clone();
+    let attach = tokio::spawn(async move { c2b.attach(&id2, AttachRole::Observer).await });
+    let cmd = rt.next_command().await;
+    for i in 0..3 {
+        rt.emit(delta(i)).await;
+    }
+    rt.emit(sync_json("streaming")).await;
+    for i in 3..6 {
+        rt.emit(delta(i)).await;
+    }
+    rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
+        .await;
+    let (data, mut e2) = attach.await.unwrap().unwrap();
+    assert_eq!(data.info.agent_id, id);
+    match next(&mut e2).await {
+        Event::Sync(sy) => {
+            assert_eq!(sy.agent_id.as_deref(), Some(id.as_str()));
+            assert_eq!(sy.runtime_epoch, Some(0));
+            assert_eq!(
+                sy.capabilities.as_deref(),
+                Some(&["mode-catalog".to_string()][..])
+            );
+        }
+        other => panic!("expected sync first, got {other:?}"),
+    }
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        if let Some(t) = delta_text(&next(&mut e2).await) {
+            seen.push(t);
+        }
+    }
+    assert_eq!(seen, vec!["d3 ", "d4 ", "d5 "]);
+    // Observers are read-only.
+    let r = c2
+        .request(
+            serde_json::from_value(json!({"type":"prompt","agent_id":id,"message":"hi"})).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.error.unwrap().code.as_str(), "PERMISSION_DENIED");
+}
+
+#[tokio::test]
+async fn command_ids_are_rewritten_and_mapped_back() {
+    let mut s = start(|_| {}).await;
+    let c1 = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, mut rt) = create(&mut s, &c1, None).await;
+    let (_, _e1) = {
+        let f = c1.attach(&id, AttachRole::Interactive);
+        tokio::pin!(f);
+        let cmd =
+            tokio::select! { c = rt.next_command() => c, _ = &mut f => panic!("no sync yet") };
+        rt.emit(sync_json("idle")).await;
+        rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
+            .await;
+        f.await.unwrap()
+    };
+    let c2 = Client::connect_daemon(&s.home).await.unwrap();
+    // An unattached client is refused.
+    let raw = json!({"type":"list_modes","agent_id":id});
+    let r = c2
+        .request(serde_json::from_value(raw.clone()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(r.error.unwrap().code.as_str(), "NOT_ATTACHED");
+    // Two clients both use id "1".
+    let mut m = raw.clone();
+    m["id"] = json!("1");
+    c1.send(&serde_json::from_value(m.clone()).unwrap())
+        .unwrap();
+    let a = rt.next_command().await;
+    assert_ne!(a["id"], "1");
+    assert!(
+        a.get("agent_id").is_none(),
+        "routing id stripped for the Runtime"
+    );
+    rt.emit(json!({"type":"response","id":a["id"],"command":"list_modes","success":true,"data":{"modes":[],"active":"first"}})).await;
+    // c1 gets its response with its own id back.
+    loop {
+        if let Some(shard_protocol::IncomingEvent::Known(Event::Response(r))) =
+            c1.next_event().await
+        {
+            assert_eq!(r.id.as_deref(), Some("1"));
+            assert_eq!(r.data.unwrap()["active"], "first");
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn permission_first_valid_answer_wins_and_everyone_sees_resolved() {
+    let mut s = start(|_| {}).await;
+    let c1 = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, mut rt) = create(&mut s, &c1, None).await;
+    let c2 = Arc::new(Client::connect_daemon(&s.home).await.unwrap());
+    let mut evs = Vec::new();
+    for c in [&c1, &*c2] {
+        let f = c.attach(&id, AttachRole::Interactive);
+        tokio::pin!(f);
+        let cmd =
+            tokio::select! { c = rt.next_command() => c, _ = &mut f => panic!("no sync yet") };
+        rt.emit(sync_json("idle")).await;
+        rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
+            .await;
+        evs.push(f.await.unwrap().1);
+    }
+    for e in &mut evs {
+        assert!(matches!(next(e).await, Event::Sync(_)));
+    }
+    rt.emit(json!({"type":"permission_request","request_id":"req-1","tool_name":"bash","input":{"command":"ls"},
+        "prompt":"run ls?","options":["allow","deny"],
+        "choices":[{"id":"once","label":"Allow once","intent":"allow"},{"id":"no","label":"Deny","intent":"deny"}]})).await;
+    for e in &mut evs {
+        assert!(matches!(next(e).await, Event::PermissionRequest(_)));
+    }
+    let answer = |choice: &str| {
+        serde_json::from_value(json!({"type":"permission_response","agent_id":id,"request_id":"req-1","choice_id":choice})).unwrap()
+    };
+    // An unknown choice is invalid and leaves the request open.
+    let r = c2.request(answer("bogus")).await.unwrap();
+    assert_eq!(r.error.unwrap().code.as_str(), "INVALID_REQUEST");
+    let r2 = tokio::spawn({
+        let c2 = Arc::clone(&c2);
+        let a = answer("once");
+        async move { c2.request(a).await }
+    });
+    let fwd = rt.next_command().await;
+    assert_eq!(fwd["type"], "permission_response");
+    assert_eq!(fwd["choice_id"], "once");
+    assert!(fwd["source"].as_str().unwrap().starts_with("client-"));
+    // A late answer from the first client is dropped silently.
+    let late = c1.request(answer("no")).await.unwrap();
+    assert!(late.success);
+    rt.emit(
+        json!({"type":"response","id":fwd["id"],"command":"permission_response","success":true}),
+    )
+    .await;
+    assert!(r2.await.unwrap().unwrap().success);
+    rt.emit(json!({"type":"permission_resolved","request_id":"req-1","choice_id":"once","source":fwd["source"]})).await;
+    for e in &mut evs {
+        match next(e).await {
+            Event::PermissionResolved(p) => assert_eq!(p.request_id, "req-1"),
+            other => panic!("expected permission_resolved, got {other:?}"),
+        }
+    }
+    // Nothing else reached the Runtime (the late answer was not forwarded).
+    rt.emit(json!({"type":"status","status":"idle"})).await;
+    let more = tokio::time::timeout(Duration::from_millis(300), rt.commands.next()).await;
+    assert!(more.is_err(), "late answer must not be forwarded: {more:?}");
+}
+
+#[tokio::test]
+async fn no_responder_means_headless_deny_and_crash_reports_exit() {
+    let mut s = start(|_| {}).await;
+    let c1 = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, mut rt) = create(&mut s, &c1, None).await;
+    rt.emit(
+        json!({"type":"permission_request","request_id":"req-9","tool_name":"bash","input":{},
+        "prompt":"?","options":["allow","deny"]}),
+    )
+    .await;
+    let fwd = rt.next_command().await;
+    assert_eq!(fwd["type"], "permission_response");
+    assert_eq!(fwd["decision"], "deny");
+    assert_eq!(fwd["source"], "headless");
+    rt.exit
+        .take()
+        .unwrap()
+        .send(ExitInfo {
+            code: None,
+            signal: Some(9),
+        })
+        .unwrap();
+    loop {
+        match c1.next_event().await.unwrap() {
+            shard_protocol::IncomingEvent::Known(Event::AgentExited(e)) => {
+                assert_eq!(e.agent_id, id);
+                assert!(e.reason.contains("signal 9"), "{}", e.reason);
+                break;
+            }
+            _ => continue,
+        }
+    }
+    // The next attach restores it with a new epoch.
+    let f = c1.attach(&id, AttachRole::Interactive);
+    tokio::pin!(f);
+    let mut rt2 = tokio::select! { r = s.runtimes.recv() => r.unwrap(), _ = &mut f => panic!("attach before restore") };
+    assert_eq!(rt2.spec.epoch, 1);
+    rt2.ready().await;
+    let (_, mut e) = f.await.unwrap();
+    match next(&mut e).await {
+        Event::Sync(sy) => assert_eq!(sy.runtime_epoch, Some(1)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn queued_request_times_out_headlessly() {
+    let mut s = start(|c| c.headless_timeout = Duration::from_millis(200)).await;
+    let c1 = Client::connect_daemon(&s.home).await.unwrap();
+    let (_id, mut rt) = create(&mut s, &c1, Some("queue")).await;
+    rt.emit(json!({"type":"ui_request","request_id":"req-u","kind":"confirm","title":"ok?"}))
+        .await;
+    let fwd = rt.next_command().await;
+    assert_eq!(fwd["type"], "ui_response");
+    assert!(fwd["value"].is_null());
+}
+
+#[tokio::test]
+async fn idle_runtime_is_reaped_by_closing_stdin() {
+    let mut s = start(|c| c.idle_runtime_timeout = Duration::from_millis(200)).await;
+    let c1 = Client::connect_daemon(&s.home).await.unwrap();
+    let (_id, mut rt) = create(&mut s, &c1, None).await;
+    // End of input is the Runtime's signal to finish and exit 0.
+    let end = tokio::time::timeout(T, rt.commands.next()).await.unwrap();
+    assert!(end.is_none(), "stdin closed, got {end:?}");
+}
