@@ -47,6 +47,7 @@ fn run(root: &str, tool: &str, args: serde_json::Value) {
         .enable_all()
         .build()
         .unwrap();
+    let root = std::fs::canonicalize(root).unwrap();
     let ctx = ToolContext::new(root, std::env::temp_dir().join("shard-tools-bench-out"));
     let tool = ToolRegistry::builtin().get(tool).unwrap();
     let out = rt.block_on(tool.execute(args, &ctx));

@@ -43,6 +43,10 @@ pub fn normalize(path: &Path) -> PathBuf {
             other => out.push(other),
         }
     }
+    if out.as_os_str().is_empty() {
+        // A relative cwd of "." must not normalize to an empty path.
+        out.push(".");
+    }
     out
 }
 
@@ -69,6 +73,8 @@ mod tests {
         );
         assert_eq!(resolve(cwd, "./a/../b"), PathBuf::from("/repo/b"));
         assert_eq!(resolve(cwd, "/etc/hosts"), PathBuf::from("/etc/hosts"));
+        assert_eq!(resolve(Path::new("."), "."), PathBuf::from("."));
+        assert_eq!(resolve(Path::new("a"), ".."), PathBuf::from("."));
         assert_eq!(display(cwd, Path::new("/repo/src/lib.rs")), "src/lib.rs");
         assert_eq!(display(cwd, Path::new("/repo")), ".");
         assert_eq!(display(cwd, Path::new("/repository/x")), "/repository/x");
