@@ -647,6 +647,50 @@ async fn abort_mid_bash_ends_the_process_group() {
     assert!(tracker.snapshot().is_empty());
 }
 
+/// Runs in a child process that exits abruptly while bash is running.
+#[tokio::test]
+#[ignore = "run by bash_dies_with_its_parent in a child process"]
+async fn child_bash_parent_dies() {
+    if !is_child() {
+        return;
+    }
+    let (tracker, _seen, mut rx) = recording_tracker();
+    let mut c = ctx(&std::env::temp_dir());
+    c.processes = tracker;
+    tokio::spawn(async move {
+        // `exec` keeps the pid, and the parent-death signal survives exec.
+        tool("bash")
+            .execute(json!({"command": "exec sleep 1000"}), &c)
+            .await
+    });
+    let groups = tokio::time::timeout(HANG, rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    println!("PGID={}", groups[0]);
+    use std::io::Write;
+    std::io::stdout().flush().unwrap();
+    // Like `kill -9` of the Runtime: no destructors, no cleanup code runs.
+    std::process::exit(0);
+}
+
+#[test]
+fn bash_dies_with_its_parent() {
+    let (_, output) = run_child("child_bash_parent_dies", &[]);
+    let pgid: i32 = output
+        .lines()
+        .find_map(|l| l.split("PGID=").nth(1))
+        .unwrap_or_else(|| panic!("child printed no PGID: {output}"))
+        .trim()
+        .parse()
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(assert_groups_gone(&[pgid]));
+}
+
 /// Runs in a child process whose environment holds the secrets.
 #[tokio::test]
 #[ignore = "run by bash_never_sees_secrets in a child process"]

@@ -118,3 +118,17 @@ pub async fn terminate_group(pgid: i32, child: &mut tokio::process::Child, grace
         tracing::warn!(pgid, "main process did not exit after SIGKILL");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn reads_own_state_and_group() {
+        let (state, pgrp) = stat_state_pgrp(std::process::id()).unwrap();
+        assert_ne!(state, 'Z');
+        assert_eq!(pgrp, nix::unistd::getpgrp().as_raw());
+        assert!(group_alive(pgrp));
+    }
+}
