@@ -9,6 +9,7 @@ pub mod anthropic;
 pub mod catalog;
 pub mod config;
 mod convert;
+pub mod decode;
 mod http;
 pub mod openai_chat;
 pub mod openai_responses;
