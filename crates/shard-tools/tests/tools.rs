@@ -647,6 +647,25 @@ async fn abort_mid_bash_ends_the_process_group() {
     assert!(tracker.snapshot().is_empty());
 }
 
+#[tokio::test]
+async fn dropping_a_bash_call_kills_its_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tracker, seen, mut rx) = recording_tracker();
+    let mut c = ctx(dir.path());
+    c.processes = tracker.clone();
+    let t = tool("bash");
+    let call = t.execute(json!({"command": "sleep 1000 & sleep 1001"}), &c);
+    // Poll the call until the group is registered, then drop it mid-run.
+    let dropped = tokio::select! {
+        _ = call => false,
+        groups = rx.recv() => groups.is_some(),
+    };
+    assert!(dropped);
+    let groups = seen.lock().unwrap().clone();
+    assert_groups_gone(&groups).await;
+    assert!(tracker.snapshot().is_empty());
+}
+
 /// Runs in a child process that exits abruptly while bash is running.
 #[tokio::test]
 #[ignore = "run by bash_dies_with_its_parent in a child process"]

@@ -105,6 +105,11 @@ async fn run_bash(args: BashArgs, ctx: &ToolContext) -> ToolOutput {
     // process_group(0) makes the child the leader of a group whose id is its pid.
     let pgid = pid as i32;
     ctx.processes.register(pgid);
+    let mut guard = DropGuard {
+        pgid,
+        processes: &ctx.processes,
+        armed: true,
+    };
     tracing::debug!(pgid, command = %args.command, "bash started");
 
     let mut collector = OutputCollector::new(
@@ -150,6 +155,7 @@ async fn run_bash(args: BashArgs, ctx: &ToolContext) -> ToolOutput {
         }
         Ending::TimedOut | Ending::Aborted => {
             process::terminate_group(pgid, &mut child, ctx.limits.kill_grace).await;
+            guard.armed = false;
             ctx.processes.unregister(pgid);
             drain(&mut reader, &mut buf, &mut collector).await;
             let code = child.try_wait().ok().flatten().map(exit_code);
@@ -173,6 +179,9 @@ async fn run_bash(args: BashArgs, ctx: &ToolContext) -> ToolOutput {
         }
     };
 
+    // The main process ended on its own: what it left running in the background stays
+    // (a deliberate `server &`), tracked so that the Runtime ends it on exit.
+    guard.armed = false;
     let still_running = tokio::task::spawn_blocking(move || process::group_alive(pgid))
         .await
         .unwrap_or(false);
@@ -203,6 +212,30 @@ async fn run_bash(args: BashArgs, ctx: &ToolContext) -> ToolOutput {
     out.exit_code = Some(code);
     out.duration_ms = Some(elapsed_ms(started));
     out
+}
+
+/// Kills the group if the call's future is dropped before the command ended (a Runtime
+/// that drops the future instead of cancelling must not leave the command running).
+struct DropGuard<'a> {
+    pgid: i32,
+    processes: &'a crate::ProcessTracker,
+    armed: bool,
+}
+
+impl Drop for DropGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            tracing::debug!(
+                pgid = self.pgid,
+                "bash call dropped; killing its process group"
+            );
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(self.pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            self.processes.unregister(self.pgid);
+        }
+    }
 }
 
 type Spawned = (
