@@ -211,25 +211,43 @@ fn reject_numeric_tags<T: Serialize>(line: &[u8], decoded: &T) -> Result<(), Dec
     })
 }
 
+/// True when some object key that is `type` or `kind` (or is escaped, so could spell
+/// one) has a value starting with a digit. Runs only on lines serde accepted, so the
+/// JSON is well formed: outside strings there are no quotes, and every string that is
+/// followed by `:` is a key. String bodies are skipped with `memchr`, so a long tool
+/// result costs a fraction of the parse itself.
 fn may_hold_numeric_tag(line: &[u8]) -> bool {
-    if line.windows(2).any(|w| w == b"\\u") {
-        return true;
-    }
-    let mut rest = line;
-    while let Some(at) = rest
-        .windows(6)
-        .position(|w| w == b"\"type\"" || w == b"\"kind\"")
-    {
-        rest = &rest[at + 6..];
-        let after = rest.trim_ascii_start();
-        if let Some(after) = after.strip_prefix(b":")
-            && after
+    let mut i = 0;
+    while let Some(open) = memchr::memchr(b'"', &line[i..]).map(|o| i + o) {
+        // Find the closing quote, stepping over escapes.
+        let mut j = open + 1;
+        let mut escaped = false;
+        let close = loop {
+            let Some(k) = line
+                .get(j..)
+                .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+                .map(|o| j + o)
+            else {
+                return false;
+            };
+            if line[k] == b'"' {
+                break k;
+            }
+            escaped = true;
+            j = k + 2;
+        };
+        let key = &line[open + 1..close];
+        let after = line[close + 1..].trim_ascii_start();
+        if let Some(value) = after.strip_prefix(b":")
+            && (escaped || key == b"type" || key == b"kind")
+            && value
                 .trim_ascii_start()
                 .first()
                 .is_some_and(u8::is_ascii_digit)
         {
             return true;
         }
+        i = close + 1;
     }
     false
 }

@@ -267,6 +267,10 @@ fn numeric_type_fields_inside_free_form_data_are_fine() {
     );
     let line = r#"{"type":"tool_result","tool_call_id":"t","content":{"kind":"json","value":{"kind":3,"type":[1]}},"is_error":false}"#;
     assert!(decode_event(line.as_bytes()).is_ok());
+    // Escaped keys take the exact check too, and pass when they are free-form data.
+    let line = r#"{"type":"tool_call","tool_call_id":"t","name":"n","args":{"\u0061":1,"p":"C:\\users\\u"}}"#;
+    let e = decode_event(line.as_bytes()).unwrap();
+    assert_eq!(serde_json::to_value(&e).unwrap()["args"]["a"], 1);
     let line = r#"{"type":"permission_request","request_id":"r","tool_name":"t","input":{"type":9},"prompt":"p","options":[]}"#;
     assert!(decode_event(line.as_bytes()).is_ok());
 }
