@@ -174,6 +174,14 @@ pub(crate) fn on_runtime_line(shared: &Arc<Shared>, agent_id: &str, epoch: u64, 
             }
             fan_out(st, agent_id, &make(&event));
         }
+        Event::Error(ref e) => {
+            if let Some(rt) = st.agents.get_mut(agent_id).and_then(|en| en.rt.as_mut())
+                && !rt.ready
+            {
+                rt.start_failure = Some(format!("{}: {}", e.code, e.message));
+            }
+            fan_out(st, agent_id, &make(&event));
+        }
         ref other => fan_out(st, agent_id, &make(other)),
     }
 }
@@ -601,13 +609,59 @@ fn on_resolved(st: &mut State, agent_id: &str, request_id: &str, frame: &Bytes) 
     }
 }
 
-/// After attachments went away: requests left with no responder start their timeout.
+/// After attachments changed: a pending request whose nearest interactive responder is
+/// now another client (e.g. the child's own client left, so its parent's clients answer)
+/// is shown to those clients; one left with no responder starts its headless timeout.
 pub(crate) fn recheck_responders(shared: &Arc<Shared>, st: &mut State) {
     let mut orphaned = Vec::new();
+    let mut deliveries: Vec<(String, String, Vec<ConnId>, Bytes)> = Vec::new();
     for (id, e) in &st.agents {
-        if e.pending.iter().any(|p| !p.answered) && st.responders(id).is_none() {
-            for p in e.pending.iter().filter(|p| !p.answered) {
-                orphaned.push((id.clone(), p.request_id.clone()));
+        let open: Vec<_> = e.pending.iter().filter(|p| !p.answered).collect();
+        if open.is_empty() {
+            continue;
+        }
+        match st.responders(id) {
+            None => orphaned.extend(open.iter().map(|p| (id.clone(), p.request_id.clone()))),
+            Some((owner, conns)) => {
+                let Some(owner_entry) = st.agents.get(&owner) else {
+                    continue;
+                };
+                let ready: Vec<ConnId> = conns
+                    .into_iter()
+                    .filter(|c| {
+                        owner_entry
+                            .attachments
+                            .get(c)
+                            .is_some_and(|a| !a.awaiting_sync)
+                    })
+                    .collect();
+                for p in open {
+                    let new: Vec<ConnId> = ready
+                        .iter()
+                        .copied()
+                        .filter(|c| !p.delivered_to.contains(c))
+                        .collect();
+                    if !new.is_empty() {
+                        let mut line = serde_json::to_vec(&p.value).unwrap_or_default();
+                        line.push(b'\n');
+                        deliveries.push((id.clone(), p.request_id.clone(), new, Bytes::from(line)));
+                    }
+                }
+            }
+        }
+    }
+    for (aid, rid, conns, line) in deliveries {
+        for c in &conns {
+            push(&st.conns, *c, &line);
+        }
+        if let Some(p) = st
+            .agents
+            .get_mut(&aid)
+            .and_then(|e| e.pending.iter_mut().find(|p| p.request_id == rid))
+        {
+            p.delivered_to.extend(conns);
+            if let Some(t) = p.headless_timer.take() {
+                t.abort();
             }
         }
     }

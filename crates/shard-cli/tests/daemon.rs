@@ -1,0 +1,558 @@
+//! The daemon end to end: the real `shard` binary as daemon, real `shard agent`
+//! Runtimes with the scripted provider, and clients over the unix socket.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as StdCommand, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use shard_client::{AgentEvents, Client};
+use shard_protocol::command::{AgentCreate, AttachRole, Command};
+use shard_protocol::event::PendingRequest;
+use shard_protocol::types::{ContentBlock, RuntimeState};
+use shard_protocol::{Event, IncomingEvent};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+/// Generous: the machine is small and shared.
+const T: Duration = Duration::from_secs(60);
+
+struct Daemon {
+    child: Child,
+    home: PathBuf,
+}
+
+impl Daemon {
+    fn start(home: &Path, extra: &[&str]) -> Daemon {
+        let mut child = StdCommand::new(env!("CARGO_BIN_EXE_shard"))
+            .arg("daemon")
+            .args(extra)
+            .env("SHARD_HOME", home)
+            .env("SHARD_LOG", "shard_daemon=debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait for the "listening" line, then keep draining stderr into a log file.
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let log = home.join("daemon-test.log");
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .unwrap();
+            let mut sent = false;
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = writeln!(f, "{line}");
+                if !sent && line.contains("listening on") {
+                    let _ = tx.send(());
+                    sent = true;
+                }
+            }
+        });
+        rx.recv_timeout(T).expect("daemon started");
+        Daemon {
+            child,
+            home: home.to_path_buf(),
+        }
+    }
+
+    async fn client(&self) -> Client {
+        Client::connect_daemon(&self.home).await.unwrap()
+    }
+
+    fn wait_exit(&mut self) -> std::process::ExitStatus {
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn home() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+fn script(dir: &Path, name: &str, turns: Value) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_vec(&json!({ "turns": turns })).unwrap()).unwrap();
+    p.display().to_string()
+}
+
+fn create_req(cwd: &Path, script: &str) -> AgentCreate {
+    serde_json::from_value(json!({
+        "cwd": cwd.display().to_string(), "provider": "scripted", "model": script,
+        "headless_policy": "queue"
+    }))
+    .unwrap()
+}
+
+fn prompt(agent: &str, text: &str) -> Command {
+    serde_json::from_value(json!({"type":"prompt","agent_id":agent,"message":text})).unwrap()
+}
+
+async fn next(rx: &mut AgentEvents) -> Event {
+    tokio::time::timeout(T, rx.recv())
+        .await
+        .expect("event in time")
+        .expect("stream open")
+}
+
+/// Reads events until `pred` matches one; returns it with what came before.
+async fn until(rx: &mut AgentEvents, pred: impl Fn(&Event) -> bool) -> (Event, Vec<Event>) {
+    let mut before = Vec::new();
+    loop {
+        let e = next(rx).await;
+        if pred(&e) {
+            return (e, before);
+        }
+        before.push(e);
+    }
+}
+
+async fn orchestrator_until(c: &Client, pred: impl Fn(&Event) -> bool) -> Event {
+    loop {
+        let e = tokio::time::timeout(T, c.next_event())
+            .await
+            .expect("event in time")
+            .expect("open");
+        if let IncomingEvent::Known(e) = e
+            && pred(&e)
+        {
+            return e;
+        }
+    }
+}
+
+fn bash_turns(cmd: &str) -> Value {
+    json!([
+        {"steps":[{"tool_call":{"id":"call-1","name":"bash","args":{"command":cmd}}}]},
+        {"steps":[{"text":"done"}]}
+    ])
+}
+
+fn text_of(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_client_answers_permission_first_sees_resolved_late_answer_ignored() {
+    let h = home();
+    let d = Daemon::start(h.path(), &[]);
+    let s = script(h.path(), "s.json", bash_turns("echo hi"));
+    let c1 = d.client().await;
+    let c2 = d.client().await;
+    let id = c1.create(create_req(h.path(), &s)).await.unwrap();
+    let (_, mut e1) = c1.attach(&id, AttachRole::Interactive).await.unwrap();
+    let (_, mut e2) = c2.attach(&id, AttachRole::Interactive).await.unwrap();
+    assert!(c1.call(prompt(&id, "run it")).await.is_ok());
+    let (req, _) = until(&mut e1, |e| matches!(e, Event::PermissionRequest(_))).await;
+    let Event::PermissionRequest(req) = req else {
+        unreachable!()
+    };
+    assert_eq!(req.agent_id.as_deref(), Some(id.as_str()));
+    until(&mut e2, |e| matches!(e, Event::PermissionRequest(_))).await;
+    let allow = json!({"type":"permission_response","agent_id":id,"request_id":req.request_id,"decision":"allow"});
+    let r = c2
+        .request(serde_json::from_value(allow).unwrap())
+        .await
+        .unwrap();
+    assert!(r.success, "{r:?}");
+    // The first client's answer comes late: dropped silently, not an error.
+    let deny = json!({"type":"permission_response","agent_id":id,"request_id":req.request_id,"decision":"deny"});
+    let late = c1
+        .request(serde_json::from_value(deny).unwrap())
+        .await
+        .unwrap();
+    assert!(late.success, "late answers are not errors: {late:?}");
+    for rx in [&mut e1, &mut e2] {
+        let (ev, _) = until(rx, |e| matches!(e, Event::PermissionResolved(_))).await;
+        let Event::PermissionResolved(p) = ev else {
+            unreachable!()
+        };
+        assert_eq!(p.request_id, req.request_id);
+        assert_eq!(
+            serde_json::to_value(&p.answer).unwrap()["decision"],
+            "allow",
+            "the second client's answer won"
+        );
+        let (ev, _) = until(rx, |e| matches!(e, Event::ToolResult(_))).await;
+        let Event::ToolResult(t) = ev else {
+            unreachable!()
+        };
+        assert!(!t.is_error, "the tool ran: {t:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attach_mid_stream_loses_and_duplicates_nothing() {
+    let h = home();
+    let d = Daemon::start(h.path(), &[]);
+    let mut steps = Vec::new();
+    for i in 0..40 {
+        steps.push(json!({"text": format!("<{i}:abcdefghij>"), "chunk_chars": 3}));
+        steps.push(json!({"delay_ms": 25}));
+    }
+    let s = script(h.path(), "s.json", json!([{ "steps": steps }]));
+    let c1 = d.client().await;
+    let id = c1.create(create_req(h.path(), &s)).await.unwrap();
+    let (_, mut e1) = c1.attach(&id, AttachRole::Interactive).await.unwrap();
+    c1.call(prompt(&id, "stream")).await.unwrap();
+    // Once the stream is under way, a second client attaches.
+    until(&mut e1, |e| matches!(e, Event::MessageDelta(_))).await;
+    let c2 = d.client().await;
+    let (_, mut e2) = c2.attach(&id, AttachRole::Observer).await.unwrap();
+    let Event::Sync(sync) = next(&mut e2).await else {
+        panic!("sync must come first")
+    };
+    let (done, after) = until(&mut e2, |e| matches!(e, Event::MessageComplete(_))).await;
+    let Event::MessageComplete(done) = done else {
+        unreachable!()
+    };
+    let prefix = sync
+        .live_window
+        .messages
+        .iter()
+        .find(|m| m.id == done.message_id)
+        .map(|m| text_of(&m.content))
+        .unwrap_or_default();
+    let streamed: String = after
+        .iter()
+        .filter_map(|e| match e {
+            Event::MessageDelta(m) if m.message_id == done.message_id => m.text_delta.clone(),
+            _ => None,
+        })
+        .collect();
+    let full = text_of(&done.message.content);
+    assert!(
+        !streamed.is_empty(),
+        "the second client attached mid-stream"
+    );
+    assert_eq!(
+        format!("{prefix}{streamed}"),
+        full,
+        "snapshot + later deltas = the final message"
+    );
+    // And the transcript agrees: a fresh attach shows the same message.
+    let c3 = d.client().await;
+    until(&mut e1, |e| matches!(e, Event::TurnEnd(_))).await;
+    let (_, mut e3) = c3.attach(&id, AttachRole::Observer).await.unwrap();
+    let Event::Sync(s3) = next(&mut e3).await else {
+        panic!("sync")
+    };
+    let m = s3
+        .live_window
+        .messages
+        .iter()
+        .find(|m| m.id == done.message_id)
+        .expect("message persisted");
+    assert_eq!(text_of(&m.content), full);
+}
+
+fn runtime_pid(home: &Path, agent: &str) -> i32 {
+    let v: Value = serde_json::from_slice(
+        &std::fs::read(home.join("runtime").join(format!("{agent}.json"))).unwrap(),
+    )
+    .unwrap();
+    v["pid"].as_i64().unwrap() as i32
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_of_a_runtime_reports_exit_and_the_next_prompt_restores() {
+    let h = home();
+    let d = Daemon::start(h.path(), &[]);
+    let s = script(
+        h.path(),
+        "s.json",
+        json!([{"steps":[{"text":"one"}]},{"steps":[{"text":"two"}]}]),
+    );
+    let c = d.client().await;
+    let id = c.create(create_req(h.path(), &s)).await.unwrap();
+    let (_, mut e) = c.attach(&id, AttachRole::Interactive).await.unwrap();
+    let Event::Sync(first) = next(&mut e).await else {
+        panic!("sync")
+    };
+    assert_eq!(first.runtime_epoch, Some(0));
+    let pid = runtime_pid(h.path(), &id);
+    let st = StdCommand::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let ev = orchestrator_until(&c, |e| matches!(e, Event::AgentExited(_))).await;
+    let Event::AgentExited(x) = ev else {
+        unreachable!()
+    };
+    assert_eq!(x.agent_id, id);
+    assert_eq!(x.runtime_state, RuntimeState::Failed);
+    assert!(x.reason.contains("signal 9"), "{}", x.reason);
+    // The attachment survives; a prompt restores a new generation, announced by a sync.
+    c.call(prompt(&id, "again")).await.unwrap();
+    let (ev, _) = until(&mut e, |e| matches!(e, Event::Sync(_))).await;
+    let Event::Sync(s) = ev else { unreachable!() };
+    assert_eq!(s.runtime_epoch, Some(1));
+    until(&mut e, |e| matches!(e, Event::TurnEnd(_))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemon_restart_keeps_agents_and_attach_restores_the_session() {
+    let h = home();
+    let s = script(
+        h.path(),
+        "s.json",
+        json!([{"steps":[{"text":"remember me"}]}]),
+    );
+    let id;
+    {
+        let mut d = Daemon::start(h.path(), &[]);
+        let c = d.client().await;
+        id = c.create(create_req(h.path(), &s)).await.unwrap();
+        let (_, mut e) = c.attach(&id, AttachRole::Interactive).await.unwrap();
+        c.call(prompt(&id, "hello")).await.unwrap();
+        until(&mut e, |e| matches!(e, Event::TurnEnd(_))).await;
+        // A second daemon for the same home refuses to start.
+        let second = StdCommand::new(env!("CARGO_BIN_EXE_shard"))
+            .arg("daemon")
+            .env("SHARD_HOME", h.path())
+            .output()
+            .unwrap();
+        assert!(!second.status.success());
+        assert!(String::from_utf8_lossy(&second.stderr).contains("already running"));
+        let r = c
+            .request(serde_json::from_value(json!({"type":"daemon.shutdown"})).unwrap())
+            .await
+            .unwrap();
+        assert!(r.success);
+        assert!(d.wait_exit().success());
+    }
+    let d = Daemon::start(h.path(), &[]);
+    let c = d.client().await;
+    let agents = c.list().await.unwrap();
+    assert_eq!(agents.len(), 1);
+    assert_eq!(agents[0].agent_id, id);
+    assert_eq!(agents[0].runtime_state, RuntimeState::Stopped);
+    let (_, mut e) = c.attach(&id, AttachRole::Interactive).await.unwrap();
+    let Event::Sync(s) = next(&mut e).await else {
+        panic!("sync")
+    };
+    let texts: Vec<String> = s
+        .live_window
+        .messages
+        .iter()
+        .map(|m| text_of(&m.content))
+        .collect();
+    assert!(texts.iter().any(|t| t == "remember me"), "{texts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_runtime_is_reaped_then_restored_on_attach() {
+    let h = home();
+    let d = Daemon::start(h.path(), &["--idle-runtime-timeout", "1"]);
+    let s = script(h.path(), "s.json", json!([{"steps":[{"text":"first"}]}]));
+    let c = d.client().await;
+    let id = c.create(create_req(h.path(), &s)).await.unwrap();
+    {
+        let (_, mut e) = c.attach(&id, AttachRole::Interactive).await.unwrap();
+        c.call(prompt(&id, "go")).await.unwrap();
+        until(&mut e, |e| matches!(e, Event::TurnEnd(_))).await;
+    }
+    orchestrator_until(
+        &c,
+        |e| matches!(e, Event::AgentStatusChanged(s) if s.runtime_state == RuntimeState::Stopped),
+    )
+    .await;
+    let agents = c.list().await.unwrap();
+    assert_eq!(agents[0].runtime_state, RuntimeState::Stopped);
+    let c2 = d.client().await;
+    let (_, mut e) = c2.attach(&id, AttachRole::Observer).await.unwrap();
+    let Event::Sync(s) = next(&mut e).await else {
+        panic!("sync")
+    };
+    assert!(s.runtime_epoch.unwrap() >= 1);
+    assert!(
+        s.live_window
+            .messages
+            .iter()
+            .any(|m| text_of(&m.content) == "first")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_client_is_dropped_while_a_fast_one_keeps_streaming() {
+    let h = home();
+    let d = Daemon::start(
+        h.path(),
+        &[
+            "--client-queue-messages",
+            "1000000",
+            "--client-queue-bytes",
+            "1000000",
+        ],
+    );
+    let n = 40_000;
+    let s = script(
+        h.path(),
+        "s.json",
+        json!([{"steps":[{"text":"x".repeat(40), "chunk_chars": 40, "repeat": n}]}]),
+    );
+    let fast = d.client().await;
+    let id = fast.create(create_req(h.path(), &s)).await.unwrap();
+    let (_, mut ef) = fast.attach(&id, AttachRole::Interactive).await.unwrap();
+    // The slow client attaches and then never reads.
+    let mut slow = tokio::net::UnixStream::connect(h.path().join("daemon.sock"))
+        .await
+        .unwrap();
+    let attach = json!({"type":"agent.attach","id":"a","agent_id":id,"role":"observer"});
+    slow.write_all(format!("{attach}\n").as_bytes())
+        .await
+        .unwrap();
+    // Wait until the slow client is attached (its attach shows up as a request_sync round trip).
+    let c3 = d.client().await;
+    let (_, _e3) = c3.attach(&id, AttachRole::Observer).await.unwrap();
+    fast.call(prompt(&id, "flood")).await.unwrap();
+    let (_, before) = until(&mut ef, |e| matches!(e, Event::MessageComplete(_))).await;
+    let deltas = before
+        .iter()
+        .filter(|e| matches!(e, Event::MessageDelta(_)))
+        .count();
+    assert_eq!(deltas, n, "the fast client got every delta");
+    // The slow client was cut off with a stated reason.
+    let mut lines = tokio::io::BufReader::new(slow).lines();
+    let mut last = String::new();
+    while let Ok(Ok(Some(l))) = tokio::time::timeout(T, lines.next_line()).await {
+        last = l;
+    }
+    assert!(last.contains("CLIENT_TOO_SLOW"), "last line: {last}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delegated_child_permission_is_answered_by_the_parents_client() {
+    let h = home();
+    let d = Daemon::start(h.path(), &[]);
+    let ps = script(h.path(), "p.json", json!([]));
+    let cs = script(h.path(), "c.json", bash_turns("echo child"));
+    let a = d.client().await;
+    let parent = a.create(create_req(h.path(), &ps)).await.unwrap();
+    let mut child_req = create_req(h.path(), &cs);
+    child_req.parent_agent_id = Some(parent.clone());
+    let child = a.create(child_req).await.unwrap();
+    let (_, mut ea) = a.attach(&parent, AttachRole::Interactive).await.unwrap();
+    // Someone starts the child's turn, sees the request, and leaves.
+    let b = Arc::new(d.client().await);
+    let (_, mut eb) = b.attach(&child, AttachRole::Interactive).await.unwrap();
+    b.call(prompt(&child, "work")).await.unwrap();
+    let (ev, _) = until(&mut eb, |e| matches!(e, Event::PermissionRequest(_))).await;
+    let Event::PermissionRequest(req) = ev else {
+        unreachable!()
+    };
+    b.detach(&child).await.unwrap();
+    // The parent's client is now the nearest interactive responder.
+    let (ev, _) = until(&mut ea, |e| matches!(e, Event::PermissionRequest(_))).await;
+    let Event::PermissionRequest(got) = ev else {
+        unreachable!()
+    };
+    assert_eq!(got.request_id, req.request_id);
+    assert_eq!(
+        got.agent_id.as_deref(),
+        Some(child.as_str()),
+        "keeps the child's agent_id"
+    );
+    // A reconnecting parent client sees it again in its sync.
+    let a2 = d.client().await;
+    let (_, mut ea2) = a2.attach(&parent, AttachRole::Interactive).await.unwrap();
+    let Event::Sync(s) = next(&mut ea2).await else {
+        panic!("sync")
+    };
+    assert!(
+        s.pending_requests
+            .iter()
+            .any(|p| matches!(p, PendingRequest::Permission(p) if p.request_id == req.request_id))
+    );
+    let allow = json!({"type":"permission_response","agent_id":child,"request_id":req.request_id,"decision":"allow"});
+    let r = a
+        .request(serde_json::from_value(allow).unwrap())
+        .await
+        .unwrap();
+    assert!(r.success, "{r:?}");
+    let (ev, _) = until(&mut ea, |e| matches!(e, Event::PermissionResolved(_))).await;
+    let Event::PermissionResolved(p) = ev else {
+        unreachable!()
+    };
+    assert_eq!(p.agent_id.as_deref(), Some(child.as_str()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_ls_kill_and_errors() {
+    let h = home();
+    let shard = env!("CARGO_BIN_EXE_shard");
+    let none = StdCommand::new(shard)
+        .arg("ls")
+        .env("SHARD_HOME", h.path())
+        .output()
+        .unwrap();
+    assert!(!none.status.success());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no daemon running"));
+    let d = Daemon::start(h.path(), &[]);
+    let s = script(h.path(), "s.json", json!([]));
+    let c = d.client().await;
+    let id = c.create(create_req(h.path(), &s)).await.unwrap();
+    let h2 = h.path().to_path_buf();
+    let id2 = id.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        StdCommand::new(shard)
+            .arg("ls")
+            .env("SHARD_HOME", &h2)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&id));
+    let h2 = h.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        StdCommand::new(shard)
+            .args(["kill", &id2, "--force"])
+            .env("SHARD_HOME", &h2)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let agents = c.list().await.unwrap();
+    assert_ne!(agents[0].runtime_state, RuntimeState::Running);
+    let r = c
+        .request(
+            serde_json::from_value(json!({"type":"agent.create","cwd":"/","alias":"x"})).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        r.error.unwrap().code.as_str(),
+        "INVALID_REQUEST",
+        "daemon-only fields are refused"
+    );
+    let r = c.request(serde_json::from_value(json!({"type":"agent.create","cwd":"/","session_id":"sess-0123456789ABCDEFGHJKMNPQRS"})).unwrap()).await.unwrap();
+    assert_eq!(r.error.unwrap().code.as_str(), "NOT_FOUND");
+}

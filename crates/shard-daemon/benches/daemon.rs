@@ -1,0 +1,211 @@
+//! Daemon benchmark against the real `shard` binary (path in `SHARD_BIN`): deltas per
+//! second delivered to 1, 10 and 100 attached clients, attach→`sync` latency, daemon
+//! memory per live agent, and how many live agents the machine holds. Run through
+//! `bench/daemon/run.sh`; prints one JSON object per figure.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use shard_client::Client;
+use shard_protocol::command::{AgentCreate, AttachRole};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+
+fn rss_kb(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn start_daemon(bin: &Path, home: &Path) -> Child {
+    let child = Command::new(bin)
+        .arg("daemon")
+        .env("SHARD_HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let sock = home.join("daemon.sock");
+    for _ in 0..400 {
+        if std::os::unix::net::UnixStream::connect(&sock).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    child
+}
+
+fn create_req(cwd: &Path, script: &Path) -> AgentCreate {
+    serde_json::from_value(json!({"cwd": cwd, "provider":"scripted", "model": script})).unwrap()
+}
+
+async fn raw_attach(home: &Path, agent: &str) -> tokio::io::Lines<BufReader<UnixStream>> {
+    let mut s = UnixStream::connect(home.join("daemon.sock")).await.unwrap();
+    let line = json!({"type":"agent.attach","id":"a","agent_id":agent,"role":"observer"});
+    s.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    let mut lines = BufReader::with_capacity(256 * 1024, s).lines();
+    while let Some(l) = lines.next_line().await.unwrap() {
+        if l.contains("\"type\":\"sync\"") {
+            break;
+        }
+    }
+    lines
+}
+
+async fn fanout(bin: &Path, clients: usize, deltas: u64) -> Value {
+    let home = tempfile::tempdir().unwrap();
+    let mut d = start_daemon(bin, home.path());
+    let script = home.path().join("s.json");
+    let steps = json!({"turns":[{"steps":[{"text":"abcdefgh","chunk_chars":8,"repeat":deltas}]}]});
+    std::fs::write(&script, serde_json::to_vec(&steps).unwrap()).unwrap();
+    let c = Client::connect_daemon(home.path()).await.unwrap();
+    let id = c.create(create_req(home.path(), &script)).await.unwrap();
+    let mut readers = Vec::new();
+    for _ in 0..clients {
+        readers.push(raw_attach(home.path(), &id).await);
+    }
+    let (_, _driver) = c.attach(&id, AttachRole::Interactive).await.unwrap();
+    let t0 = Instant::now();
+    let tasks: Vec<_> = readers
+        .into_iter()
+        .map(|mut lines| {
+            tokio::spawn(async move {
+                let mut n = 0u64;
+                while let Some(l) = lines.next_line().await.unwrap() {
+                    if l.contains("\"message_delta\"") {
+                        n += 1;
+                    } else if l.contains("\"message_complete\"") {
+                        break;
+                    }
+                }
+                (n, t0.elapsed())
+            })
+        })
+        .collect();
+    c.call(serde_json::from_value(json!({"type":"prompt","agent_id":id,"message":"go"})).unwrap())
+        .await
+        .unwrap();
+    let mut total = 0;
+    let mut last = Duration::ZERO;
+    for t in tasks {
+        let (n, el) = t.await.unwrap();
+        total += n;
+        last = last.max(el);
+    }
+    let _ = c
+        .request(serde_json::from_value(json!({"type":"daemon.shutdown","force":true})).unwrap())
+        .await;
+    let _ = d.wait();
+    json!({"bench":"fanout","clients":clients,"deltas_per_client":deltas,"delivered":total,
+           "seconds":last.as_secs_f64(),"deltas_per_sec_aggregate":(total as f64/last.as_secs_f64()).round(),
+           "deltas_per_sec_per_client":((total as f64/clients as f64)/last.as_secs_f64()).round()})
+}
+
+async fn attach_latency(bin: &Path, rounds: usize) -> Value {
+    let home = tempfile::tempdir().unwrap();
+    let mut d = start_daemon(bin, home.path());
+    let script = home.path().join("s.json");
+    std::fs::write(
+        &script,
+        br#"{"turns":[{"steps":[{"text":"hello there"}]}]}"#,
+    )
+    .unwrap();
+    let c = Client::connect_daemon(home.path()).await.unwrap();
+    let id = c.create(create_req(home.path(), &script)).await.unwrap();
+    let (_, mut e) = c.attach(&id, AttachRole::Interactive).await.unwrap();
+    c.call(serde_json::from_value(json!({"type":"prompt","agent_id":id,"message":"go"})).unwrap())
+        .await
+        .unwrap();
+    while let Some(ev) = e.recv().await {
+        if ev.type_name() == "turn_end" {
+            break;
+        }
+    }
+    let mut samples = Vec::new();
+    for _ in 0..rounds {
+        let t = Instant::now();
+        let _lines = raw_attach(home.path(), &id).await;
+        samples.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let _ = c
+        .request(serde_json::from_value(json!({"type":"daemon.shutdown","force":true})).unwrap())
+        .await;
+    let _ = d.wait();
+    json!({"bench":"attach_to_sync_ms","rounds":rounds,"p50":samples[rounds/2],"p99":samples[(rounds*99/100).min(rounds-1)],"max":samples[rounds-1],
+           "note":"connect + hello + agent.attach + request_sync round trip to a live idle Runtime"})
+}
+
+async fn many_agents(bin: &Path, count: usize) -> Value {
+    let home = tempfile::tempdir().unwrap();
+    let mut d = start_daemon(bin, home.path());
+    let script = home.path().join("s.json");
+    std::fs::write(&script, br#"{"turns":[]}"#).unwrap();
+    let c = Client::connect_daemon(home.path()).await.unwrap();
+    let base = rss_kb(d.id());
+    let t = Instant::now();
+    let mut ids = Vec::new();
+    for _ in 0..count {
+        ids.push(c.create(create_req(home.path(), &script)).await.unwrap());
+    }
+    let create_s = t.elapsed().as_secs_f64();
+    let after = rss_kb(d.id());
+    let mut runtime_kb = 0;
+    for id in &ids {
+        let v: Value = serde_json::from_slice(
+            &std::fs::read(home.path().join("runtime").join(format!("{id}.json")))
+                .unwrap_or_default(),
+        )
+        .unwrap_or_default();
+        if let Some(pid) = v["pid"].as_u64() {
+            runtime_kb += rss_kb(pid as u32);
+        }
+    }
+    let live = c
+        .list()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|a| format!("{:?}", a.runtime_state) == "Running")
+        .count();
+    let _ = c
+        .request(serde_json::from_value(json!({"type":"daemon.shutdown","force":true})).unwrap())
+        .await;
+    let _ = d.wait();
+    json!({"bench":"live_agents","agents":count,"live":live,"create_seconds_total":create_s,
+           "daemon_rss_kb_before":base,"daemon_rss_kb_after":after,
+           "daemon_kb_per_agent":((after.saturating_sub(base)) as f64/count as f64).round(),
+           "runtime_rss_kb_avg":(runtime_kb as f64/count as f64).round()})
+}
+
+fn main() {
+    let bin =
+        PathBuf::from(std::env::var("SHARD_BIN").expect("set SHARD_BIN to a built shard binary"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let deltas: u64 = std::env::var("DELTAS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50_000);
+    let agents: usize = std::env::var("AGENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
+    rt.block_on(async {
+        for clients in [1, 10, 100] {
+            println!("{}", fanout(&bin, clients, deltas).await);
+        }
+        println!("{}", attach_latency(&bin, 200).await);
+        println!("{}", many_agents(&bin, agents).await);
+    });
+}
