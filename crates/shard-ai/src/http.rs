@@ -281,14 +281,14 @@ impl Driver {
         let body = read_error_body(response, idle).await;
         let detail = self.call.key.scrub(&error_detail(&body));
         if status == 401 || status == 403 {
+            // Only the error type: auth messages may quote a masked form of the key.
+            let kind = error_kind(&body)
+                .map(|k| format!(" {k}"))
+                .unwrap_or_default();
             let msg = format!(
                 "{} rejected the credentials (HTTP {status}{}); check {}",
                 self.call.provider,
-                if detail.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", short(&detail, 200))
-                },
+                self.call.key.scrub(&kind),
                 self.call.key_source
             );
             tracing::warn!(provider = %self.call.provider, status, "authentication failed");
@@ -444,6 +444,14 @@ async fn read_error_body(mut response: reqwest::Response, idle: Duration) -> Str
     }
     body.truncate(LIMIT);
     String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The `error.type` (or `error.code`) of a JSON error body.
+fn error_kind(body: &str) -> Option<String> {
+    let v = serde_json::from_str::<serde_json::Value>(body).ok()?;
+    let err = v.get("error").unwrap_or(&v);
+    let kind = err.get("type").or_else(|| err.get("code"))?.as_str()?;
+    Some(short(kind, 60))
 }
 
 /// The useful part of an error body: `error.type: error.message` when it is the JSON
