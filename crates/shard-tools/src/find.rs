@@ -135,7 +135,8 @@ pub fn search(query: &FindQuery, root: &Path, cancel: &CancellationToken) -> Fin
                 Ok(mut f) => f.push(item),
                 Err(poisoned) => poisoned.into_inner().push(item),
             }
-            if count.fetch_add(1, Ordering::Relaxed) + 1 >= query.limit {
+            // One result past the limit proves there are more than it.
+            if count.fetch_add(1, Ordering::Relaxed) + 1 > query.limit {
                 stop.store(true, Ordering::Relaxed);
                 return WalkState::Quit;
             }
@@ -144,7 +145,7 @@ pub fn search(query: &FindQuery, root: &Path, cancel: &CancellationToken) -> Fin
     });
     let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
     found.sort_unstable();
-    let limit_hit = found.len() >= query.limit && stop.load(Ordering::Relaxed);
+    let limit_hit = found.len() > query.limit;
     found.truncate(query.limit);
     FindResult {
         found,

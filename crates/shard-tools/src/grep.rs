@@ -103,6 +103,8 @@ struct Line {
     number: u64,
     text: String,
     is_match: bool,
+    /// Context shown before a match (dropped when that match is cut by the limit).
+    before: bool,
     /// A gap in context before this line (rg's `--`).
     after_break: bool,
 }
@@ -270,7 +272,8 @@ pub fn search(
                 Ok(mut h) => h.push(file),
                 Err(poisoned) => poisoned.into_inner().push(file),
             }
-            if before + units >= limit {
+            // One result past the limit proves there are more than it.
+            if before + units > limit {
                 stop.store(true, Ordering::Relaxed);
                 return WalkState::Quit;
             }
@@ -280,7 +283,7 @@ pub fn search(
     let mut files = hits.into_inner().unwrap_or_else(|p| p.into_inner());
     files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     let total = found.load(Ordering::Relaxed);
-    let limit_hit = total >= limit && stop.load(Ordering::Relaxed);
+    let limit_hit = total > limit;
     // Keep exactly `limit` results, in path order.
     let mut budget = limit;
     files.retain_mut(|f| {
@@ -300,7 +303,10 @@ pub fn search(
                 })
                 .unwrap_or(f.lines.len());
             f.lines.truncate(keep_upto);
-            // Trailing context after the last kept match stays; a dangling break goes.
+            // After-context of the last kept match stays; before-context of a cut match goes.
+            while f.lines.last().is_some_and(|l| l.before) {
+                f.lines.pop();
+            }
             let kept = f.lines.iter().filter(|l| l.is_match).count();
             budget -= kept.min(budget);
         } else {
@@ -330,19 +336,27 @@ impl Sink for Collect<'_> {
     fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, io::Error> {
         self.count += 1;
         if self.mode == GrepOutput::Content {
-            self.push(m.line_number().unwrap_or(0), m.bytes(), true);
+            self.push(m.line_number().unwrap_or(0), m.bytes(), true, false);
         }
         let more = match self.mode {
             GrepOutput::Files => false,
-            GrepOutput::Content => self.count < self.max,
+            // One match past the limit, so the last kept match gets its after-context
+            // (the extra match is trimmed afterwards).
+            GrepOutput::Content => self.count <= self.max,
             GrepOutput::Count => true,
         };
         Ok(more && !self.cancel.is_cancelled())
     }
 
     fn context(&mut self, _: &Searcher, c: &SinkContext<'_>) -> Result<bool, io::Error> {
-        if matches!(c.kind(), SinkContextKind::Before | SinkContextKind::After) {
-            self.push(c.line_number().unwrap_or(0), c.bytes(), false);
+        match c.kind() {
+            SinkContextKind::Before => {
+                self.push(c.line_number().unwrap_or(0), c.bytes(), false, true)
+            }
+            SinkContextKind::After => {
+                self.push(c.line_number().unwrap_or(0), c.bytes(), false, false)
+            }
+            SinkContextKind::Other => {}
         }
         Ok(true)
     }
@@ -354,7 +368,7 @@ impl Sink for Collect<'_> {
 }
 
 impl Collect<'_> {
-    fn push(&mut self, number: u64, bytes: &[u8], is_match: bool) {
+    fn push(&mut self, number: u64, bytes: &[u8], is_match: bool, before: bool) {
         let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
         let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
         // Decode only what can be shown.
@@ -365,6 +379,7 @@ impl Collect<'_> {
             number,
             text,
             is_match,
+            before,
             after_break,
         });
     }

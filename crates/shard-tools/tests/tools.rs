@@ -850,6 +850,32 @@ async fn grep_cuts_long_lines_and_honours_limit() {
             .count(),
         5
     );
+    // Exactly `limit` matches: no claim that there are more.
+    let out = call(
+        "grep",
+        json!({"pattern": "needle", "path": "many.txt", "limit": 300}),
+        &c,
+    )
+    .await;
+    assert!(
+        !text(&out).contains("Stopped at the limit"),
+        "{}",
+        text(&out)
+    );
+    // With context, the cut match's leading context is not shown either.
+    let spaced: String = (0..20)
+        .map(|i| format!("needle {i}\nfiller {i}\n"))
+        .collect();
+    write_tree(dir.path(), &[("spaced.txt", &spaced)]);
+    let out = call(
+        "grep",
+        json!({"pattern": "needle", "path": "spaced.txt", "limit": 2, "context": 1}),
+        &c,
+    )
+    .await;
+    let t = text(&out);
+    assert!(t.starts_with("spaced.txt:1:needle 0\nspaced.txt-2-filler 0\nspaced.txt:3:needle 1\nspaced.txt-4-filler 1\n"), "{t}");
+    assert!(!t.contains("needle 2"), "{t}");
 }
 
 fn make_ignored_tree(root: &Path) {
