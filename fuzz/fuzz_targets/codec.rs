@@ -31,12 +31,18 @@ fuzz_target!(|data: &[u8]| {
         step += 1;
         buf.extend_from_slice(&input[pos..pos + n]);
         pos += n;
-        while let Some(item) = codec.decode(&mut buf).expect("decode never fails the stream") {
+        while let Some(item) = codec
+            .decode(&mut buf)
+            .expect("decode never fails the stream")
+        {
             check(item);
         }
         assert!(buf.len() <= max + 1);
     }
-    while let Some(item) = codec.decode_eof(&mut buf).expect("decode_eof never fails the stream") {
+    while let Some(item) = codec
+        .decode_eof(&mut buf)
+        .expect("decode_eof never fails the stream")
+    {
         check(item);
     }
 });
