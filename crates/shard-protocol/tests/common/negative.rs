@@ -274,3 +274,47 @@ fn numeric_type_fields_inside_free_form_data_are_fine() {
     let line = r#"{"type":"permission_request","request_id":"r","tool_name":"t","input":{"type":9},"prompt":"p","options":[]}"#;
     assert!(decode_event(line.as_bytes()).is_ok());
 }
+
+#[test]
+fn duplicate_keys_are_rejected() {
+    // JSON parsers disagree on which duplicate wins (JS takes the last); refusing the
+    // line means a relay and the Runtime can never read one message two ways.
+    for (line, field) in [
+        (
+            r#"{"id":"d","type":"abort","type":"prompt","message":"m"}"#,
+            "type",
+        ),
+        (
+            r#"{"id":"d","type":"prompt","message":"a","message":"b"}"#,
+            "message",
+        ),
+        (
+            r#"{"id":"d","type":"permission_response","request_id":"r","decision":"deny","decision":"allow"}"#,
+            "decision",
+        ),
+    ] {
+        let e = command_err(line);
+        assert_eq!(e.id.as_deref(), Some("d"), "{line}");
+        assert!(
+            e.message.ends_with(&format!("duplicate field `{field}`")),
+            "{line}: {}",
+            e.message
+        );
+    }
+    assert!(
+        command_err(r#"{"id":"d","id":"e","type":"abort"}"#)
+            .message
+            .contains("duplicate field `id`")
+    );
+    for line in [
+        r#"{"type":"status","type":"turn_start","status":"idle","turn_id":"t"}"#,
+        r#"{"type":"status","status":"idle","status":"error"}"#,
+    ] {
+        let e = decode_event(line.as_bytes()).unwrap_err();
+        assert!(
+            e.message.contains("duplicate field"),
+            "{line}: {}",
+            e.message
+        );
+    }
+}
