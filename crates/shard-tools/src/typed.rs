@@ -111,9 +111,39 @@ pub fn schema_for<A: JsonSchema>() -> Value {
         map.remove("$schema");
         map.remove("title");
         map.remove("$defs");
+        // The type's own doc ("Arguments of `read`") says nothing the tool description does not.
+        map.remove("description");
     }
     simplify(&mut value);
     value
+}
+
+/// A `oneOf` of string constants (a documented Rust enum) as a plain `enum`, which
+/// every provider understands; the variants' docs join the field's description.
+fn const_union_to_enum(map: &mut Map<String, Value>) {
+    let Some(Value::Array(variants)) = map.get("oneOf") else {
+        return;
+    };
+    let mut names = Vec::new();
+    let mut docs = Vec::new();
+    for v in variants {
+        let (Some(name), Some("string")) = (
+            v.get("const").and_then(Value::as_str),
+            v.get("type").and_then(Value::as_str),
+        ) else {
+            return;
+        };
+        if let Some(d) = v.get("description").and_then(Value::as_str) {
+            docs.push(format!("`{name}`: {d}"));
+        }
+        names.push(Value::String(name.to_string()));
+    }
+    map.remove("oneOf");
+    map.insert("type".into(), Value::String("string".into()));
+    map.insert("enum".into(), Value::Array(names));
+    if !docs.is_empty() && !map.contains_key("description") {
+        map.insert("description".into(), Value::String(docs.join(" ")));
+    }
 }
 
 /// Removes what some providers reject: `null` in type unions (an absent optional field
@@ -142,6 +172,18 @@ fn simplify(value: &mut Value) {
                         map.entry(k).or_insert(v);
                     }
                 }
+            }
+            const_union_to_enum(map);
+            // `#[serde(default)]` on an Option emits `"default": null`, which contradicts
+            // the field's type for strict validators; absence already means "not given".
+            if map.get("default").is_some_and(Value::is_null) {
+                map.remove("default");
+            }
+            // Doc comments keep their line wrapping; models read one paragraph better.
+            if let Some(Value::String(d)) = map.get_mut("description")
+                && d.contains('\n')
+            {
+                *d = d.split_whitespace().collect::<Vec<_>>().join(" ");
             }
             let nonstandard_format = map.get("format").and_then(Value::as_str).is_some_and(|f| {
                 f.starts_with("int") || f.starts_with("uint") || f == "double" || f == "float"
@@ -174,6 +216,20 @@ mod tests {
         limit: Option<u32>,
         /// Inner.
         items: Option<Vec<Item>>,
+        /// Mode.
+        #[serde(default)]
+        mode: Option<Mode>,
+    }
+
+    /// Test enum.
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    #[allow(dead_code)]
+    enum Mode {
+        /// Quick.
+        Fast,
+        /// Thorough.
+        Slow,
     }
 
     #[derive(Deserialize, JsonSchema)]
@@ -197,6 +253,13 @@ mod tests {
             "string"
         );
         assert_eq!(s["required"], serde_json::json!(["path"]));
+        assert!(s["properties"]["limit"].get("default").is_none());
+        assert_eq!(
+            s["properties"]["mode"]["enum"],
+            serde_json::json!(["fast", "slow"])
+        );
+        assert_eq!(s["properties"]["mode"]["type"], "string");
+        assert!(s.get("description").is_none());
     }
 
     #[test]
