@@ -1,7 +1,7 @@
 //! Offline decoding of a captured provider stream: the same SSE parser and decoders the
 //! live providers use, without HTTP. For benchmarks, fixture checks and debugging.
 
-use crate::anthropic::AnthropicDecoder;
+use crate::anthropic_stream::AnthropicDecoder;
 use crate::config::ProviderKind;
 use crate::http::{DecodeError, Decoder};
 use crate::openai_chat::ChatDecoder;

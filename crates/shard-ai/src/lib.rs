@@ -6,6 +6,7 @@
 //! (`openai-responses`), built from configuration by [`build_provider`].
 
 pub mod anthropic;
+mod anthropic_stream;
 pub mod catalog;
 pub mod config;
 mod convert;

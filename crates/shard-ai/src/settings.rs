@@ -13,7 +13,7 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Everything a provider needs to make calls; built by [`crate::build_provider`] from the
 /// configuration and environment, or directly by tests and embedders.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ProviderSettings {
     /// Provider name as configured, e.g. `anthropic` or `ollama`.
     pub name: String,
@@ -31,6 +31,23 @@ pub struct ProviderSettings {
     pub idle_timeout: Duration,
     /// Retry policy.
     pub retry: RetryPolicy,
+}
+
+impl std::fmt::Debug for ProviderSettings {
+    // Header values are left out: a configured header may carry a token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("ProviderSettings")
+            .field("name", &self.name)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key)
+            .field("key_source", &self.key_source)
+            .field("headers", &header_names)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("retry", &self.retry)
+            .finish()
+    }
 }
 
 impl ProviderSettings {

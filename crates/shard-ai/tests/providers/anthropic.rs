@@ -246,3 +246,24 @@ async fn every_fixture_decodes_without_error() {
         }
     }
 }
+
+#[tokio::test]
+async fn anthropic_deltas_without_block_start_are_kept() {
+    let body = concat!(
+        "event: message_start\n",
+        "data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":0}}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n",
+        "event: message_delta\n",
+        "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":1}}\n\n",
+    );
+    let mock = serve(vec![Reply::sse(body)]).await;
+    let f = collect(&provider("anthropic", &mock), simple_request("m")).await;
+    assert!(f.error.is_none(), "{:?}", f.error);
+    assert_eq!(f.text(0), "hi");
+    assert_eq!(
+        f.stop,
+        Some(StopReason::EndTurn),
+        "message_stop may be missing after message_delta"
+    );
+}
