@@ -75,7 +75,9 @@ impl Outbox {
         let len = frame.len();
         let count = self.count.fetch_add(1, Ordering::AcqRel) + 1;
         let bytes = self.bytes.fetch_add(len, Ordering::AcqRel) + len;
-        if count > self.caps.max_messages || bytes > self.caps.max_bytes {
+        // The byte cap bounds the backlog already queued: one frame larger than the cap
+        // (a big `message_complete`) still goes to a client that is keeping up.
+        if count > self.caps.max_messages || bytes - len > self.caps.max_bytes {
             self.count.fetch_sub(1, Ordering::AcqRel);
             self.bytes.fetch_sub(len, Ordering::AcqRel);
             self.close(format!(
@@ -123,6 +125,9 @@ impl Outbox {
         self.reason.lock().ok().and_then(|mut r| r.take())
     }
 }
+
+/// How long a closed client's writer keeps trying to deliver the close reason.
+const REASON_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Most frames written before a flush; batching keeps syscalls few under load.
 const BATCH: usize = 256;
@@ -174,7 +179,8 @@ pub async fn run_writer(outbox: Arc<Outbox>, mut rx: OutboxReceiver, mut sink: B
         let mut framed = Vec::with_capacity(line.len() + 1);
         framed.push(b'\n');
         framed.extend_from_slice(&line);
-        let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        // A client that stopped reading may pick the reason up later; wait a bounded time.
+        let _ = tokio::time::timeout(REASON_TIMEOUT, async {
             sink.write_frame(&framed).await?;
             sink.flush().await
         })
@@ -208,7 +214,15 @@ mod tests {
             max_bytes: 5,
         });
         assert!(ob.push(Bytes::from_static(b"1234")));
-        assert!(!ob.push(Bytes::from_static(b"56")));
+        assert!(ob.push(Bytes::from_static(b"56")));
+        assert!(!ob.push(Bytes::from_static(b"7")));
         assert!(ob.is_closed());
+        // A single oversized frame into an empty queue is a message, not a backlog.
+        let (big, _rx) = Outbox::new(QueueCaps {
+            max_messages: 100,
+            max_bytes: 5,
+        });
+        assert!(big.push(Bytes::from_static(b"0123456789")));
+        assert!(!big.push(Bytes::from_static(b"x")));
     }
 }
