@@ -8,13 +8,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
-use ignore::WalkState;
+use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use shard_protocol::types::{PathKind, PathListEntry, RenderDescriptor};
 use tokio_util::sync::CancellationToken;
 
-use crate::output::cap_text;
+use crate::output::Budget;
 use crate::paths;
 use crate::tool::{ToolContext, ToolOutput};
 use crate::typed::TypedTool;
@@ -103,54 +103,98 @@ pub struct FindResult {
 
 /// Walks `root` and collects matches.
 pub fn search(query: &FindQuery, root: &Path, cancel: &CancellationToken) -> FindResult {
-    let count = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let found: Mutex<Vec<(PathBuf, bool)>> = Mutex::new(Vec::new());
-    walk::builder(root).build_parallel().run(|| {
-        let (count, stop, found) = (&count, &stop, &found);
-        Box::new(move |entry| {
-            if stop.load(Ordering::Relaxed) || cancel.is_cancelled() {
-                return WalkState::Quit;
-            }
-            let Ok(entry) = entry else {
-                return WalkState::Continue;
-            };
-            if entry.depth() == 0 {
-                return WalkState::Continue;
-            }
-            let hit = if query.by_path {
-                entry
-                    .path()
-                    .strip_prefix(root)
-                    .is_ok_and(|rel| query.matcher.is_match(rel))
-            } else {
-                query.matcher.is_match(entry.file_name())
-            };
-            if !hit {
-                return WalkState::Continue;
-            }
-            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            let item = (entry.into_path(), is_dir);
-            match found.lock() {
-                Ok(mut f) => f.push(item),
-                Err(poisoned) => poisoned.into_inner().push(item),
-            }
-            // One result past the limit proves there are more than it.
-            if count.fetch_add(1, Ordering::Relaxed) + 1 > query.limit {
-                stop.store(true, Ordering::Relaxed);
-                return WalkState::Quit;
-            }
-            WalkState::Continue
-        })
-    });
-    let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
-    found.sort_unstable();
+    let shared = Shared {
+        query,
+        root,
+        cancel,
+        count: AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+        found: Mutex::new(Vec::new()),
+    };
+    walk::builder(root)
+        .build_parallel()
+        .visit(&mut VisitorBuilder { shared: &shared });
+    let mut found = shared.found.into_inner().unwrap_or_else(|p| p.into_inner());
+    found.sort_unstable_by(|a, b| walk::cmp_paths(&a.0, &b.0));
     let limit_hit = found.len() > query.limit;
     found.truncate(query.limit);
     FindResult {
         found,
         limit_hit,
         cancelled: cancel.is_cancelled(),
+    }
+}
+
+/// State shared by the walker threads.
+struct Shared<'a> {
+    query: &'a FindQuery,
+    root: &'a Path,
+    cancel: &'a CancellationToken,
+    count: AtomicUsize,
+    stop: AtomicBool,
+    found: Mutex<Vec<(PathBuf, bool)>>,
+}
+
+struct VisitorBuilder<'a> {
+    shared: &'a Shared<'a>,
+}
+
+impl<'s> ParallelVisitorBuilder<'s> for VisitorBuilder<'s> {
+    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
+        Box::new(Visitor {
+            shared: self.shared,
+            local: Vec::new(),
+        })
+    }
+}
+
+/// One walker thread: collects locally and hands its results over once, when dropped.
+struct Visitor<'a> {
+    shared: &'a Shared<'a>,
+    local: Vec<(PathBuf, bool)>,
+}
+
+impl ParallelVisitor for Visitor<'_> {
+    fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
+        let sh = self.shared;
+        if sh.stop.load(Ordering::Relaxed) || sh.cancel.is_cancelled() {
+            return WalkState::Quit;
+        }
+        let Ok(entry) = entry else {
+            return WalkState::Continue;
+        };
+        if entry.depth() == 0 {
+            return WalkState::Continue;
+        }
+        let hit = if sh.query.by_path {
+            entry
+                .path()
+                .strip_prefix(sh.root)
+                .is_ok_and(|rel| sh.query.matcher.is_match(rel))
+        } else {
+            sh.query.matcher.is_match(entry.file_name())
+        };
+        if !hit {
+            return WalkState::Continue;
+        }
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        self.local.push((entry.into_path(), is_dir));
+        // One result past the limit proves there are more than it.
+        if sh.count.fetch_add(1, Ordering::Relaxed) + 1 > sh.query.limit {
+            sh.stop.store(true, Ordering::Relaxed);
+            return WalkState::Quit;
+        }
+        WalkState::Continue
+    }
+}
+
+impl Drop for Visitor<'_> {
+    fn drop(&mut self) {
+        let local = std::mem::take(&mut self.local);
+        match self.shared.found.lock() {
+            Ok(mut f) => f.extend(local),
+            Err(poisoned) => poisoned.into_inner().extend(local),
+        }
     }
 }
 
@@ -197,11 +241,16 @@ fn find(
         ));
     }
     let mut text = String::new();
-    let mut entries = Vec::with_capacity(result.found.len());
+    let mut entries = Vec::new();
+    let mut budget = Budget::new(max_bytes, max_lines);
     for (path, is_dir) in &result.found {
         let mut p = paths::display(cwd, path);
         if *is_dir {
             p.push('/');
+        }
+        // Only what the model sees is formatted; the rest stays unformatted.
+        if !budget.take(p.len() + 1) {
+            break;
         }
         text.push_str(&p);
         text.push('\n');
@@ -215,7 +264,7 @@ fn find(
             hint: None,
         });
     }
-    let (mut text, cut) = cap_text(text, max_bytes, max_lines);
+    let cut = budget.exhausted();
     if result.limit_hit {
         text.push_str(&format!(
             "[Stopped at the limit of {limit} results; there are more. Narrow the pattern or path, or raise limit.]\n"

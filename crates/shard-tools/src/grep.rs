@@ -19,7 +19,7 @@ use serde::Deserialize;
 use shard_protocol::types::{PathKind, PathListEntry, RenderDescriptor};
 use tokio_util::sync::CancellationToken;
 
-use crate::output::cap_text;
+use crate::output::Budget;
 use crate::paths;
 use crate::tool::{ToolContext, ToolOutput};
 use crate::typed::TypedTool;
@@ -281,7 +281,7 @@ pub fn search(
         })
     });
     let mut files = hits.into_inner().unwrap_or_else(|p| p.into_inner());
-    files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    files.sort_unstable_by(|a, b| walk::cmp_paths(&a.path, &b.path));
     let total = found.load(Ordering::Relaxed);
     let limit_hit = total > limit;
     // Keep exactly `limit` results, in path order.
@@ -402,12 +402,23 @@ fn format_result(
     }
     let mut text = String::new();
     let mut entries = Vec::new();
-    for (i, f) in result.files.iter().enumerate() {
+    // Only what the model sees is formatted.
+    let mut budget = Budget::new(max_bytes, max_lines);
+    let mut push_line = |text: &mut String, line: String| -> bool {
+        if !budget.take(line.len() + 1) {
+            return false;
+        }
+        text.push_str(&line);
+        text.push('\n');
+        true
+    };
+    'files: for (i, f) in result.files.iter().enumerate() {
         let p = paths::display(cwd, &f.path);
         match query.output {
             GrepOutput::Files => {
-                text.push_str(&p);
-                text.push('\n');
+                if !push_line(&mut text, p.clone()) {
+                    break;
+                }
                 entries.push(PathListEntry {
                     path: p,
                     kind: PathKind::File,
@@ -415,7 +426,9 @@ fn format_result(
                 });
             }
             GrepOutput::Count => {
-                text.push_str(&format!("{p}:{}\n", f.count));
+                if !push_line(&mut text, format!("{p}:{}", f.count)) {
+                    break;
+                }
                 entries.push(PathListEntry {
                     path: p,
                     kind: PathKind::File,
@@ -423,15 +436,17 @@ fn format_result(
                 });
             }
             GrepOutput::Content => {
-                if query.context > 0 && i > 0 {
-                    text.push_str("--\n");
+                if query.context > 0 && i > 0 && !push_line(&mut text, "--".into()) {
+                    break;
                 }
                 for l in &f.lines {
-                    if l.after_break {
-                        text.push_str("--\n");
+                    if l.after_break && !push_line(&mut text, "--".into()) {
+                        break 'files;
                     }
                     let sep = if l.is_match { ':' } else { '-' };
-                    text.push_str(&format!("{p}{sep}{}{sep}{}\n", l.number, l.text));
+                    if !push_line(&mut text, format!("{p}{sep}{}{sep}{}", l.number, l.text)) {
+                        break 'files;
+                    }
                     if l.is_match {
                         entries.push(PathListEntry {
                             path: p.clone(),
@@ -443,7 +458,7 @@ fn format_result(
             }
         }
     }
-    let (mut text, cut) = cap_text(text, max_bytes, max_lines);
+    let cut = budget.exhausted();
     if result.limit_hit {
         let unit = if query.output == GrepOutput::Content {
             "matches"

@@ -280,6 +280,42 @@ fn tail_part(bytes: &[u8], max_bytes: usize, max_lines: usize) -> &[u8] {
     }
 }
 
+/// Tracks the output budget while a result is formatted, so that only what is shown gets
+/// formatted at all.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    bytes_left: usize,
+    lines_left: usize,
+    exhausted: bool,
+}
+
+impl Budget {
+    /// A budget of `max_bytes` and `max_lines`.
+    pub fn new(max_bytes: usize, max_lines: usize) -> Self {
+        Budget {
+            bytes_left: max_bytes,
+            lines_left: max_lines,
+            exhausted: false,
+        }
+    }
+
+    /// Takes one line of `bytes` bytes; false (and exhausted from then on) when it does not fit.
+    pub fn take(&mut self, bytes: usize) -> bool {
+        if self.exhausted || bytes > self.bytes_left || self.lines_left == 0 {
+            self.exhausted = true;
+            return false;
+        }
+        self.bytes_left -= bytes;
+        self.lines_left -= 1;
+        true
+    }
+
+    /// True once something did not fit.
+    pub fn exhausted(&self) -> bool {
+        self.exhausted
+    }
+}
+
 /// Caps a finished text to the limits, keeping the head, for tools whose output has
 /// no file to spill to (the model narrows its query instead).
 pub fn cap_text(text: String, max_bytes: usize, max_lines: usize) -> (String, bool) {

@@ -986,6 +986,25 @@ async fn find_globs_names_and_paths() {
     assert_eq!(text(&out), "src/tests/t_one.rs");
     let out = call("find", json!({"pattern": "*", "limit": 2}), &c).await;
     assert!(text(&out).contains("limit of 2"), "{}", text(&out));
+    let mut small = c.clone();
+    small.limits.max_output_lines = 2;
+    let out = call("find", json!({"pattern": "*"}), &small).await;
+    let t = text(&out);
+    assert_eq!(t.lines().count(), 3, "{t}");
+    assert!(
+        t.ends_with("[Output cut at the size limit; narrow the pattern or path.]"),
+        "{t}"
+    );
+    match &out.render {
+        Some(RenderDescriptor::PathList { paths }) => assert_eq!(paths.len(), 2),
+        other => panic!("{other:?}"),
+    }
+    write_tree(
+        dir.path(),
+        &[("g/1", "x\n"), ("g/2", "x\n"), ("g/3", "x\n")],
+    );
+    let out = call("grep", json!({"pattern": "x", "output": "files"}), &small).await;
+    assert_eq!(text(&out).lines().count(), 3, "{}", text(&out));
     let out = call("find", json!({"pattern": "a[", "path": "."}), &c).await;
     assert!(out.is_error);
     assert!(text(&out).contains("`pattern`"));
