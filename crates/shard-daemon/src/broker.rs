@@ -138,7 +138,9 @@ pub(crate) fn on_runtime_line(shared: &Arc<Shared>, agent_id: &str, epoch: u64, 
         Event::Status(ref s) => {
             let f = make(&event);
             fan_out(st, agent_id, &f);
-            on_status(st, agent_id, s.status, s.detail.clone());
+            // The Runtime's `detail` may carry text; orchestrator events go to every
+            // connection, so only the coarse status crosses over.
+            on_status(st, agent_id, s.status, None);
         }
         Event::MessageDelta(ref d) => {
             let phase = if d.kind == DeltaKind::Thinking {

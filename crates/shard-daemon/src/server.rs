@@ -141,7 +141,9 @@ fn take_lock(home: &std::path::Path) -> Result<File, DaemonError> {
     crate::fsutil::ensure_private_dir(home)
         .map_err(|e| DaemonError::io(format!("creating {}", home.display()), e))?;
     let path = home.join("daemon.lock");
+    use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
+        .mode(0o600)
         .create(true)
         .truncate(false)
         .write(true)

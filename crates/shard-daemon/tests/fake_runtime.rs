@@ -417,3 +417,56 @@ async fn idle_runtime_is_reaped_by_closing_stdin() {
     let end = tokio::time::timeout(T, rt.commands.next()).await.unwrap();
     assert!(end.is_none(), "stdin closed, got {end:?}");
 }
+
+#[tokio::test]
+async fn terminate_closes_stdin_at_once_when_idle_and_defers_when_active() {
+    let mut s = start(|_| {}).await;
+    let c1 = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, mut rt) = create(&mut s, &c1, None).await;
+    rt.emit(json!({"type":"status","status":"streaming"})).await;
+    // Wait until the daemon has seen the status (it reaches every connection).
+    loop {
+        if let Some(shard_protocol::IncomingEvent::Known(Event::AgentStatusChanged(e))) =
+            c1.next_event().await
+            && e.status == shard_protocol::types::AgentStatus::Streaming
+        {
+            break;
+        }
+    }
+    let term = json!({"type":"agent.terminate","agent_id":id});
+    let r = c1
+        .call(serde_json::from_value(term.clone()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(r.unwrap()["deferred"], true);
+    rt.emit(json!({"type":"status","status":"idle"})).await;
+    let end = tokio::time::timeout(T, rt.commands.next()).await.unwrap();
+    assert!(end.is_none(), "stdin closed once inactive, got {end:?}");
+    rt.exit
+        .take()
+        .unwrap()
+        .send(ExitInfo {
+            code: Some(0),
+            signal: None,
+        })
+        .unwrap();
+    loop {
+        if let Some(shard_protocol::IncomingEvent::Known(Event::AgentStatusChanged(e))) =
+            c1.next_event().await
+            && e.runtime_state == shard_protocol::types::RuntimeState::Stopped
+        {
+            break;
+        }
+    }
+    let agents = c1.list().await.unwrap();
+    assert_eq!(
+        agents[0].runtime_state,
+        shard_protocol::types::RuntimeState::Stopped
+    );
+    // Nothing live: terminate is immediate.
+    let r = c1
+        .call(serde_json::from_value(term).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(r.unwrap()["deferred"], false);
+}
