@@ -7,6 +7,8 @@ mod support;
 
 #[path = "providers/anthropic.rs"]
 mod anthropic;
+#[path = "providers/chunking.rs"]
+mod chunking;
 #[path = "providers/failures.rs"]
 mod failures;
 #[path = "providers/multi_turn.rs"]
