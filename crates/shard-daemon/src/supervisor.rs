@@ -469,8 +469,8 @@ fn collect_groups(v: &serde_json::Value, out: &mut Vec<i32>) {
     }
 }
 
-/// `agent.kill`: `abort`, SIGTERM after the grace period, SIGKILL after another (`force`:
-/// SIGKILL at once). Resolves when the Runtime is gone; `None` when none was live.
+/// `agent.kill`: `abort` and end of input, SIGTERM after the grace period, SIGKILL after
+/// another (`force`: SIGKILL at once). Resolves when the Runtime is gone; `None` when none was live.
 pub(crate) fn kill_runtime(
     shared: &Arc<Shared>,
     st: &mut State,
@@ -492,6 +492,9 @@ pub(crate) fn kill_runtime(
         Command::Abort(AgentTarget { agent_id: None }),
         Inflight::Internal,
     );
+    // After the abort, end of input lets the Runtime persist and exit at once; the
+    // signals below are only for one that does not.
+    broker::close_stdin(st, agent_id);
     let shared = Arc::clone(shared);
     let agent_id = agent_id.to_string();
     tokio::spawn(async move {

@@ -470,3 +470,44 @@ async fn terminate_closes_stdin_at_once_when_idle_and_defers_when_active() {
         .unwrap();
     assert_eq!(r.unwrap()["deferred"], false);
 }
+
+#[tokio::test]
+async fn kill_aborts_then_ends_input_and_answers_after_the_exit() {
+    let mut s = start(|_| {}).await;
+    let c1 = Arc::new(Client::connect_daemon(&s.home).await.unwrap());
+    let (id, mut rt) = create(&mut s, &c1, None).await;
+    let c = Arc::clone(&c1);
+    let kill = tokio::spawn(async move {
+        c.call(serde_json::from_value(json!({"type":"agent.kill","agent_id":id})).unwrap())
+            .await
+    });
+    let abort = rt.next_command().await;
+    assert_eq!(abort["type"], "abort");
+    let end = tokio::time::timeout(T, rt.commands.next()).await.unwrap();
+    assert!(end.is_none(), "end of input after the abort, got {end:?}");
+    assert!(
+        !kill.is_finished(),
+        "the kill is answered only once the Runtime is gone"
+    );
+    rt.exit
+        .take()
+        .unwrap()
+        .send(ExitInfo {
+            code: Some(0),
+            signal: None,
+        })
+        .unwrap();
+    tokio::time::timeout(T, kill)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    loop {
+        if let Some(shard_protocol::IncomingEvent::Known(Event::AgentExited(e))) =
+            c1.next_event().await
+        {
+            assert!(e.reason.starts_with("killed"), "{}", e.reason);
+            break;
+        }
+    }
+}
