@@ -230,7 +230,12 @@ pub(crate) struct ChatDecoder {
     tool_order: Vec<u64>,
     finish: Option<String>,
     refusal: bool,
+    /// Tool calls seen without an `index`.
+    unindexed: u64,
 }
+
+/// First key of tool calls that arrive without an `index`.
+const UNINDEXED_BASE: u64 = 1 << 40;
 
 /// Normalized usage from a Chat Completions `usage` object: cached tokens are a subset
 /// of `prompt_tokens`, so they are subtracted from `input`.
@@ -283,15 +288,24 @@ impl ChatDecoder {
         });
     }
 
-    fn tool_delta(&mut self, pos: usize, tc: &Value, out: &mut Vec<StreamEvent>) {
+    fn tool_delta(&mut self, tc: &Value, out: &mut Vec<StreamEvent>) {
         let id = tc.get("id").and_then(Value::as_str).unwrap_or("");
         let key = match tc.get("index").and_then(Value::as_u64) {
             Some(i) => i,
             // No index (some servers): a new id starts a new call, else the latest one.
+            // Their keys live far above any real index so the two never collide.
             None if !id.is_empty() && !self.tools.values().any(|t| t.id == id) => {
-                self.tool_order.len() as u64 + pos as u64
+                self.unindexed += 1;
+                UNINDEXED_BASE + self.unindexed
             }
-            None => self.tool_order.last().copied().unwrap_or(0),
+            None => match self
+                .tools
+                .iter()
+                .find(|(_, t)| !id.is_empty() && t.id == id)
+            {
+                Some((k, _)) => *k,
+                None => self.tool_order.last().copied().unwrap_or(0),
+            },
         };
         if let std::collections::hash_map::Entry::Vacant(e) = self.tools.entry(key) {
             e.insert(ToolState::default());
@@ -466,8 +480,8 @@ impl Decoder for ChatDecoder {
                     self.text(t, out);
                 }
                 if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-                    for (pos, tc) in calls.iter().enumerate() {
-                        self.tool_delta(pos, tc, out);
+                    for tc in calls {
+                        self.tool_delta(tc, out);
                     }
                 }
             }

@@ -236,3 +236,20 @@ async fn responses_codex_fixture_id_rotation_and_done_text_wins() {
     );
     assert_eq!(f.usage, Some(usage(7112 - 3072, 463, Some(3072), None)));
 }
+
+#[tokio::test]
+async fn chat_tool_calls_without_index_in_separate_chunks() {
+    let body = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"a\",\"type\":\"function\",\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"path\\\":\\\"x\\\"}\"}},{\"id\":\"b\",\"type\":\"function\",\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"grep\",\"arguments\":\"{\\\"q\\\":1}\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        "data: [DONE]\n\n",
+    );
+    let mock = serve(vec![Reply::sse(body)]).await;
+    let f = collect(&provider("openai", &mock), simple_request("m")).await;
+    assert!(f.error.is_none(), "{:?}", f.error);
+    assert_eq!(f.tool(0), ("a", "read", json!({"path": "x"})));
+    assert_eq!(f.tool(1), ("b", "ls", json!({})));
+    assert_eq!(f.tool(2), ("c", "grep", json!({"q": 1})));
+    assert_eq!(f.stop, Some(StopReason::ToolUse));
+}
