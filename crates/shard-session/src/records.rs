@@ -68,6 +68,17 @@ fn parent_of(path: &Path) -> Result<&Path, SessionError> {
 /// rename over the target, fsync the directory. Readers see the old or the new content,
 /// never a mix; the result is mode 0600.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
+    replace_file(path, bytes, true)
+}
+
+/// Like [`atomic_write`] but without the fsyncs: still never a torn file, but only as
+/// durable as the next fsync of the directory. For files whose loss in a power cut costs
+/// nothing (a brand-new, still empty transcript), where the fsyncs would dominate start-up.
+pub fn atomic_write_unsynced(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
+    replace_file(path, bytes, false)
+}
+
+fn replace_file(path: &Path, bytes: &[u8], durable: bool) -> Result<(), SessionError> {
     let dir = parent_of(path)?;
     let name = path
         .file_name()
@@ -85,10 +96,12 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
         let mut file = open_private(&tmp, OpenOptions::new().write(true).create_new(true))?;
         file.write_all(bytes)
             .map_err(|e| SessionError::io("writing", &tmp, e))?;
-        file.sync_all()
-            .map_err(|e| SessionError::io("syncing", &tmp, e))?;
+        if durable {
+            file.sync_all()
+                .map_err(|e| SessionError::io("syncing", &tmp, e))?;
+        }
         fs::rename(&tmp, path).map_err(|e| SessionError::io("renaming onto", path, e))?;
-        sync_dir(dir)
+        if durable { sync_dir(dir) } else { Ok(()) }
     })();
     if result.is_err() {
         // Best effort: a leftover temp file is harmless but untidy.

@@ -215,11 +215,21 @@ impl Session {
     /// first so the meta never describes bytes a power loss could take back.
     pub fn write_meta(&mut self) -> Result<(), SessionError> {
         self.sync_data()?;
+        atomic_write(&self.dir.join(META_FILE), &self.meta_bytes()?)
+    }
+
+    /// The meta of a brand-new session: listed at once, made durable by the first
+    /// [`Session::write_meta`]. Skipping the fsyncs keeps creating a session cheap.
+    pub(crate) fn write_initial_meta(&mut self) -> Result<(), SessionError> {
+        crate::records::atomic_write_unsynced(&self.dir.join(META_FILE), &self.meta_bytes()?)
+    }
+
+    fn meta_bytes(&self) -> Result<Vec<u8>, SessionError> {
         let meta = SessionMeta::from_state(&self.header, &self.state);
         let mut bytes = serde_json::to_vec_pretty(&meta)
             .map_err(|e| SessionError::Corrupt(format!("cannot encode meta: {e}")))?;
         bytes.push(b'\n');
-        atomic_write(&self.dir.join(META_FILE), &bytes)
+        Ok(bytes)
     }
 
     fn note_skipped(&self, skipped: u64) {

@@ -13,7 +13,9 @@ use crate::entry::{
 use crate::error::SessionError;
 use crate::lines::{last_newline_end, read_first_line};
 use crate::meta::{SessionMeta, trusted_state};
-use crate::records::{atomic_write, ensure_private_dir, open_private, read_small, sync_dir};
+use crate::records::{
+    atomic_write, atomic_write_unsynced, ensure_private_dir, open_private, read_small, sync_dir,
+};
 use crate::session::{LOCK_FILE, META_FILE, Session, TRANSCRIPT_FILE};
 use crate::state::{SessionState, TornLine, scan_forward};
 
@@ -157,7 +159,9 @@ impl SessionStore {
                 forked_from: None,
             };
             // Written whole by rename, so a transcript never exists without its header.
-            atomic_write(&path, &encode_header(&header)?)?;
+            // No fsync yet: an empty new session is worth nothing after a power cut, and
+            // the first `write_meta` (turn end, shutdown) syncs the file and directory.
+            atomic_write_unsynced(&path, &encode_header(&header)?)?;
             created = true;
         }
         let file = open_private(&path, OpenOptions::new().read(true).append(true))?;
@@ -193,12 +197,11 @@ impl SessionStore {
             torn,
             poisoned: false,
         };
-        if created || !fresh {
+        if created {
+            session.write_initial_meta()?;
+        } else if !fresh {
             // Next open (and `list`) should not have to scan again.
             if let Err(e) = session.write_meta() {
-                if created {
-                    return Err(e);
-                }
                 tracing::warn!(session = %session_id, error = %e, "cannot refresh session meta");
             }
         }

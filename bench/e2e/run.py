@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""End-to-end benchmark of `shard run` against a local mock Anthropic server.
+
+The server streams a three-turn tool conversation: (1) a `read` of notes.txt, (2) `bash`
+running `echo hello`, (3) a 2,000-word answer in small chunks. We measure the whole
+`shard run` process: wall time, CPU time (user+sys) and peak resident memory, over several
+runs, plus the size of the first request body (system prompt + tool schemas).
+
+Usage: bench/e2e/run.py [path/to/shard] [runs]
+"""
+import json, os, resource, shutil, statistics, subprocess, sys, tempfile, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+BIN = sys.argv[1] if len(sys.argv) > 1 else "target/release/shard"
+RUNS = int(sys.argv[2]) if len(sys.argv) > 2 else 10
+WORDS = ("the agent reads files runs commands and answers in plain words " * 250).split()[:2000]
+first_request_sizes = []
+
+
+def sse(event, data):
+    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+def tool_turn(call_id, name, args):
+    out = [sse("message_start", {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [], "stop_reason": None, "usage": {"input_tokens": 900, "output_tokens": 1}}}),
+           sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}}})]
+    js = json.dumps(args)
+    for i in range(0, len(js), 8):
+        out.append(sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": js[i:i + 8]}}))
+    out += [sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 30}}),
+            sse("message_stop", {"type": "message_stop"})]
+    return b"".join(out)
+
+
+def answer_turn():
+    out = [sse("message_start", {"type": "message_start", "message": {"id": "msg_3", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [], "stop_reason": None, "usage": {"input_tokens": 1000, "output_tokens": 1}}}),
+           sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})]
+    for i in range(0, len(WORDS), 3):
+        out.append(sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": " ".join(WORDS[i:i + 3]) + " "}}))
+    out += [sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2700}}),
+            sse("message_stop", {"type": "message_stop"})]
+    return b"".join(out)
+
+
+TURNS = [tool_turn("toolu_1", "read", {"path": "notes.txt"}),
+         tool_turn("toolu_2", "bash", {"command": "echo hello"}),
+         answer_turn()]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        req = json.loads(body)
+        results = sum(1 for m in req["messages"] for b in (m["content"] if isinstance(m["content"], list) else []) if b.get("type") == "tool_result")
+        if results == 0:
+            first_request_sizes.append(len(body))
+        payload = TURNS[min(results, 2)]
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    tmp = tempfile.mkdtemp(prefix="shard-e2e-")
+    home, work = os.path.join(tmp, "home"), os.path.join(tmp, "work")
+    os.makedirs(home); os.makedirs(work)
+    with open(os.path.join(work, "notes.txt"), "w") as f:
+        f.write("remember to benchmark\n" * 20)
+    env = dict(os.environ, SHARD_HOME=home, ANTHROPIC_API_KEY="sk-bench", ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}")
+    env.pop("OPENAI_API_KEY", None)
+    walls, cpus, rss = [], [], []
+    for _ in range(RUNS):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        p = subprocess.run([BIN, "run", "--yes", "--provider", "anthropic", "--model", "claude-sonnet-4-5", "summarize notes.txt"],
+                           cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if p.returncode != 0:
+            print(p.stderr.decode()[-2000:]); sys.exit(1)
+        walls.append(wall * 1000)
+        cpus.append(((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1000)
+        rss.append(after.ru_maxrss / 1024)
+    words = len(p.stdout.split())
+    print(f"runs={RUNS} answer_words={words}")
+    print(f"wall_ms median={statistics.median(walls):.1f} min={min(walls):.1f}")
+    print(f"cpu_ms median={statistics.median(cpus):.1f} min={min(cpus):.1f}")
+    print(f"peak_rss_mb max={max(rss):.1f}")
+    print(f"first_request_bytes={first_request_sizes[0]}")
+    server.shutdown()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
