@@ -600,3 +600,50 @@ async fn cli_ls_kill_and_errors() {
     let r = c.request(serde_json::from_value(json!({"type":"agent.create","cwd":"/","session_id":"sess-0123456789ABCDEFGHJKMNPQRS"})).unwrap()).await.unwrap();
     assert_eq!(r.error.unwrap().code.as_str(), "NOT_FOUND");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_attach_prompts_and_answers_a_permission_on_the_terminal() {
+    let h = home();
+    let d = Daemon::start(h.path(), &[]);
+    let s = script(
+        h.path(),
+        "s.json",
+        json!([
+            {"steps":[{"tool_call":{"id":"call-1","name":"bash","args":{"command":"echo hi"}}}]},
+            {"steps":[{"text":"all done"}]}
+        ]),
+    );
+    let c = d.client().await;
+    let id = c.create(create_req(h.path(), &s)).await.unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_shard"))
+        .args(["attach", &id])
+        .env("SHARD_HOME", h.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut wait_for = async |needle: &str| loop {
+        let l = tokio::time::timeout(T, out.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("output");
+        if l.contains(needle) {
+            return l;
+        }
+    };
+    wait_for("attached to").await;
+    stdin.write_all(b"please run it\n").await.unwrap();
+    wait_for("[permission]").await;
+    stdin.write_all(b"allow\n").await.unwrap();
+    wait_for("all done").await;
+    drop(stdin);
+    let st = tokio::time::timeout(T, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(st.success(), "end of input detaches cleanly");
+}
