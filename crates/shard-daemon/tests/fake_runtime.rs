@@ -511,3 +511,64 @@ async fn kill_aborts_then_ends_input_and_answers_after_the_exit() {
         }
     }
 }
+
+#[tokio::test]
+async fn start_failure_keeps_identity_and_adoption_is_checked() {
+    let mut s = start(|_| {}).await;
+    let c = Client::connect_daemon(&s.home).await.unwrap();
+    let cwd = s.home.to_str().unwrap().to_string();
+    // The Runtime dies before it is ready: RUNTIME_START_FAILED, agent kept for a retry.
+    let req: AgentCreate = serde_json::from_value(json!({"cwd": cwd})).unwrap();
+    let fut = c.request(shard_protocol::Command::AgentCreate(Box::new(req)));
+    tokio::pin!(fut);
+    let mut rt =
+        tokio::select! { r = s.runtimes.recv() => r.unwrap(), r = &mut fut => panic!("{r:?}") };
+    rt.emit(json!({"type":"hello","protocol_version":"0.1.0","server_version":"fake","capabilities":[]})).await;
+    rt.emit(json!({"type":"error","code":"SESSION_CORRUPT","message":"broken","fatal":true}))
+        .await;
+    rt.exit
+        .take()
+        .unwrap()
+        .send(ExitInfo {
+            code: Some(1),
+            signal: None,
+        })
+        .unwrap();
+    let r = tokio::time::timeout(T, fut).await.unwrap().unwrap();
+    let err = r.error.unwrap();
+    assert_eq!(err.code.as_str(), "RUNTIME_START_FAILED");
+    assert!(err.message.contains("broken"), "{}", err.message);
+    let id = err.data.unwrap()["agent_id"].as_str().unwrap().to_string();
+    assert_eq!(c.list().await.unwrap()[0].agent_id, id);
+    // Retry: an attach starts a new generation.
+    let f = c.attach(&id, AttachRole::Observer);
+    tokio::pin!(f);
+    let mut rt2 = tokio::select! { r = s.runtimes.recv() => r.unwrap(), r = &mut f => panic!("{:?}", r.err()) };
+    rt2.ready().await;
+    f.await.unwrap();
+
+    // Adoption of a legacy session.
+    let sid = shard_protocol::ids::new_id(shard_protocol::ids::SESSION);
+    let adopt = |sid: &str| -> shard_protocol::Command {
+        serde_json::from_value(json!({"type":"agent.create","cwd":cwd,"session_id":sid})).unwrap()
+    };
+    let r = c.request(adopt(&sid)).await.unwrap();
+    assert_eq!(r.error.unwrap().code.as_str(), "NOT_FOUND");
+    let dir = s.home.join("sessions").join(&sid);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("session.jsonl"), b"not json\n").unwrap();
+    let r = c.request(adopt(&sid)).await.unwrap();
+    assert_eq!(r.error.unwrap().code.as_str(), "SESSION_CORRUPT");
+    std::fs::write(dir.join("session.jsonl"), b"{\"type\":\"header\"}\n").unwrap();
+    let fut = c.request(adopt(&sid));
+    tokio::pin!(fut);
+    let mut rt3 =
+        tokio::select! { r = s.runtimes.recv() => r.unwrap(), r = &mut fut => panic!("{r:?}") };
+    assert_eq!(rt3.spec.session_id, sid);
+    rt3.ready().await;
+    assert!(tokio::time::timeout(T, fut).await.unwrap().unwrap().success);
+    let r = c.request(adopt(&sid)).await.unwrap();
+    let e = r.error.unwrap();
+    assert_eq!(e.code.as_str(), "INVALID_REQUEST");
+    assert_eq!(e.message, "session is already adopted");
+}
