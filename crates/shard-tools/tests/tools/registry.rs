@@ -1,0 +1,70 @@
+//! Registry, schemas and argument errors.
+
+use serde_json::json;
+use shard_tools::{ToolRegistry, builtin_tools};
+
+use crate::common::*;
+
+#[test]
+fn builtin_tools_in_order_with_plain_schemas() {
+    let names: Vec<_> = builtin_tools().iter().map(|t| t.name()).collect();
+    assert_eq!(
+        names,
+        ["read", "write", "edit", "bash", "grep", "find", "ls"]
+    );
+    for t in builtin_tools() {
+        let s = t.input_schema();
+        let raw = s.to_string();
+        assert_eq!(s["type"], "object", "{}: {raw}", t.name());
+        for bad in ["$ref", "$defs", "$schema", "null", "oneOf", "anyOf"] {
+            assert!(!raw.contains(bad), "{} schema has {bad}: {raw}", t.name());
+        }
+        assert!(!t.description().is_empty());
+    }
+    let ro: Vec<_> = builtin_tools()
+        .iter()
+        .filter(|t| t.is_read_only())
+        .map(|t| t.name())
+        .collect();
+    assert_eq!(ro, ["read", "grep", "find", "ls"]);
+    let edit = tool("edit").input_schema();
+    assert_eq!(
+        edit["properties"]["edits"]["items"]["properties"]["old_string"]["type"],
+        "string"
+    );
+    assert_eq!(edit["required"], json!(["path"]));
+}
+
+#[test]
+fn registry_lookup_specs_and_retain() {
+    let mut reg = ToolRegistry::builtin();
+    assert_eq!(reg.len(), 7);
+    assert!(reg.get("grep").is_some());
+    assert!(reg.get("nope").is_none());
+    reg.retain(&["ls", "read"]);
+    assert_eq!(reg.names(), ["read", "ls"]);
+    let specs = reg.specs();
+    assert_eq!(specs[1].name, "ls");
+    assert_eq!(specs[1].schema["type"], "object");
+}
+
+#[tokio::test]
+async fn invalid_arguments_name_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = ctx(dir.path());
+    let out = call("read", json!({"path": "x", "limit": "ten"}), &c).await;
+    assert!(out.is_error);
+    assert!(text(&out).contains("`limit`"), "{}", text(&out));
+    let out = call(
+        "edit",
+        json!({"path": "x", "edits": [{"old_string": "a"}]}),
+        &c,
+    )
+    .await;
+    assert!(out.is_error);
+    let t = text(&out);
+    assert!(t.contains("edits[0]") && t.contains("new_string"), "{t}");
+    let out = call("bash", json!({}), &c).await;
+    assert!(out.is_error);
+    assert!(text(&out).contains("command"), "{}", text(&out));
+}
