@@ -276,3 +276,32 @@ fn bash_never_sees_secrets() {
     );
     assert!(ok, "{output}");
 }
+
+#[tokio::test]
+async fn bash_timeouts_default_and_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = ctx(dir.path());
+    c.limits.kill_grace = Duration::from_millis(200);
+    c.limits.bash_default_timeout = Duration::from_millis(200);
+    let out = call("bash", json!({"command": "sleep 30"}), &c).await;
+    assert!(out.is_error);
+    assert!(
+        text(&out).contains("timed out after 200 ms"),
+        "{}",
+        text(&out)
+    );
+    c.limits.bash_max_timeout = Duration::from_millis(300);
+    let out = call(
+        "bash",
+        json!({"command": "sleep 30", "timeout_ms": 100000}),
+        &c,
+    )
+    .await;
+    assert!(out.is_error);
+    let t = text(&out);
+    assert!(t.contains("timed out after 300 ms"), "{t}");
+    assert!(t.contains("capped at the 300 ms maximum"), "{t}");
+    let out = call("bash", json!({"command": "true", "timeout_ms": 0}), &c).await;
+    assert!(out.is_error);
+    assert!(text(&out).contains("`timeout_ms`"));
+}
