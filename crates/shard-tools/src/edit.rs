@@ -314,6 +314,24 @@ fn apply(original: &[u8], plan: &[Replacement]) -> Vec<u8> {
     out
 }
 
+/// Cheap pre-check before a character diff: at least half the bytes in common, counted
+/// as multisets, so most unrelated lines of a large file skip the costly diff.
+fn similar_bytes(a: &str, b: &str) -> bool {
+    let mut counts = [0i32; 256];
+    for &x in a.as_bytes() {
+        counts[x as usize] += 1;
+    }
+    let mut common = 0usize;
+    for &x in b.as_bytes() {
+        let c = &mut counts[x as usize];
+        if *c > 0 {
+            *c -= 1;
+            common += 1;
+        }
+    }
+    2 * common >= a.len().max(b.len())
+}
+
 /// The no-match error, with the closest candidate lines so the model can correct itself.
 fn not_found_message(original: &[u8], label: &str, old: &str, shown: &str) -> String {
     let text = String::from_utf8_lossy(original);
@@ -339,7 +357,7 @@ fn not_found_message(original: &[u8], label: &str, old: &str, shown: &str) -> St
                 1.0
             } else {
                 let (a, b) = (anchor.len() as f32, t.len() as f32);
-                if a.min(b) / a.max(b) < 0.5 || anchor.len() > 500 {
+                if a.min(b) / a.max(b) < 0.5 || anchor.len() > 500 || !similar_bytes(anchor, t) {
                     continue;
                 }
                 similar::TextDiff::from_chars(anchor, t).ratio()
@@ -431,6 +449,12 @@ mod tests {
         .unwrap_err();
         assert!(err.contains("not found"), "{err}");
         assert!(err.contains("     2\t    let value = 1;"), "{err}");
+    }
+
+    #[test]
+    fn byte_prefilter() {
+        assert!(similar_bytes("let value = 1;", "let valeu = 1;"));
+        assert!(!similar_bytes("let value = 1;", "}}}}}}}}}}}}}}"));
     }
 
     #[test]
