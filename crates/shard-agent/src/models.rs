@@ -119,14 +119,15 @@ impl ModelController {
     /// Builds the provider and makes it active.
     pub fn select(&mut self, provider: &str, model: &str) -> Result<(), SelectError> {
         let active = self.build(provider, model)?;
-        self.reasoning = active
-            .info
-            .reasoning_levels
-            .first()
-            .map(|l| l.0.clone())
-            .filter(|_| self.reasoning.is_none())
-            .or(self.reasoning.take())
-            .filter(|r| active.info.reasoning_levels.iter().any(|l| &l.0 == r));
+        // Keep the level across a model switch when the new model has it; else the
+        // provider's usual default (`medium`), else the model's first level.
+        let levels = &active.info.reasoning_levels;
+        let has = |l: &str| levels.iter().any(|(id, _)| id == l);
+        self.reasoning = match self.reasoning.take() {
+            Some(r) if has(&r) => Some(r),
+            _ if has("medium") && active.info.provider != "anthropic" => Some("medium".into()),
+            _ => levels.first().map(|(id, _)| id.clone()),
+        };
         self.active = Some(active);
         self.unavailable = None;
         Ok(())

@@ -43,6 +43,10 @@ pub struct Session {
     /// Set when a failed write could not be undone: the file may end in a partial line,
     /// so further appends are refused until the session is reopened (which sets it aside).
     pub(crate) poisoned: bool,
+    /// Transcript length at the last fsync, so a sync with nothing new costs nothing.
+    pub(crate) synced_len: Option<u64>,
+    /// Transcript length described by the durable `meta.json`.
+    pub(crate) meta_len: Option<u64>,
 }
 
 impl Session {
@@ -129,9 +133,14 @@ impl Session {
     /// fsyncs the transcript: at turn boundaries, and before a permission request for a
     /// just-appended tool call is emitted.
     pub fn sync_data(&mut self) -> Result<(), SessionError> {
+        if self.synced_len == Some(self.state.transcript_len) {
+            return Ok(());
+        }
         self.file
             .sync_data()
-            .map_err(|e| SessionError::io("syncing", &self.transcript_path(), e))
+            .map_err(|e| SessionError::io("syncing", &self.transcript_path(), e))?;
+        self.synced_len = Some(self.state.transcript_len);
+        Ok(())
     }
 
     /// The live window for `sync` (§16 item 9): messages after the last compaction, the
@@ -214,8 +223,13 @@ impl Session {
     /// Rewrites `meta.json` atomically from the current state. The transcript is synced
     /// first so the meta never describes bytes a power loss could take back.
     pub fn write_meta(&mut self) -> Result<(), SessionError> {
+        if self.meta_len == Some(self.state.transcript_len) {
+            return Ok(());
+        }
         self.sync_data()?;
-        atomic_write(&self.dir.join(META_FILE), &self.meta_bytes()?)
+        atomic_write(&self.dir.join(META_FILE), &self.meta_bytes()?)?;
+        self.meta_len = Some(self.state.transcript_len);
+        Ok(())
     }
 
     /// The meta of a brand-new session: listed at once, made durable by the first

@@ -196,6 +196,8 @@ impl SessionStore {
             state,
             torn,
             poisoned: false,
+            synced_len: None,
+            meta_len: None,
         };
         if created {
             session.write_initial_meta()?;

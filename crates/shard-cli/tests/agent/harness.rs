@@ -62,6 +62,15 @@ pub struct Agent {
 
 impl Agent {
     pub fn spawn(sb: &Sandbox, script: Option<&Path>, extra: &[&str]) -> Agent {
+        Agent::spawn_env(sb, script, extra, &[])
+    }
+
+    pub fn spawn_env(
+        sb: &Sandbox,
+        script: Option<&Path>,
+        extra: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Agent {
         let mut cmd = Command::new(shard_bin());
         cmd.arg("agent").arg("--cwd").arg(sb.work());
         if let Some(s) = script {
@@ -71,6 +80,7 @@ impl Agent {
             .env("SHARD_HOME", sb.home())
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_API_KEY")
+            .envs(envs.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());

@@ -833,3 +833,113 @@ fn ui_requests_get_null_when_nobody_can_answer() {
     assert!(!a.types_since(start).contains(&"ui_request".to_string()));
     assert!(a.finish().success());
 }
+
+#[test]
+fn reasoning_levels_with_the_model_precondition() {
+    let sb = Sandbox::new();
+    let mut a = Agent::spawn_env(
+        &sb,
+        None,
+        &["--provider", "anthropic", "--model", "claude-sonnet-4-5"],
+        &[("ANTHROPIC_API_KEY", "sk-ant-test-not-used")],
+    );
+    let hello = a.until_type("hello");
+    assert!(
+        hello["capabilities"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("reasoning-catalog"))
+    );
+    a.until_type("sync");
+    let list = a.send(json!({"type": "list_reasoning_levels"}));
+    let resp = a.response(&list);
+    assert_eq!(resp["success"], true, "{resp}");
+    let model_id = resp["data"]["model"]["id"].as_str().unwrap().to_string();
+    assert_eq!(model_id, "anthropic/claude-sonnet-4-5");
+    let levels: Vec<String> = resp["data"]["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(levels.contains(&"high".to_string()), "{levels:?}");
+    let stale = a
+        .send(json!({"type": "set_reasoning_level", "model": "anthropic/other", "effort": "high"}));
+    assert_eq!(a.response(&stale)["error"]["code"], "CONFLICT");
+    let unknown =
+        a.send(json!({"type": "set_reasoning_level", "model": model_id, "effort": "ludicrous"}));
+    assert_eq!(a.response(&unknown)["error"]["code"], "NOT_FOUND");
+    let set = a.send(json!({"type": "set_reasoning_level", "model": model_id, "effort": "high"}));
+    let changed = a.until_type("reasoning_level_changed");
+    assert_eq!(changed["active"], "high");
+    assert_eq!(changed["effective"], "next_provider_call");
+    assert_eq!(a.response(&set)["data"]["active"], "high");
+    let start = a.seen.len();
+    let again = a.send(json!({"type": "set_reasoning_level", "model": model_id, "effort": "high"}));
+    a.response(&again);
+    assert_eq!(
+        a.types_since(start),
+        ["response"],
+        "an idempotent set emits no event"
+    );
+    assert!(a.finish().success());
+}
+
+#[test]
+fn an_unreadable_transcript_is_session_corrupt() {
+    let sb = Sandbox::new();
+    let sid = "sess-01J0000000000000000000000D";
+    let dir = sb.home().join("sessions").join(sid);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("session.jsonl"), "garbage that is not a header\n").unwrap();
+    let mut a = Agent::spawn(&sb, None, &["--session", sid]);
+    a.until_type("hello");
+    let err = a.next();
+    assert_eq!(err["code"], "SESSION_CORRUPT", "{err}");
+    assert!(!a.finish().success());
+    // Nothing was rewritten.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("session.jsonl")).unwrap(),
+        "garbage that is not a header\n"
+    );
+}
+
+#[test]
+fn a_killed_runtime_leaves_no_tool_process() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [tool_turn("s1", "bash", json!({"command": "sleep 307"}))]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    a.until_type("sync");
+    a.send(prompt("sleep"));
+    let req = a.until_type("permission_request");
+    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "choice_id": "allow"}));
+    a.until_type("tool_call");
+    let find = || -> Vec<u32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\0307\0")
+            })
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + WAIT;
+    while find().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "sleep never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    while !find().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tool process outlived its Runtime"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
