@@ -3,23 +3,21 @@
 //! are mapped back to the client that asked; permission and UI requests are shown to
 //! every attachment and to the nearest interactive ancestor, or answered headlessly.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use shard_protocol::command::{
-    AttachRole, ClientMessage, Command, HeadlessPolicy, PermissionResponse, UiResponse,
-};
+use shard_protocol::command::{AttachRole, ClientMessage, Command};
 use shard_protocol::event::{
     ActivityPhase, AgentActivity, AgentSpawned, AgentStatusChanged, DeltaKind, PendingRequest,
     Response, Sync,
 };
 use shard_protocol::responses::AttachData;
-use shard_protocol::types::{AgentStatus, PermissionDecision, RuntimeState, UiKind};
-use shard_protocol::{Event, IncomingEvent, PermissionAnswer, decode_event_lenient, ids, to_line};
+use shard_protocol::types::{AgentStatus, RuntimeState, UiKind};
+use shard_protocol::{Event, IncomingEvent, decode_event_lenient, ids, to_line};
 
-use crate::state::{ConnEntry, ConnId, Inflight, LiveRuntime, Pending, PendingKind, Shared, State};
+use crate::state::{ConnEntry, ConnId, Inflight, LiveRuntime, PendingKind, Shared, State};
 
 /// Serializes an event as one frame.
 pub(crate) fn frame(event: &Event) -> Bytes {
@@ -42,7 +40,7 @@ pub(crate) fn tag(line: &[u8], agent_id: &str) -> Bytes {
     Bytes::from(out)
 }
 
-fn push(conns: &HashMap<ConnId, ConnEntry>, conn: ConnId, frame: &Bytes) {
+pub(crate) fn push(conns: &HashMap<ConnId, ConnEntry>, conn: ConnId, frame: &Bytes) {
     if let Some(c) = conns.get(&conn) {
         c.outbox.push(frame.clone());
     }
@@ -120,20 +118,20 @@ pub(crate) fn on_runtime_line(shared: &Arc<Shared>, agent_id: &str, epoch: u64, 
             };
             let id = p.request_id.clone();
             set_phase(st, agent_id, ActivityPhase::Waiting, None);
-            on_request(shared, st, agent_id, id, kind, make(&event));
+            crate::requests::on_request(shared, st, agent_id, id, kind, make(&event));
         }
         Event::UiRequest(ref u) if u.kind != UiKind::Notify => {
             let id = u.request_id.clone();
             set_phase(st, agent_id, ActivityPhase::Waiting, None);
-            on_request(shared, st, agent_id, id, PendingKind::Ui, make(&event));
+            crate::requests::on_request(shared, st, agent_id, id, PendingKind::Ui, make(&event));
         }
         Event::PermissionResolved(ref r) => {
             let id = r.request_id.clone();
-            on_resolved(st, agent_id, &id, &make(&event));
+            crate::requests::on_resolved(st, agent_id, &id, &make(&event));
         }
         Event::UiResolved(ref r) => {
             let id = r.request_id.clone();
-            on_resolved(st, agent_id, &id, &make(&event));
+            crate::requests::on_resolved(st, agent_id, &id, &make(&event));
         }
         Event::Status(ref s) => {
             let f = make(&event);
@@ -435,240 +433,6 @@ fn on_response(st: &mut State, agent_id: &str, mut r: Response) {
     if let Some((conn, client_id)) = target {
         r.id = client_id;
         st.send_to(conn, &frame(&Event::Response(r)));
-    }
-}
-
-fn on_request(
-    shared: &Arc<Shared>,
-    st: &mut State,
-    agent_id: &str,
-    request_id: String,
-    kind: PendingKind,
-    line: Bytes,
-) {
-    let responders = st.responders(agent_id);
-    let value: serde_json::Value = serde_json::from_slice(&line).unwrap_or_default();
-    let Some(entry) = st.agents.get(agent_id) else {
-        return;
-    };
-    let mut delivered = HashSet::new();
-    for (conn, att) in &entry.attachments {
-        if !att.awaiting_sync {
-            push(&st.conns, *conn, &line);
-            delivered.insert(*conn);
-        }
-    }
-    if let Some((owner, conns)) = &responders
-        && owner != agent_id
-        && let Some(owner_entry) = st.agents.get(owner)
-    {
-        for c in conns {
-            let ready = owner_entry
-                .attachments
-                .get(c)
-                .is_some_and(|a| !a.awaiting_sync);
-            if ready && delivered.insert(*c) {
-                push(&st.conns, *c, &line);
-            }
-        }
-    }
-    if let Some(entry) = st.agents.get_mut(agent_id) {
-        entry.pending.push(Pending {
-            request_id: request_id.clone(),
-            value,
-            kind,
-            answered: false,
-            delivered_to: delivered,
-            headless_timer: None,
-        });
-    }
-    if responders.is_none() {
-        apply_headless(shared, st, agent_id, &request_id);
-    }
-}
-
-/// No interactive responder in the hierarchy: the manifest's policy decides (§16 item 7).
-/// `allow_if_rule_matches` fails closed here: the `[headless] allow` rules live in the
-/// Runtime's policy layer, so the daemon denies what reached it (see docs/daemon.md).
-pub(crate) fn apply_headless(
-    shared: &Arc<Shared>,
-    st: &mut State,
-    agent_id: &str,
-    request_id: &str,
-) {
-    let Some(entry) = st.agents.get(agent_id) else {
-        return;
-    };
-    match entry.manifest.headless_policy {
-        HeadlessPolicy::Deny | HeadlessPolicy::AllowIfRuleMatches => {
-            answer_headless(shared, st, agent_id, request_id, "headless");
-        }
-        HeadlessPolicy::Queue => start_headless_timer(shared, st, agent_id, request_id),
-    }
-}
-
-/// Starts the headless timeout of a pending request (queue policy, or a request whose
-/// responders all went away: it survives the disconnect until the timeout).
-pub(crate) fn start_headless_timer(
-    shared: &Arc<Shared>,
-    st: &mut State,
-    agent_id: &str,
-    request_id: &str,
-) {
-    let Some(p) = st
-        .agents
-        .get_mut(agent_id)
-        .and_then(|e| e.pending.iter_mut().find(|p| p.request_id == request_id))
-    else {
-        return;
-    };
-    if p.headless_timer.is_some() || p.answered {
-        return;
-    }
-    let shared2 = Arc::clone(shared);
-    let (aid, rid) = (agent_id.to_string(), request_id.to_string());
-    let timeout = shared.cfg.headless_timeout;
-    let task = tokio::spawn(async move {
-        tokio::time::sleep(timeout).await;
-        let mut guard = shared2.lock();
-        let st = &mut *guard;
-        if let Some(p) = st
-            .agents
-            .get_mut(&aid)
-            .and_then(|e| e.pending.iter_mut().find(|p| p.request_id == rid))
-        {
-            p.headless_timer = None;
-        }
-        if st.responders(&aid).is_none() {
-            answer_headless(&shared2, st, &aid, &rid, "headless_timeout");
-        }
-    });
-    p.headless_timer = Some(task.abort_handle());
-}
-
-fn answer_headless(
-    shared: &Arc<Shared>,
-    st: &mut State,
-    agent_id: &str,
-    request_id: &str,
-    source: &str,
-) {
-    let Some(entry) = st.agents.get_mut(agent_id) else {
-        return;
-    };
-    let Some(p) = entry
-        .pending
-        .iter_mut()
-        .find(|p| p.request_id == request_id && !p.answered)
-    else {
-        return;
-    };
-    p.answered = true;
-    let command = match p.kind {
-        PendingKind::Permission { .. } => Command::PermissionResponse(PermissionResponse {
-            agent_id: None,
-            request_id: request_id.to_string(),
-            answer: PermissionAnswer::Decision {
-                decision: PermissionDecision::Deny,
-            },
-            reason: Some("no interactive client can answer".into()),
-            source: Some(source.to_string()),
-        }),
-        PendingKind::Ui => Command::UiResponse(UiResponse {
-            agent_id: None,
-            request_id: request_id.to_string(),
-            value: None,
-        }),
-    };
-    if let Some(rt) = entry.rt.as_mut() {
-        send_to_runtime(shared, rt, command, Inflight::Internal);
-    }
-}
-
-fn on_resolved(st: &mut State, agent_id: &str, request_id: &str, frame: &Bytes) {
-    let Some(entry) = st.agents.get_mut(agent_id) else {
-        return;
-    };
-    let mut targets: HashSet<ConnId> = entry
-        .attachments
-        .iter()
-        .filter(|(_, a)| !a.awaiting_sync)
-        .map(|(c, _)| *c)
-        .collect();
-    if let Some(pos) = entry
-        .pending
-        .iter()
-        .position(|p| p.request_id == request_id)
-    {
-        let p = entry.pending.remove(pos);
-        if let Some(t) = p.headless_timer {
-            t.abort();
-        }
-        targets.extend(p.delivered_to);
-    }
-    for c in targets {
-        push(&st.conns, c, frame);
-    }
-}
-
-/// After attachments changed: a pending request whose nearest interactive responder is
-/// now another client (e.g. the child's own client left, so its parent's clients answer)
-/// is shown to those clients; one left with no responder starts its headless timeout.
-pub(crate) fn recheck_responders(shared: &Arc<Shared>, st: &mut State) {
-    let mut orphaned = Vec::new();
-    let mut deliveries: Vec<(String, String, Vec<ConnId>, Bytes)> = Vec::new();
-    for (id, e) in &st.agents {
-        let open: Vec<_> = e.pending.iter().filter(|p| !p.answered).collect();
-        if open.is_empty() {
-            continue;
-        }
-        match st.responders(id) {
-            None => orphaned.extend(open.iter().map(|p| (id.clone(), p.request_id.clone()))),
-            Some((owner, conns)) => {
-                let Some(owner_entry) = st.agents.get(&owner) else {
-                    continue;
-                };
-                let ready: Vec<ConnId> = conns
-                    .into_iter()
-                    .filter(|c| {
-                        owner_entry
-                            .attachments
-                            .get(c)
-                            .is_some_and(|a| !a.awaiting_sync)
-                    })
-                    .collect();
-                for p in open {
-                    let new: Vec<ConnId> = ready
-                        .iter()
-                        .copied()
-                        .filter(|c| !p.delivered_to.contains(c))
-                        .collect();
-                    if !new.is_empty() {
-                        let mut line = serde_json::to_vec(&p.value).unwrap_or_default();
-                        line.push(b'\n');
-                        deliveries.push((id.clone(), p.request_id.clone(), new, Bytes::from(line)));
-                    }
-                }
-            }
-        }
-    }
-    for (aid, rid, conns, line) in deliveries {
-        for c in &conns {
-            push(&st.conns, *c, &line);
-        }
-        if let Some(p) = st
-            .agents
-            .get_mut(&aid)
-            .and_then(|e| e.pending.iter_mut().find(|p| p.request_id == rid))
-        {
-            p.delivered_to.extend(conns);
-            if let Some(t) = p.headless_timer.take() {
-                t.abort();
-            }
-        }
-    }
-    for (aid, rid) in orphaned {
-        start_headless_timer(shared, st, &aid, &rid);
     }
 }
 

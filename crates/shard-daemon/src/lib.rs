@@ -9,11 +9,14 @@
 
 mod broker;
 mod commands;
+mod create;
 pub mod error;
 mod fsutil;
 pub mod launcher;
 pub mod manifest;
+mod orphans;
 pub mod outbox;
+mod requests;
 mod server;
 mod state;
 mod supervisor;

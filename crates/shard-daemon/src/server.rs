@@ -9,7 +9,7 @@ use futures::StreamExt;
 use shard_protocol::event::Hello;
 use shard_protocol::{ErrorCode, Event, PROTOCOL_VERSION, decode_command};
 
-use crate::broker::{self, frame};
+use crate::broker::frame;
 use crate::commands;
 use crate::error::DaemonError;
 use crate::launcher::{ProcessLauncher, RuntimeLauncher};
@@ -98,7 +98,7 @@ impl Daemon {
             tracing::warn!(error = %e, "could not become a child subreaper; orphaned tool processes may escape");
         }
         tokio::spawn(supervisor::reap_idle(Arc::clone(&shared)));
-        tokio::spawn(supervisor::collect_orphans(Arc::clone(&shared)));
+        tokio::spawn(crate::orphans::collect_orphans(Arc::clone(&shared)));
         let mut accept_tasks = Vec::new();
         for mut t in self.transports {
             tracing::info!(transport = %t.describe(), "listening");
@@ -226,7 +226,7 @@ async fn serve(shared: Arc<Shared>, conn: Connection) {
                 p.delivered_to.remove(&conn_id);
             }
         }
-        broker::recheck_responders(&shared, st);
+        crate::requests::recheck_responders(&shared, st);
     }
     outbox.close("connection closed".into());
     let _ = writer.await;

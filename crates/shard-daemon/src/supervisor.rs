@@ -2,13 +2,12 @@
 //! `sync` readiness, handles their ends (crash → `agent_exited`), kills with escalation,
 //! reaps inactive ones and makes sure no tool process outlives its Runtime (§16 item 15).
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::StreamExt;
-use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use shard_protocol::command::{AgentTarget, Command};
 use shard_protocol::event::{AgentExited, AgentStatusChanged, PermissionResolved, UiResolved};
@@ -421,52 +420,8 @@ pub(crate) fn on_exit(
     let home = shared.cfg.home.clone();
     let aid = agent_id.to_string();
     let pid = rt.pid;
-    tokio::task::spawn_blocking(move || kill_leftover_groups(&home, &aid, pid));
+    tokio::task::spawn_blocking(move || crate::orphans::kill_leftover_groups(&home, &aid, pid));
     shared.runtime_exited.notify_waiters();
-}
-
-/// Kills the process groups a dead Runtime recorded in `SHARD_HOME/runtime/<id>.json`
-/// (and its own group), so no tool process outlives it.
-fn kill_leftover_groups(home: &Path, agent_id: &str, pid: Option<u32>) {
-    let own = nix::unistd::getpgrp().as_raw();
-    let mut groups: Vec<i32> = pid
-        .and_then(|p| i32::try_from(p).ok())
-        .into_iter()
-        .collect();
-    let path = home.join("runtime").join(format!("{agent_id}.json"));
-    if let Ok(bytes) = std::fs::read(&path) {
-        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) {
-            collect_groups(&v, &mut groups);
-        }
-        let _ = std::fs::remove_file(&path);
-    }
-    for g in groups {
-        if g > 1 && g != own {
-            match killpg(Pid::from_raw(g), Signal::SIGKILL) {
-                Ok(()) => {
-                    tracing::info!(agent_id, pgid = g, "killed a leftover tool process group")
-                }
-                Err(nix::errno::Errno::ESRCH) => {}
-                Err(e) => tracing::debug!(agent_id, pgid = g, error = %e, "killpg failed"),
-            }
-        }
-    }
-}
-
-fn collect_groups(v: &serde_json::Value, out: &mut Vec<i32>) {
-    let Some(obj) = v.as_object() else { return };
-    for key in ["process_groups", "pgids", "groups"] {
-        if let Some(arr) = obj.get(key).and_then(|a| a.as_array()) {
-            for x in arr {
-                let n = x
-                    .as_i64()
-                    .or_else(|| x.get("pgid").and_then(|p| p.as_i64()));
-                if let Some(n) = n.and_then(|n| i32::try_from(n).ok()) {
-                    out.push(n);
-                }
-            }
-        }
-    }
 }
 
 /// `agent.kill`: `abort` and end of input, SIGTERM after the grace period, SIGKILL after
@@ -544,51 +499,6 @@ pub(crate) async fn reap_idle(shared: Arc<Shared>) {
             broker::close_stdin(&mut st, &id);
         }
     }
-}
-
-/// As a child subreaper the daemon inherits orphaned tool processes; collect the ones
-/// that are not Runtimes (tokio waits for those) so they do not linger as zombies.
-pub(crate) async fn collect_orphans(shared: Arc<Shared>) {
-    loop {
-        tokio::select! {
-            _ = shared.shutdown.cancelled() => return,
-            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
-        }
-        let runtimes: Vec<u32> = {
-            let st = shared.lock();
-            st.agents
-                .values()
-                .filter_map(|e| e.rt.as_ref().and_then(|r| r.pid))
-                .collect()
-        };
-        let _ = tokio::task::spawn_blocking(move || {
-            for pid in child_pids() {
-                if runtimes.contains(&pid) {
-                    continue;
-                }
-                if let Ok(p) = i32::try_from(pid) {
-                    let _ = nix::sys::wait::waitpid(
-                        Pid::from_raw(p),
-                        Some(nix::sys::wait::WaitPidFlag::WNOHANG),
-                    );
-                }
-            }
-        })
-        .await;
-    }
-}
-
-fn child_pids() -> Vec<u32> {
-    let mut out = Vec::new();
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return out;
-    };
-    for t in tasks.flatten() {
-        if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
-            out.extend(s.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
-        }
-    }
-    out
 }
 
 /// `daemon.shutdown`: graceful lets active turns finish (bounded), `force` kills at once.
