@@ -84,7 +84,8 @@ def main():
     for _ in range(RUNS):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        p = subprocess.run([BIN, "run", "--yes", "--provider", "anthropic", "--model", "claude-sonnet-4-5", "summarize notes.txt"],
+        wrap = os.environ.get("SHARD_BENCH_WRAP", "").split()
+        p = subprocess.run(wrap + [BIN, "run", "--yes", "--provider", "anthropic", "--model", "claude-sonnet-4-5", "summarize notes.txt"],
                            cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -162,6 +162,9 @@ async fn drive(
             }
             _ => {}
         }
+        if event_rx.is_empty() {
+            printer.flush();
+        }
     }
     let _ = actor.await;
     printer.finish();
@@ -176,7 +179,7 @@ async fn drive(
 /// Text or JSONL presentation of the stream.
 struct Printer {
     json: bool,
-    out: std::io::Stdout,
+    out: std::io::BufWriter<std::io::Stdout>,
     at_line_start: bool,
 }
 
@@ -184,7 +187,7 @@ impl Printer {
     fn new(json: bool) -> Self {
         Printer {
             json,
-            out: std::io::stdout(),
+            out: std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout()),
             at_line_start: true,
         }
     }
@@ -192,19 +195,18 @@ impl Printer {
     fn show(&mut self, ev: &Event) {
         if self.json {
             let _ = self.out.write_all(&shard_protocol::to_line(ev));
-            let _ = self.out.flush();
             return;
         }
         match ev {
             Event::MessageDelta(d) if d.kind == DeltaKind::Text => {
                 if let Some(t) = &d.text_delta {
                     let _ = self.out.write_all(t.as_bytes());
-                    let _ = self.out.flush();
                     self.at_line_start = t.ends_with('\n');
                 }
             }
             Event::ToolCall(c) => {
                 self.end_line();
+                self.flush();
                 eprintln!("▸ {} {}", c.name, brief_args(&c.args));
             }
             Event::ToolResult(r) => {
@@ -226,6 +228,7 @@ impl Printer {
             }
             Event::Error(e) => {
                 self.end_line();
+                self.flush();
                 eprintln!("error: {} ({})", e.message, e.code);
             }
             Event::Response(r) if !r.success => {
@@ -240,15 +243,20 @@ impl Printer {
     fn end_line(&mut self) {
         if !self.at_line_start {
             let _ = self.out.write_all(b"\n");
-            let _ = self.out.flush();
             self.at_line_start = true;
         }
+    }
+
+    /// Flushed whenever the event queue runs dry, so output is prompt yet batched.
+    fn flush(&mut self) {
+        let _ = self.out.flush();
     }
 
     fn finish(&mut self) {
         if !self.json {
             self.end_line();
         }
+        self.flush();
     }
 }
 

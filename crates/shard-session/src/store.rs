@@ -198,6 +198,7 @@ impl SessionStore {
             poisoned: false,
             synced_len: None,
             meta_len: None,
+            dirs_synced: !created,
         };
         if created {
             session.write_initial_meta()?;
