@@ -647,3 +647,68 @@ async fn cli_attach_prompts_and_answers_a_permission_on_the_terminal() {
         .unwrap();
     assert!(st.success(), "end of input detaches cleanly");
 }
+
+fn group_alive(pgid: i64) -> bool {
+    StdCommand::new("kill")
+        .args(["-0", "--", &format!("-{pgid}")])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success()
+}
+
+/// Waits (bounded) for a condition on the filesystem or process table, which send no events.
+async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + T;
+    while !f() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_processes_die_with_a_killed_runtime() {
+    let h = home();
+    let d = Daemon::start(h.path(), &[]);
+    let s = script(h.path(), "s.json", bash_turns("sleep 300 & sleep 301; wait"));
+    let c = d.client().await;
+    let id = c.create(create_req(h.path(), &s)).await.unwrap();
+    let (_, mut e) = c.attach(&id, AttachRole::Interactive).await.unwrap();
+    c.call(prompt(&id, "sleep")).await.unwrap();
+    let (ev, _) = until(&mut e, |e| matches!(e, Event::PermissionRequest(_))).await;
+    let Event::PermissionRequest(req) = ev else {
+        unreachable!()
+    };
+    let allow = json!({"type":"permission_response","agent_id":id,"request_id":req.request_id,"decision":"allow"});
+    c.call(serde_json::from_value(allow).unwrap())
+        .await
+        .unwrap();
+    until(&mut e, |e| matches!(e, Event::ToolCall(_))).await;
+    let state = h.path().join("runtime").join(format!("{id}.json"));
+    let mut groups = Vec::new();
+    eventually("the runtime to record the tool's process group", || {
+        let v: Value =
+            serde_json::from_slice(&std::fs::read(&state).unwrap_or_default()).unwrap_or_default();
+        groups = v["process_groups"].as_array().cloned().unwrap_or_default();
+        !groups.is_empty()
+    })
+    .await;
+    let pgid = groups[0].as_i64().unwrap();
+    assert!(group_alive(pgid));
+    let pid = runtime_pid(h.path(), &id);
+    assert!(
+        StdCommand::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    orchestrator_until(&c, |e| matches!(e, Event::AgentExited(_))).await;
+    eventually("the orphaned tool group to be killed", || {
+        !group_alive(pgid)
+    })
+    .await;
+}
