@@ -673,7 +673,11 @@ async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
 async fn tool_processes_die_with_a_killed_runtime() {
     let h = home();
     let d = Daemon::start(h.path(), &[]);
-    let s = script(h.path(), "s.json", bash_turns("sleep 300 & sleep 301; wait"));
+    let s = script(
+        h.path(),
+        "s.json",
+        bash_turns("sleep 300 & sleep 301; wait"),
+    );
     let c = d.client().await;
     let id = c.create(create_req(h.path(), &s)).await.unwrap();
     let (_, mut e) = c.attach(&id, AttachRole::Interactive).await.unwrap();
@@ -711,4 +715,30 @@ async fn tool_processes_die_with_a_killed_runtime() {
         !group_alive(pgid)
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_daemons_stale_socket_is_replaced() {
+    let h = home();
+    let s = script(h.path(), "s.json", json!([]));
+    let id = {
+        let mut d = Daemon::start(h.path(), &[]);
+        let c = d.client().await;
+        let id = c.create(create_req(h.path(), &s)).await.unwrap();
+        d.child.kill().unwrap(); // SIGKILL: no cleanup, the socket file stays
+        d.wait_exit();
+        id
+    };
+    assert!(
+        h.path().join("daemon.sock").exists(),
+        "a stale socket is left behind"
+    );
+    let d = Daemon::start(h.path(), &[]);
+    let c = d.client().await;
+    let agents = c.list().await.unwrap();
+    assert_eq!(agents.len(), 1);
+    assert_eq!(agents[0].agent_id, id);
+    let mode = std::fs::metadata(h.path().join("daemon.sock")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(mode.permissions().mode() & 0o777, 0o600);
 }
