@@ -742,3 +742,45 @@ async fn a_crashed_daemons_stale_socket_is_replaced() {
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(mode.permissions().mode() & 0o777, 0o600);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_drives_a_direct_agent_over_stdio() {
+    let h = home();
+    let s = script(
+        h.path(),
+        "s.json",
+        json!([{"steps":[{"text":"direct hello"}]}]),
+    );
+    let args: Vec<String> = ["agent", "--provider", "scripted", "--script", &s, "--cwd"]
+        .iter()
+        .map(|a| a.to_string())
+        .chain([h.path().display().to_string()])
+        .collect();
+    let env = vec![("SHARD_HOME".to_string(), h.path().display().to_string())];
+    let c = Client::spawn_agent(Path::new(env!("CARGO_BIN_EXE_shard")), &args, &env)
+        .await
+        .unwrap();
+    assert_eq!(c.hello().protocol_version, shard_protocol::PROTOCOL_VERSION);
+    let r = c
+        .request(serde_json::from_value(json!({"type":"prompt","message":"hi"})).unwrap())
+        .await
+        .unwrap();
+    assert!(r.success, "{r:?}");
+    let mut text = String::new();
+    loop {
+        let ev = tokio::time::timeout(T, c.next_event())
+            .await
+            .unwrap()
+            .expect("open");
+        match ev {
+            IncomingEvent::Known(Event::MessageDelta(d)) => {
+                text.push_str(&d.text_delta.unwrap_or_default())
+            }
+            IncomingEvent::Known(Event::TurnEnd(_)) => break,
+            _ => {}
+        }
+    }
+    assert_eq!(text, "direct hello");
+    let status = c.close_and_wait().await.unwrap();
+    assert!(status.success(), "end of input: the Runtime exits 0");
+}

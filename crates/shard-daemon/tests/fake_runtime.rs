@@ -572,3 +572,44 @@ async fn start_failure_keeps_identity_and_adoption_is_checked() {
     assert_eq!(e.code.as_str(), "INVALID_REQUEST");
     assert_eq!(e.message, "session is already adopted");
 }
+
+#[tokio::test]
+async fn activity_overview_is_sanitized_and_reaches_unattached_connections() {
+    let mut s = start(|_| {}).await;
+    let c1 = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, mut rt) = create(&mut s, &c1, None).await;
+    let watcher = Client::connect_daemon(&s.home).await.unwrap();
+    rt.emit(json!({"type":"status","status":"streaming","detail":"SECRET detail"}))
+        .await;
+    rt.emit(json!({"type":"message_delta","message_id":"m","block_index":0,"kind":"text","text_delta":"SECRET text"})).await;
+    rt.emit(
+        json!({"type":"tool_call","tool_call_id":"t","name":"read","args":{"path":"/SECRET/path"}}),
+    )
+    .await;
+    let mut seen = Vec::new();
+    loop {
+        let ev = tokio::time::timeout(T, watcher.next_event())
+            .await
+            .unwrap()
+            .unwrap();
+        let shard_protocol::IncomingEvent::Known(ev) = ev else {
+            continue;
+        };
+        let raw = serde_json::to_string(&ev).unwrap();
+        assert!(
+            !raw.contains("SECRET"),
+            "leaked into an orchestrator event: {raw}"
+        );
+        if let Event::AgentActivity(a) = &ev {
+            assert_eq!(a.agent_id, id);
+            seen.push(a.phase);
+            if a.tool_name.as_deref() == Some("read") {
+                break;
+            }
+        }
+    }
+    assert!(
+        seen.contains(&shard_protocol::event::ActivityPhase::Streaming),
+        "{seen:?}"
+    );
+}
