@@ -26,9 +26,10 @@ pub struct DaemonArgs {
     /// Reap a Runtime after it has been inactive this many seconds.
     #[arg(long, default_value_t = 600)]
     idle_runtime_timeout: u64,
-    /// Seconds a queued permission request waits for a client before it is denied.
-    #[arg(long, default_value_t = 600)]
-    headless_timeout: u64,
+    /// Seconds a queued permission request waits for a client before it is denied
+    /// (default: `[headless] timeout_secs` of config.toml, else 600).
+    #[arg(long)]
+    headless_timeout: Option<u64>,
     /// Seconds a Runtime has to send `hello` and `sync`.
     #[arg(long, default_value_t = 20)]
     ready_timeout: u64,
@@ -94,8 +95,14 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
         (Err(c), _) | (_, Err(c)) => return c,
     };
     let mut cfg = DaemonConfig::new(home);
+    if let Err(e) = cfg.load_headless() {
+        eprintln!("shard: {e}");
+        return ExitCode::FAILURE;
+    }
     cfg.idle_runtime_timeout = Duration::from_secs(args.idle_runtime_timeout);
-    cfg.headless_timeout = Duration::from_secs(args.headless_timeout);
+    if let Some(t) = args.headless_timeout {
+        cfg.headless_timeout = Duration::from_secs(t);
+    }
     cfg.ready_timeout = Duration::from_secs(args.ready_timeout.max(1));
     let d = QueueCaps::default();
     cfg.queue = QueueCaps {

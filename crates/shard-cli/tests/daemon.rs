@@ -784,3 +784,48 @@ async fn sdk_drives_a_direct_agent_over_stdio() {
     let status = c.close_and_wait().await.unwrap();
     assert!(status.success(), "end of input: the Runtime exits 0");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headless_allow_rules_decide_when_no_client_can_answer() {
+    let h = home();
+    std::fs::write(
+        h.path().join("config.toml"),
+        "[[headless.allow]]\ntool = \"bash\"\ncommand = \"echo *\"\n",
+    )
+    .unwrap();
+    let d = Daemon::start(h.path(), &[]);
+    // The delay lets the interactive client detach before the first request is raised.
+    let s = script(
+        h.path(),
+        "s.json",
+        json!([
+            {"steps":[{"delay_ms": 1500}, {"tool_call":{"id":"c1","name":"bash","args":{"command":"echo allowed"}}}]},
+            {"steps":[{"tool_call":{"id":"c2","name":"bash","args":{"command":"touch denied.txt"}}}]},
+            {"steps":[{"text":"done"}]}
+        ]),
+    );
+    let driver = d.client().await;
+    let watcher = d.client().await;
+    let mut req = create_req(h.path(), &s);
+    req.headless_policy = Some(shard_protocol::command::HeadlessPolicy::AllowIfRuleMatches);
+    let id = driver.create(req).await.unwrap();
+    let (_, mut ev) = watcher.attach(&id, AttachRole::Observer).await.unwrap();
+    driver.attach(&id, AttachRole::Interactive).await.unwrap();
+    assert!(driver.call(prompt(&id, "go")).await.is_ok());
+    let detach: Command =
+        serde_json::from_value(json!({"type":"agent.detach","agent_id":id})).unwrap();
+    assert!(driver.call(detach).await.is_ok());
+    let mut results = Vec::new();
+    while results.len() < 2 {
+        let (e, _) = until(&mut ev, |e| matches!(e, Event::ToolResult(_))).await;
+        let Event::ToolResult(t) = e else {
+            unreachable!()
+        };
+        results.push(t);
+    }
+    assert_eq!(results[0].tool_call_id, "c1");
+    assert!(!results[0].is_error, "allowed by the rule: {:?}", results[0]);
+    assert_eq!(results[1].tool_call_id, "c2");
+    assert!(results[1].is_error, "no rule covers it: {:?}", results[1]);
+    assert!(!h.path().join("denied.txt").exists());
+}

@@ -63,8 +63,8 @@ pub(crate) fn on_request(
 }
 
 /// No interactive responder in the hierarchy: the manifest's policy decides (§16 item 7).
-/// `allow_if_rule_matches` fails closed here: the `[headless] allow` rules live in the
-/// Runtime's policy layer, so the daemon denies what reached it (see docs/daemon.md).
+/// `allow_if_rule_matches` allows a permission request only when the `[headless] allow`
+/// rules of `config.toml` cover it (the same matcher the Runtime uses), else denies.
 pub(crate) fn apply_headless(
     shared: &Arc<Shared>,
     st: &mut State,
@@ -75,8 +75,26 @@ pub(crate) fn apply_headless(
         return;
     };
     match entry.manifest.headless_policy {
-        HeadlessPolicy::Deny | HeadlessPolicy::AllowIfRuleMatches => {
+        HeadlessPolicy::Deny => {
             answer_headless(shared, st, agent_id, request_id, "headless");
+        }
+        HeadlessPolicy::AllowIfRuleMatches => {
+            let allowed = entry
+                .pending
+                .iter()
+                .find(|p| p.request_id == request_id)
+                .is_some_and(|p| {
+                    matches!(p.kind, PendingKind::Permission { .. })
+                        && p.value
+                            .get("tool_name")
+                            .and_then(|t| t.as_str())
+                            .is_some_and(|tool| {
+                                let input = p.value.get("input").cloned().unwrap_or_default();
+                                shard_agent::rules::allows(&shared.cfg.headless_allow, tool, &input)
+                            })
+                });
+            let source = if allowed { HEADLESS_RULE } else { "headless" };
+            answer_headless(shared, st, agent_id, request_id, source);
         }
         HeadlessPolicy::Queue => start_headless_timer(shared, st, agent_id, request_id),
     }
@@ -121,6 +139,9 @@ pub(crate) fn start_headless_timer(
     p.headless_timer = Some(task.abort_handle());
 }
 
+/// The `source` of a headless answer that a `[headless] allow` rule allowed.
+pub(crate) const HEADLESS_RULE: &str = "headless_rule";
+
 pub(crate) fn answer_headless(
     shared: &Arc<Shared>,
     st: &mut State,
@@ -139,14 +160,19 @@ pub(crate) fn answer_headless(
         return;
     };
     p.answered = true;
+    let allow = source == HEADLESS_RULE;
     let command = match p.kind {
         PendingKind::Permission { .. } => Command::PermissionResponse(PermissionResponse {
             agent_id: None,
             request_id: request_id.to_string(),
             answer: PermissionAnswer::Decision {
-                decision: PermissionDecision::Deny,
+                decision: if allow {
+                    PermissionDecision::Allow
+                } else {
+                    PermissionDecision::Deny
+                },
             },
-            reason: Some("no interactive client can answer".into()),
+            reason: (!allow).then(|| "no interactive client can answer".into()),
             source: Some(source.to_string()),
         }),
         PendingKind::Ui => Command::UiResponse(UiResponse {

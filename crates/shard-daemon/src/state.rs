@@ -42,6 +42,8 @@ pub struct DaemonConfig {
     pub max_line: usize,
     /// The `shard` executable that runs `shard agent` (default: the current executable).
     pub agent_exe: Option<PathBuf>,
+    /// The `[[headless.allow]]` rules of `config.toml`, for `allow_if_rule_matches`.
+    pub headless_allow: Vec<shard_agent::rules::Rule>,
 }
 
 impl DaemonConfig {
@@ -56,7 +58,19 @@ impl DaemonConfig {
             queue: QueueCaps::default(),
             max_line: 128 * 1024 * 1024,
             agent_exe: None,
+            headless_allow: Vec::new(),
         }
+    }
+
+    /// Reads the `[headless]` section of `SHARD_HOME/config.toml` (allow rules and the
+    /// queue timeout); a config that cannot be read is an error, so the daemon never
+    /// starts with a policy other than the one the user wrote.
+    pub fn load_headless(&mut self) -> Result<(), String> {
+        let config = shard_agent::config::Config::load(&self.home).map_err(|e| e.to_string())?;
+        self.headless_allow = shard_agent::rules::compile_all(&config.headless.allow)
+            .map_err(|e| format!("config.toml [headless]: {e}"))?;
+        self.headless_timeout = Duration::from_secs(config.headless.timeout_secs);
+        Ok(())
     }
 
     /// The socket path.

@@ -238,6 +238,10 @@ impl Runtime {
             PermissionAnswer::Decision { decision } => match decision {
                 PermissionDecision::Allow => AnswerKind::AllowOnce,
                 PermissionDecision::AllowAlways => AnswerKind::AllowExact,
+                // The daemon's queue timed out: the tool gets a TIMEOUT error (§16 item 7).
+                PermissionDecision::Deny if r.source.as_deref() == Some("headless_timeout") => {
+                    AnswerKind::Timeout
+                }
                 PermissionDecision::Deny => AnswerKind::Deny(r.reason.clone()),
             },
         };
