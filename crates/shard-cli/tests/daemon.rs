@@ -824,7 +824,11 @@ async fn headless_allow_rules_decide_when_no_client_can_answer() {
         results.push(t);
     }
     assert_eq!(results[0].tool_call_id, "c1");
-    assert!(!results[0].is_error, "allowed by the rule: {:?}", results[0]);
+    assert!(
+        !results[0].is_error,
+        "allowed by the rule: {:?}",
+        results[0]
+    );
     assert_eq!(results[1].tool_call_id, "c2");
     assert!(results[1].is_error, "no rule covers it: {:?}", results[1]);
     assert!(!h.path().join("denied.txt").exists());

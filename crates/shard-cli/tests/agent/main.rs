@@ -923,7 +923,8 @@ fn a_killed_runtime_leaves_no_tool_process() {
             .filter_map(|e| e.ok())
             .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
             .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\x00307\x00")
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c == b"sleep\x00307\x00")
             })
             .collect()
     };
