@@ -137,6 +137,7 @@ async fn drive(
     let mut printer = Printer::new(json);
     let mut failed = false;
     let mut finished = false;
+    let mut started = false;
     while let Some(ev) = event_rx.recv().await {
         printer.show(&ev);
         match &ev {
@@ -154,7 +155,9 @@ async fn drive(
                     .send(send(Command::PermissionResponse(answer)))
                     .await;
             }
-            Event::Error(_) => failed = true,
+            // Notices before the turn (e.g. a repaired transcript) do not fail the run.
+            Event::TurnStart(_) => started = true,
+            Event::Error(_) if started => failed = true,
             Event::Response(r) if !r.success => failed = true,
             Event::TurnEnd(_) => {
                 finished = true;

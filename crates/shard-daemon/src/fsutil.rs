@@ -1,44 +1,25 @@
 //! Owner-only directories and atomic file replacement (ARCHITECTURE §11): a manifest is
 //! either the old or the new version after a crash, never a torn mix.
 
-use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::Path;
 
-/// Creates `dir` (and parents) with mode 0700 and tightens an existing one to 0700.
+/// Creates `dir` (and parents) with mode 0700 and tightens an existing one to 0700. The
+/// store's own helper, with the daemon's `io::Error` face.
 pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let meta = fs::metadata(dir)?;
-    if meta.permissions().mode() & 0o777 != 0o700 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
+    shard_session::records::ensure_private_dir(dir).map_err(std::io::Error::other)
 }
 
 /// Writes `bytes` to `path` through a 0600 temp file in the same directory, fsyncs it,
-/// renames it over `path` and fsyncs the directory.
+/// renames it over `path` and fsyncs the directory (the store's helper).
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .permissions(fs::Permissions::from_mode(0o600))
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    fs::File::open(dir)?.sync_all()?;
-    Ok(())
+    shard_session::records::atomic_write(path, bytes).map_err(std::io::Error::other)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn atomic_write_is_owner_only_and_replaces() {

@@ -268,6 +268,26 @@ impl Runtime {
         self.emit(hello).await;
         let sync = self.build_sync();
         self.emit(sync).await;
+        if let Some(torn) = self.session.torn() {
+            // Reported, never fatal: a crash mid-write left a partial last line.
+            let name = torn
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let message = format!(
+                "the transcript's last line was incomplete (a crash mid-write): {} bytes were \
+                 set aside in {name}; everything before it was restored",
+                torn.len
+            );
+            self.emit(Event::Error(shard_protocol::event::ErrorEvent {
+                agent_id: None,
+                code: ErrorCode::SessionCorrupt,
+                message,
+                fatal: Some(false),
+            }))
+            .await;
+        }
         loop {
             if let Some(input) = self.start_next.take().or_else(|| {
                 if self.status == AgentStatus::Idle {

@@ -632,6 +632,10 @@ fn a_torn_last_line_is_set_aside() {
     let mut b = Agent::spawn(&sb, Some(&script), &["--session", sid]);
     let sync = b.until_type("sync");
     assert_eq!(sync["live_window"]["messages"].as_array().unwrap().len(), 2);
+    let notice = b.next();
+    assert_eq!(notice["type"], "error", "the repair is reported: {notice}");
+    assert_eq!(notice["fatal"], false);
+    assert!(notice["message"].as_str().unwrap().contains("set aside"));
     b.send(prompt("two"));
     b.until_type("turn_end");
     assert!(b.finish().success());
