@@ -130,6 +130,10 @@ pub struct Runtime {
     turn: Option<turn::TurnState>,
     streaming: Option<turn::PartialMessage>,
     instructions: String,
+    /// The model's context (every message after the last compaction), read from the
+    /// transcript once and then extended as messages are persisted, so a model call never
+    /// re-reads the session. A compaction must reset it.
+    context: Option<Vec<shard_protocol::types::Message>>,
     ui_rx: mpsc::Receiver<UiAsk>,
     pending_ui: Vec<(
         shard_protocol::event::UiRequest,
@@ -245,6 +249,7 @@ impl Runtime {
             turn: None,
             streaming: None,
             instructions: crate::prompt::project_instructions(&cwd_for_prompt),
+            context: None,
             ui_rx,
             pending_ui: Vec::new(),
             eof: false,
@@ -466,6 +471,24 @@ impl Runtime {
             output_dir: self.opts.shard_home.join("tool-output"),
             accepts_images: self.models.active().is_ok_and(|a| a.info.supports_images),
         }
+    }
+
+    /// Persists a message entry and mirrors it into the cached context.
+    pub(crate) fn append_message(
+        &mut self,
+        id: Option<String>,
+        kind: shard_session::EntryKind,
+    ) -> Result<(), shard_session::SessionError> {
+        let entry = match id {
+            Some(id) => self.session.append_with_id(id, kind)?,
+            None => self.session.append(kind)?,
+        };
+        if let (Some(context), shard_session::EntryKind::Message(m)) =
+            (self.context.as_mut(), entry.kind)
+        {
+            context.push(m.message);
+        }
+        Ok(())
     }
 
     fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {

@@ -257,7 +257,7 @@ impl Runtime {
             role: Role::User,
             content: Runtime::user_blocks(input),
         };
-        match self.session.append(EntryKind::message(message)) {
+        match self.append_message(None, EntryKind::message(message)) {
             Ok(_) => true,
             Err(e) => {
                 let msg = format!("could not persist the prompt: {e}");
@@ -296,14 +296,17 @@ impl Runtime {
                 return Call::Stop;
             }
         };
-        let messages = match self.session.context_messages() {
-            Ok(m) => m,
-            Err(e) => {
-                let msg = format!("could not read the session: {e}");
-                self.emit_error(ErrorCode::SessionCorrupt, msg).await;
-                return Call::Stop;
+        if self.context.is_none() {
+            match self.session.context_messages() {
+                Ok(m) => self.context = Some(m),
+                Err(e) => {
+                    let msg = format!("could not read the session: {e}");
+                    self.emit_error(ErrorCode::SessionCorrupt, msg).await;
+                    return Call::Stop;
+                }
             }
-        };
+        }
+        let messages = self.context.clone().unwrap_or_default();
         let request = ModelRequest {
             model: active.info.model.clone(),
             system: crate::prompt::system_prompt(
@@ -387,7 +390,7 @@ impl Runtime {
                 usage: usage.clone(),
                 model: Some(active.info.id.clone()),
             });
-            if let Err(e) = self.session.append_with_id(message_id.clone(), entry) {
+            if let Err(e) = self.append_message(Some(message_id.clone()), entry) {
                 let msg = format!("could not persist the assistant message: {e}");
                 self.emit_error(ErrorCode::InternalError, msg).await;
                 return Call::Stop;
@@ -699,7 +702,7 @@ impl Runtime {
             role: Role::User,
             content: vec![block],
         };
-        if let Err(e) = self.session.append(EntryKind::message(message)) {
+        if let Err(e) = self.append_message(None, EntryKind::message(message)) {
             let msg = format!("could not persist a tool result: {e}");
             self.emit_error(ErrorCode::InternalError, msg).await;
         }
