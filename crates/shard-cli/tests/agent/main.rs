@@ -948,3 +948,64 @@ fn a_killed_runtime_leaves_no_tool_process() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+#[test]
+fn set_model_mid_stream_applies_at_the_next_provider_call() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [{"steps": [
+            {"text": "first "}, {"delay_ms": 300}, {"text": "second"},
+            {"usage": {"input": 1, "output": 1}}
+        ]}]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    a.until_type("sync");
+    a.send(prompt("one"));
+    a.until_type("message_delta");
+    let id = a.send(json!({"type": "set_model", "model": "scripted/other"}));
+    assert_eq!(a.response(&id)["data"]["effective"], "next_provider_call");
+    let done = a.until_type("message_complete");
+    assert_eq!(
+        done["message"]["content"][0]["text"], "first second",
+        "the stream was not cut"
+    );
+    let usage = a.until_type("usage");
+    assert_eq!(
+        usage["model"], "scripted/script",
+        "the running call kept its model"
+    );
+    a.until_type("turn_end");
+    a.send(prompt("two"));
+    let usage = a.until_type("usage");
+    assert_eq!(usage["model"], "scripted/other");
+    assert!(a.finish().success());
+}
+
+#[test]
+fn queued_requests_time_out_as_a_timeout_error() {
+    let sb = Sandbox::new();
+    sb.config("[headless]\ntimeout_secs = 1\n");
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [tool_turn("b1", "bash", json!({"command": "echo never"})), text_turn("ok")]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &["--headless-policy", "queue"]);
+    a.until_type("sync");
+    a.send(prompt("x"));
+    let req = a.until_type("permission_request");
+    let resolved = a.until_type("permission_resolved");
+    assert_eq!(resolved["request_id"], req["request_id"]);
+    assert_eq!(resolved["decision"], "deny");
+    assert_eq!(resolved["source"], "headless_timeout");
+    let result = a.until_type("tool_result");
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["content"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("TIMEOUT")
+    );
+    a.until_type("turn_end");
+    assert!(a.finish().success());
+}
