@@ -12,6 +12,7 @@ mod entry;
 mod error;
 mod lines;
 mod meta;
+mod reader;
 pub mod records;
 mod session;
 mod state;
@@ -24,6 +25,7 @@ pub use entry::{
 };
 pub use error::SessionError;
 pub use meta::{META_VERSION, SessionMeta};
+pub use reader::SessionReader;
 pub use session::{LOCK_FILE, META_FILE, Session, TRANSCRIPT_FILE};
 pub use state::{ModelRef, SessionState, TITLE_CHARS, TornLine};
 pub use store::SessionStore;

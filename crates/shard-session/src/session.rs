@@ -16,9 +16,9 @@ use crate::entry::{Decoded, Entry, EntryKind, SessionHeader, decode_entry, encod
 use crate::error::SessionError;
 use crate::lines::RevLines;
 use crate::meta::SessionMeta;
+use crate::reader::SessionReader;
 use crate::records::atomic_write_unsynced;
 use crate::state::{SessionState, TornLine};
-use crate::window::{Budget, collect, summary_message};
 
 /// File name of the transcript inside a session directory.
 pub const TRANSCRIPT_FILE: &str = "session.jsonl";
@@ -153,61 +153,32 @@ impl Session {
         Ok(())
     }
 
-    /// The live window for `sync` (§16 item 9): messages after the last compaction, the
-    /// summary first, oldest first, read backwards from the end and limited to
-    /// `budget_bytes` of serialized messages. Blocks over a quarter of the budget are cut;
-    /// then the oldest messages (the summary counts as the oldest) are dropped and
-    /// `truncated_before` names the first entry kept.
-    pub fn live_window(&self, budget_bytes: usize) -> Result<LiveWindow, SessionError> {
-        let mut budget = Budget::new(budget_bytes);
-        let found = collect(
-            &self.file,
-            self.header_end,
-            self.state.transcript_len,
-            |m| budget.admit(m),
-        )
-        .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?;
-        self.note_skipped(found.skipped);
-        let mut truncated = !found.complete;
-        let mut messages = found.messages;
-        messages.reverse();
-        if let (false, Some((entry_id, compaction))) = (truncated, &found.compaction) {
-            let summary = summary_message(entry_id, compaction);
-            if budget.admit_whole(&summary) {
-                messages.insert(0, summary);
-            } else {
-                truncated = true;
-            }
-        }
-        let truncated_before = if truncated {
-            messages.first().map(|m| m.id.clone())
-        } else {
-            None
-        };
-        Ok(LiveWindow {
-            messages,
+    /// A read-only view of the transcript as it stands, which can move to a blocking
+    /// thread: the Runtime reads the live window and the context there while its actor keeps
+    /// the executor free.
+    pub fn reader(&self) -> Result<SessionReader, SessionError> {
+        let file = self
+            .file
+            .try_clone()
+            .map_err(|e| SessionError::io("duplicating", &self.transcript_path(), e))?;
+        Ok(SessionReader {
+            id: self.id.clone(),
+            path: self.transcript_path(),
+            file,
+            header_end: self.header_end,
+            transcript_len: self.state.transcript_len,
             compaction_index: self.state.compaction_index,
-            truncated_before,
         })
     }
 
-    /// Every message after the last compaction, the summary first, oldest first: the
-    /// model's context. Unbounded; read backwards like the live window.
+    /// The live window for `sync`; see [`SessionReader::live_window`].
+    pub fn live_window(&self, budget_bytes: usize) -> Result<LiveWindow, SessionError> {
+        self.reader()?.live_window(budget_bytes)
+    }
+
+    /// The model's context; see [`SessionReader::context_messages`].
     pub fn context_messages(&self) -> Result<Vec<Message>, SessionError> {
-        let found = collect(
-            &self.file,
-            self.header_end,
-            self.state.transcript_len,
-            |_| true,
-        )
-        .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?;
-        self.note_skipped(found.skipped);
-        let mut messages = found.messages;
-        if let Some((entry_id, compaction)) = &found.compaction {
-            messages.push(summary_message(entry_id, compaction));
-        }
-        messages.reverse();
-        Ok(messages)
+        self.reader()?.context_messages()
     }
 
     /// Visits entries newest first until `visit` breaks (for recall and fork, which look
@@ -257,11 +228,5 @@ impl Session {
             .map_err(|e| SessionError::Corrupt(format!("cannot encode meta: {e}")))?;
         bytes.push(b'\n');
         Ok(bytes)
-    }
-
-    fn note_skipped(&self, skipped: u64) {
-        if skipped > 0 {
-            tracing::warn!(session = %self.id, skipped, "unreadable transcript lines skipped");
-        }
     }
 }

@@ -92,7 +92,7 @@ impl Runtime {
                 self.answer_ui(&r.request_id, value).await;
             }
             Command::RequestSync(_) => {
-                let sync = self.build_sync();
+                let sync = self.build_sync().await;
                 self.emit(sync).await;
                 self.emit(Event::ok(id, name, None)).await;
             }

@@ -11,14 +11,22 @@ pub const LIVE_WINDOW_BUDGET: usize = 8 * 1024 * 1024;
 impl Runtime {
     /// A `sync` reflecting everything emitted so far, including a message still being
     /// streamed (so later deltas apply to it) and pending requests.
-    pub(crate) fn build_sync(&self) -> Event {
-        let mut live_window = match self.session.live_window(LIVE_WINDOW_BUDGET) {
-            Ok(w) => w,
-            Err(e) => {
-                tracing::error!(error = %e, "could not read the live window");
-                LiveWindow::default()
+    /// The transcript is read on a blocking thread; the actor waits for it (so ordering
+    /// holds) while the executor keeps serving the transport.
+    pub(crate) async fn build_sync(&self) -> Event {
+        let window = match self.session.reader() {
+            Ok(reader) => {
+                tokio::task::spawn_blocking(move || reader.live_window(LIVE_WINDOW_BUDGET))
+                    .await
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r.map_err(|e| e.to_string()))
             }
+            Err(e) => Err(e.to_string()),
         };
+        let mut live_window = window.unwrap_or_else(|e| {
+            tracing::error!(error = %e, "could not read the live window");
+            LiveWindow::default()
+        });
         if let Some(partial) = &self.streaming {
             live_window.messages.push(Message {
                 id: partial.message_id.clone(),

@@ -297,7 +297,14 @@ impl Runtime {
             }
         };
         if self.context.is_none() {
-            match self.session.context_messages() {
+            let loaded = match self.session.reader() {
+                Ok(reader) => tokio::task::spawn_blocking(move || reader.context_messages())
+                    .await
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r.map_err(|e| e.to_string())),
+                Err(e) => Err(e.to_string()),
+            };
+            match loaded {
                 Ok(m) => self.context = Some(m),
                 Err(e) => {
                     let msg = format!("could not read the session: {e}");

@@ -1,0 +1,84 @@
+//! A read-only, `Send` view of a transcript up to a fixed length: reads use positional
+//! I/O on a duplicated descriptor, so they never disturb the writer and can run on any
+//! thread.
+
+use std::fs::File;
+use std::path::PathBuf;
+
+use shard_protocol::event::LiveWindow;
+use shard_protocol::types::Message;
+
+use crate::error::SessionError;
+use crate::window::{Budget, collect, summary_message};
+
+/// What [`crate::Session::reader`] returns.
+#[derive(Debug)]
+pub struct SessionReader {
+    pub(crate) id: String,
+    pub(crate) path: PathBuf,
+    pub(crate) file: File,
+    pub(crate) header_end: u64,
+    pub(crate) transcript_len: u64,
+    pub(crate) compaction_index: Option<u64>,
+}
+
+impl SessionReader {
+    fn transcript_path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    fn note_skipped(&self, skipped: u64) {
+        if skipped > 0 {
+            tracing::warn!(session = %self.id, skipped, "unreadable transcript lines skipped");
+        }
+    }
+
+    /// The live window for `sync` (§16 item 9): messages after the last compaction, the
+    /// summary first, oldest first, read backwards from the end and limited to
+    /// `budget_bytes` of serialized messages. Blocks over a quarter of the budget are cut;
+    /// then the oldest messages (the summary counts as the oldest) are dropped and
+    /// `truncated_before` names the first entry kept.
+    pub fn live_window(&self, budget_bytes: usize) -> Result<LiveWindow, SessionError> {
+        let mut budget = Budget::new(budget_bytes);
+        let found = collect(&self.file, self.header_end, self.transcript_len, |m| {
+            budget.admit(m)
+        })
+        .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?;
+        self.note_skipped(found.skipped);
+        let mut truncated = !found.complete;
+        let mut messages = found.messages;
+        messages.reverse();
+        if let (false, Some((entry_id, compaction))) = (truncated, &found.compaction) {
+            let summary = summary_message(entry_id, compaction);
+            if budget.admit_whole(&summary) {
+                messages.insert(0, summary);
+            } else {
+                truncated = true;
+            }
+        }
+        let truncated_before = if truncated {
+            messages.first().map(|m| m.id.clone())
+        } else {
+            None
+        };
+        Ok(LiveWindow {
+            messages,
+            compaction_index: self.compaction_index,
+            truncated_before,
+        })
+    }
+
+    /// Every message after the last compaction, the summary first, oldest first: the
+    /// model's context. Unbounded; read backwards like the live window.
+    pub fn context_messages(&self) -> Result<Vec<Message>, SessionError> {
+        let found = collect(&self.file, self.header_end, self.transcript_len, |_| true)
+            .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?;
+        self.note_skipped(found.skipped);
+        let mut messages = found.messages;
+        if let Some((entry_id, compaction)) = &found.compaction {
+            messages.push(summary_message(entry_id, compaction));
+        }
+        messages.reverse();
+        Ok(messages)
+    }
+}
