@@ -4,8 +4,10 @@
 //! no shared state and no lock.
 
 mod commands;
+mod partial;
 mod permissions;
 mod sync;
+mod tool_calls;
 mod turn;
 
 use std::collections::VecDeque;
@@ -128,7 +130,7 @@ pub struct Runtime {
     pending: Option<PendingPermission>,
     pending_answer: Option<permissions::Answer>,
     turn: Option<turn::TurnState>,
-    streaming: Option<turn::PartialMessage>,
+    streaming: Option<partial::PartialMessage>,
     instructions: String,
     /// The model's context (every message after the last compaction), read from the
     /// transcript once and then extended as messages are persisted, so a model call never

@@ -2,64 +2,29 @@
 //! model stops calling tools, the turn is aborted, or a call fails. Every step is
 //! persisted before its event is emitted.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Duration;
-
 use futures::StreamExt;
-use serde_json::{Map, Value};
 use shard_ai::{ModelRequest, ProviderError, StopReason, StreamEvent, ToolSpec};
 use shard_protocol::ErrorCode;
 use shard_protocol::event::{
-    DeltaKind, ErrorEvent, Event, MessageComplete, MessageDelta, StatusEvent, ToolCallEvent,
-    ToolResultEvent, TurnEnd, TurnStart, UsageEvent,
+    DeltaKind, ErrorEvent, Event, MessageComplete, MessageDelta, StatusEvent, TurnEnd, TurnStart,
+    UsageEvent,
 };
 use shard_protocol::ids;
-use shard_protocol::types::{AgentStatus, ContentBlock, Message, Role, ToolResultContent, Usage};
+use shard_protocol::types::{AgentStatus, Message, Role, Usage};
 use shard_session::{EntryKind, MessageEntry};
-use shard_tools::{Tool, ToolOutput};
 use tokio_util::sync::CancellationToken;
 
-use super::permissions::Gate;
+use super::partial::{PartialBlock, PartialMessage};
+use super::tool_calls::CallRequest;
 use super::{Runtime, UserInput};
 
 /// Model calls one turn may make before it is stopped as runaway.
 const MAX_ITERATIONS: u32 = 500;
-/// How long aborted tools get to wind down before their tasks are dropped.
-const ABORT_GRACE: Duration = Duration::from_secs(10);
 
 /// The running turn.
 pub(crate) struct TurnState {
     pub(crate) cancel: CancellationToken,
     usage: Usage,
-}
-
-/// The assistant message being streamed, kept so `sync` can include it.
-pub(crate) struct PartialMessage {
-    pub(crate) message_id: String,
-    blocks: Vec<PartialBlock>,
-    by_provider_index: HashMap<u32, usize>,
-}
-
-enum PartialBlock {
-    Text(String),
-    Thinking {
-        text: String,
-        signature: Option<String>,
-    },
-    ToolCall {
-        id: String,
-        name: String,
-        args_json: String,
-    },
-}
-
-/// A tool call the model asked for.
-struct CallRequest {
-    id: String,
-    name: String,
-    args: Map<String, Value>,
-    parse_error: Option<String>,
 }
 
 enum Call {
@@ -75,107 +40,8 @@ enum StreamOutcome {
     Failed(String),
 }
 
-impl PartialMessage {
-    fn new(message_id: String) -> Self {
-        PartialMessage {
-            message_id,
-            blocks: Vec::new(),
-            by_provider_index: HashMap::new(),
-        }
-    }
-
-    /// The local block index for a provider index, opening a block when new.
-    fn slot(&mut self, index: u32, make: impl FnOnce() -> PartialBlock) -> usize {
-        if let Some(&i) = self.by_provider_index.get(&index) {
-            return i;
-        }
-        self.blocks.push(make());
-        let i = self.blocks.len() - 1;
-        self.by_provider_index.insert(index, i);
-        i
-    }
-
-    /// Blocks as they stand, for `sync`. Tool calls whose arguments are incomplete show
-    /// the arguments parsed so far as an empty object.
-    pub(crate) fn snapshot_blocks(&self) -> Vec<ContentBlock> {
-        self.blocks
-            .iter()
-            .map(|b| match b {
-                PartialBlock::Text(t) => ContentBlock::Text { text: t.clone() },
-                PartialBlock::Thinking { text, signature } => ContentBlock::Thinking {
-                    text: text.clone(),
-                    signature: signature.clone(),
-                },
-                PartialBlock::ToolCall {
-                    id,
-                    name,
-                    args_json,
-                } => ContentBlock::ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    args: parse_args(args_json).unwrap_or_default(),
-                },
-            })
-            .collect()
-    }
-
-    /// The final blocks and the calls to run. With `keep_calls` false (abort, failure)
-    /// unfinished tool calls are dropped: they never ran and must not reach the model
-    /// without a result.
-    fn finish(self, keep_calls: bool) -> (Vec<ContentBlock>, Vec<CallRequest>) {
-        let mut blocks = Vec::new();
-        let mut calls = Vec::new();
-        for b in self.blocks {
-            match b {
-                PartialBlock::Text(text) => {
-                    if !text.is_empty() {
-                        blocks.push(ContentBlock::Text { text });
-                    }
-                }
-                PartialBlock::Thinking { text, signature } => {
-                    blocks.push(ContentBlock::Thinking { text, signature });
-                }
-                PartialBlock::ToolCall {
-                    id,
-                    name,
-                    args_json,
-                } if keep_calls => {
-                    let (args, parse_error) = match parse_args(&args_json) {
-                        Ok(a) => (a, None),
-                        Err(e) => (Map::new(), Some(e)),
-                    };
-                    blocks.push(ContentBlock::ToolCall {
-                        id: id.clone(),
-                        name: name.clone(),
-                        args: args.clone(),
-                    });
-                    calls.push(CallRequest {
-                        id,
-                        name,
-                        args,
-                        parse_error,
-                    });
-                }
-                PartialBlock::ToolCall { .. } => {}
-            }
-        }
-        (blocks, calls)
-    }
-}
-
-fn parse_args(json: &str) -> Result<Map<String, Value>, String> {
-    if json.trim().is_empty() {
-        return Ok(Map::new());
-    }
-    match serde_json::from_str::<Value>(json) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(other) => Err(format!("the arguments must be a JSON object, got {other}")),
-        Err(e) => Err(format!("the arguments are not valid JSON ({e})")),
-    }
-}
-
 impl Runtime {
-    fn cancelled(&self) -> bool {
+    pub(super) fn cancelled(&self) -> bool {
         self.turn.as_ref().is_none_or(|t| t.cancel.is_cancelled())
     }
 
@@ -241,7 +107,7 @@ impl Runtime {
         self.set_status(AgentStatus::Idle).await;
     }
 
-    async fn emit_error(&mut self, code: ErrorCode, message: String) {
+    pub(super) async fn emit_error(&mut self, code: ErrorCode, message: String) {
         self.emit(Event::Error(ErrorEvent {
             agent_id: None,
             code,
@@ -515,226 +381,6 @@ impl Runtime {
             }
             _ => None,
         }
-    }
-
-    async fn run_tools(&mut self, calls: Vec<CallRequest>) {
-        let all_read_only = calls.len() > 1
-            && calls
-                .iter()
-                .all(|c| self.tool(&c.name).is_some_and(|t| t.is_read_only()));
-        if all_read_only {
-            self.run_concurrently(calls).await;
-            return;
-        }
-        for call in calls {
-            if self.cancelled() {
-                self.record_result(&call.id, aborted_output("Not run: the turn was aborted."))
-                    .await;
-                continue;
-            }
-            let Some(tool) = self.prepare(&call).await else {
-                continue;
-            };
-            let args = Value::Object(call.args.clone());
-            match self.gate(&call.name, tool.is_read_only(), &args).await {
-                Gate::Refuse(reason) => {
-                    self.record_result(&call.id, ToolOutput::error(reason))
-                        .await;
-                }
-                Gate::Run => {
-                    let output = self.execute(tool, &call, args).await;
-                    self.record_result(&call.id, output).await;
-                }
-            }
-        }
-    }
-
-    /// Checks that the tool exists and the arguments parsed; records an error result and
-    /// returns `None` otherwise.
-    async fn prepare(&mut self, call: &CallRequest) -> Option<Arc<dyn Tool>> {
-        let Some(tool) = self.tool(&call.name) else {
-            let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
-            let msg = format!(
-                "There is no tool named `{}`. Available tools: {}.",
-                call.name,
-                names.join(", ")
-            );
-            self.record_result(&call.id, ToolOutput::error(msg)).await;
-            return None;
-        };
-        if let Some(e) = &call.parse_error {
-            let msg = format!(
-                "`{}` was not run: {e}. Send the arguments as one JSON object.",
-                call.name
-            );
-            self.record_result(&call.id, ToolOutput::error(msg)).await;
-            return None;
-        }
-        Some(tool)
-    }
-
-    async fn announce(&mut self, tool: &Arc<dyn Tool>, call: &CallRequest, args: &Value) {
-        let ctx = self.tool_context(CancellationToken::new());
-        let render = tool.start_render(args, &ctx);
-        self.emit(Event::ToolCall(ToolCallEvent {
-            agent_id: None,
-            tool_call_id: call.id.clone(),
-            name: call.name.clone(),
-            args: call.args.clone(),
-            render,
-            read_only: Some(tool.is_read_only()),
-        }))
-        .await;
-    }
-
-    async fn execute(
-        &mut self,
-        tool: Arc<dyn Tool>,
-        call: &CallRequest,
-        args: Value,
-    ) -> ToolOutput {
-        self.announce(&tool, call, &args).await;
-        let Some(cancel) = self.turn.as_ref().map(|t| t.cancel.child_token()) else {
-            return aborted_output("Not run: the turn was aborted.");
-        };
-        let ctx = self.tool_context(cancel.clone());
-        let mut task = tokio::spawn(async move { tool.execute(args, &ctx).await });
-        let mut deadline: Option<tokio::time::Instant> = None;
-        loop {
-            let grace = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                joined = &mut task => {
-                    return joined.unwrap_or_else(|e| ToolOutput::error(format!("the tool failed unexpectedly: {e}")));
-                }
-                next = self.next_input() => {
-                    self.handle_next(next).await;
-                    if cancel.is_cancelled() && deadline.is_none() {
-                        deadline = Some(tokio::time::Instant::now() + ABORT_GRACE);
-                    }
-                }
-                _ = grace => {
-                    task.abort();
-                    return aborted_output("Aborted by the user; the tool did not stop in time and was dropped.");
-                }
-            }
-        }
-    }
-
-    async fn run_concurrently(&mut self, calls: Vec<CallRequest>) {
-        let mut set = tokio::task::JoinSet::new();
-        let mut names: HashMap<tokio::task::Id, String> = HashMap::new();
-        for call in &calls {
-            let Some(tool) = self.prepare(call).await else {
-                continue;
-            };
-            let args = Value::Object(call.args.clone());
-            match self.gate(&call.name, tool.is_read_only(), &args).await {
-                Gate::Refuse(reason) => {
-                    self.record_result(&call.id, ToolOutput::error(reason))
-                        .await;
-                }
-                Gate::Run => {
-                    self.announce(&tool, call, &args).await;
-                    let Some(cancel) = self.turn.as_ref().map(|t| t.cancel.child_token()) else {
-                        continue;
-                    };
-                    let ctx = self.tool_context(cancel);
-                    let id = call.id.clone();
-                    let handle = set.spawn(async move { (id, tool.execute(args, &ctx).await) });
-                    names.insert(handle.id(), call.id.clone());
-                }
-            }
-        }
-        let mut deadline: Option<tokio::time::Instant> = None;
-        while !set.is_empty() {
-            let grace = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                joined = set.join_next_with_id() => match joined {
-                    Some(Ok((_, (id, output)))) => self.record_result(&id, output).await,
-                    Some(Err(e)) => {
-                        if let Some(id) = names.get(&e.id()).cloned() {
-                            let out = ToolOutput::error(format!("the tool failed unexpectedly: {e}"));
-                            self.record_result(&id, out).await;
-                        }
-                    }
-                    None => break,
-                },
-                next = self.next_input() => {
-                    self.handle_next(next).await;
-                    if self.cancelled() && deadline.is_none() {
-                        deadline = Some(tokio::time::Instant::now() + ABORT_GRACE);
-                    }
-                }
-                _ = grace => {
-                    set.abort_all();
-                    while let Some(joined) = set.join_next_with_id().await {
-                        let id = match joined {
-                            Ok((_, (id, output))) => {
-                                self.record_result(&id, output).await;
-                                continue;
-                            }
-                            Err(e) => names.get(&e.id()).cloned(),
-                        };
-                        if let Some(id) = id {
-                            self.record_result(&id, aborted_output("Aborted by the user.")).await;
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Persists a tool result, then emits it.
-    async fn record_result(&mut self, call_id: &str, output: ToolOutput) {
-        let block = ContentBlock::ToolResult {
-            tool_call_id: call_id.to_string(),
-            content: output.content.clone(),
-            is_error: Some(output.is_error),
-            exit_code: output.exit_code,
-            duration_ms: output.duration_ms,
-            render: output.render.clone(),
-        };
-        let message = Message {
-            id: String::new(),
-            role: Role::User,
-            content: vec![block],
-        };
-        if let Err(e) = self.append_message(None, EntryKind::message(message)) {
-            let msg = format!("could not persist a tool result: {e}");
-            self.emit_error(ErrorCode::InternalError, msg).await;
-        }
-        self.emit(Event::ToolResult(Box::new(ToolResultEvent {
-            agent_id: None,
-            tool_call_id: call_id.to_string(),
-            content: output.content,
-            is_error: output.is_error,
-            exit_code: output.exit_code,
-            duration_ms: output.duration_ms,
-            render: output.render,
-        })))
-        .await;
-    }
-}
-
-fn aborted_output(message: &str) -> ToolOutput {
-    ToolOutput {
-        content: ToolResultContent::Error {
-            message: message.to_string(),
-        },
-        is_error: true,
-        exit_code: None,
-        duration_ms: None,
-        render: None,
     }
 }
 
