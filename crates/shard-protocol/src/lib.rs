@@ -9,6 +9,7 @@ pub mod error;
 pub mod event;
 pub mod ids;
 pub mod jobs;
+pub mod orchestrator;
 pub mod permission;
 pub mod responses;
 pub mod schema;
