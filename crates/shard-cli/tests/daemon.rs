@@ -799,7 +799,7 @@ async fn headless_allow_rules_decide_when_no_client_can_answer() {
         h.path(),
         "s.json",
         json!([
-            {"steps":[{"delay_ms": 1500}, {"tool_call":{"id":"c1","name":"bash","args":{"command":"echo allowed"}}}]},
+            {"steps":[{"delay_ms": 3000}, {"tool_call":{"id":"c1","name":"bash","args":{"command":"echo allowed"}}}]},
             {"steps":[{"tool_call":{"id":"c2","name":"bash","args":{"command":"touch denied.txt"}}}]},
             {"steps":[{"text":"done"}]}
         ]),

@@ -202,7 +202,7 @@ fn steer_lands_before_the_next_model_call_and_follow_up_after_the_turn() {
         json!({"turns": [
             {"steps": [
                 {"text": "checking"},
-                {"delay_ms": 300},
+                {"delay_ms": 2000},
                 {"tool_call": {"id": "l1", "name": "ls", "args": {}}}
             ]},
             text_turn("done with the steer"),
@@ -517,7 +517,7 @@ fn request_sync_mid_stream_includes_the_streaming_message() {
     let sb = Sandbox::new();
     let script = sb.script(
         "s.json",
-        json!({"turns": [{"steps": [{"text": "partial "}, {"delay_ms": 400}, {"text": "rest"}]}]}),
+        json!({"turns": [{"steps": [{"text": "partial "}, {"delay_ms": 2000}, {"text": "rest"}]}]}),
     );
     let mut a = Agent::spawn(&sb, Some(&script), &[]);
     a.until_type("sync");
@@ -955,7 +955,7 @@ fn set_model_mid_stream_applies_at_the_next_provider_call() {
     let script = sb.script(
         "s.json",
         json!({"turns": [{"steps": [
-            {"text": "first "}, {"delay_ms": 300}, {"text": "second"},
+            {"text": "first "}, {"delay_ms": 2000}, {"text": "second"},
             {"usage": {"input": 1, "output": 1}}
         ]}]}),
     );
