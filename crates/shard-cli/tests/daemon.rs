@@ -213,7 +213,7 @@ async fn attach_mid_stream_loses_and_duplicates_nothing() {
     let mut steps = Vec::new();
     for i in 0..40 {
         steps.push(json!({"text": format!("<{i}:abcdefghij>"), "chunk_chars": 3}));
-        steps.push(json!({"delay_ms": 25}));
+        steps.push(json!({"delay_ms": 50}));
     }
     let s = script(h.path(), "s.json", json!([{ "steps": steps }]));
     let c1 = d.client().await;
