@@ -1,7 +1,9 @@
-//! `shard agent` over real stdio with the scripted provider: every behaviour of the
-//! per-agent protocol the Runtime owns.
+//! The `shard` binary, driven for real: `shard agent` over stdio with the scripted provider
+//! (every behaviour of the per-agent protocol the Runtime owns, in this file), `shard run`
+//! (`run`), and a real daemon with its clients (`daemon`). One test binary for the crate.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod daemon;
 mod harness;
 mod run;
 
