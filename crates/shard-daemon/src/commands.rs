@@ -111,15 +111,7 @@ pub(crate) async fn dispatch(shared: &Arc<Shared>, conn: ConnId, msg: ClientMess
                 let mut guard = shared.lock();
                 let st = &mut *guard;
                 if !st.agents.contains_key(&k.agent_id) {
-                    st.send_to(
-                        conn,
-                        &frame(&Event::err(
-                            id,
-                            Some(ty),
-                            ErrorCode::NotFound,
-                            "no such agent",
-                        )),
-                    );
+                    st.reply_err(conn, id, Some(ty), ErrorCode::NotFound, "no such agent");
                     return;
                 }
                 supervisor::kill_runtime(shared, st, &k.agent_id, k.force.unwrap_or(false))
@@ -219,15 +211,7 @@ fn attach(shared: &Arc<Shared>, conn: ConnId, id: Option<String>, a: AgentAttach
     let mut guard = shared.lock();
     let st = &mut *guard;
     let Some(entry) = st.agents.get_mut(&a.agent_id) else {
-        st.send_to(
-            conn,
-            &frame(&Event::err(
-                id,
-                Some(ty),
-                ErrorCode::NotFound,
-                "no such agent",
-            )),
-        );
+        st.reply_err(conn, id, Some(ty), ErrorCode::NotFound, "no such agent");
         return;
     };
     // Reserve: from here on events are held back for this client until its sync.
@@ -257,10 +241,7 @@ fn attach(shared: &Arc<Shared>, conn: ConnId, id: Option<String>, a: AgentAttach
         if let Some(entry) = st.agents.get_mut(&a.agent_id) {
             entry.attachments.remove(&conn);
         }
-        st.send_to(
-            conn,
-            &frame(&Event::err(id, Some(ty), ErrorCode::RuntimeStartFailed, e)),
-        );
+        st.reply_err(conn, id, Some(ty), ErrorCode::RuntimeStartFailed, e);
     }
 }
 
@@ -344,7 +325,7 @@ fn answer_request(
                 "not attached to that agent or an ancestor",
             )
         };
-        st.send_to(conn, &frame(&Event::err(id, Some(ty), code, msg)));
+        st.reply_err(conn, id, Some(ty), code, msg);
         return;
     }
     let Some(entry) = st.agents.get_mut(agent_id) else {
@@ -371,14 +352,12 @@ fn answer_request(
         _ => false,
     };
     if !valid {
-        st.send_to(
+        st.reply_err(
             conn,
-            &frame(&Event::err(
-                id,
-                Some(ty),
-                ErrorCode::InvalidRequest,
-                "the answer does not match the pending request; it stays open",
-            )),
+            id,
+            Some(ty),
+            ErrorCode::InvalidRequest,
+            "the answer does not match the pending request; it stays open",
         );
         return;
     }
@@ -399,14 +378,12 @@ fn answer_request(
         )
     });
     if !sent {
-        st.send_to(
+        st.reply_err(
             conn,
-            &frame(&Event::err(
-                id,
-                Some(ty),
-                ErrorCode::Conflict,
-                "the agent's runtime is not running",
-            )),
+            id,
+            Some(ty),
+            ErrorCode::Conflict,
+            "the agent's runtime is not running",
         );
     }
 }
@@ -443,26 +420,22 @@ async fn forward(shared: &Arc<Shared>, conn: ConnId, id: Option<String>, command
             .map(|a| a.role);
         match role {
             None => {
-                st.send_to(
+                st.reply_err(
                     conn,
-                    &frame(&Event::err(
-                        id,
-                        Some(ty),
-                        ErrorCode::NotAttached,
-                        "not attached to that agent",
-                    )),
+                    id,
+                    Some(ty),
+                    ErrorCode::NotAttached,
+                    "not attached to that agent",
                 );
                 return;
             }
             Some(AttachRole::Observer) if !read_only => {
-                st.send_to(
+                st.reply_err(
                     conn,
-                    &frame(&Event::err(
-                        id,
-                        Some(ty),
-                        ErrorCode::PermissionDenied,
-                        "observers are read-only",
-                    )),
+                    id,
+                    Some(ty),
+                    ErrorCode::PermissionDenied,
+                    "observers are read-only",
                 );
                 return;
             }
@@ -476,14 +449,12 @@ async fn forward(shared: &Arc<Shared>, conn: ConnId, id: Option<String>, command
                 .and_then(|e| e.rt.as_ref())
                 .is_some_and(|rt| rt.ready && !rt.stopping);
             if !live {
-                st.send_to(
+                st.reply_err(
                     conn,
-                    &frame(&Event::err(
-                        id,
-                        Some(ty),
-                        ErrorCode::Conflict,
-                        "the agent's runtime is not running; listing does not wake it",
-                    )),
+                    id,
+                    Some(ty),
+                    ErrorCode::Conflict,
+                    "the agent's runtime is not running; listing does not wake it",
                 );
                 return;
             }
@@ -492,10 +463,7 @@ async fn forward(shared: &Arc<Shared>, conn: ConnId, id: Option<String>, command
             match supervisor::ensure_started(shared, st, &agent_id) {
                 Ok(w) => w,
                 Err(e) => {
-                    st.send_to(
-                        conn,
-                        &frame(&Event::err(id, Some(ty), ErrorCode::RuntimeStartFailed, e)),
-                    );
+                    st.reply_err(conn, id, Some(ty), ErrorCode::RuntimeStartFailed, e);
                     return;
                 }
             }
@@ -540,14 +508,12 @@ async fn forward(shared: &Arc<Shared>, conn: ConnId, id: Option<String>, command
             ok
         });
     if !sent {
-        st.send_to(
+        st.reply_err(
             conn,
-            &frame(&Event::err(
-                id,
-                Some(ty),
-                ErrorCode::RuntimeStartFailed,
-                "the agent's runtime stopped before the command could be sent; retry",
-            )),
+            id,
+            Some(ty),
+            ErrorCode::RuntimeStartFailed,
+            "the agent's runtime stopped before the command could be sent; retry",
         );
     }
 }

@@ -227,6 +227,19 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// Answers a client's command with a failed `response`.
+    pub fn reply_err(
+        &self,
+        conn: ConnId,
+        id: Option<String>,
+        command: Option<&str>,
+        code: shard_protocol::ErrorCode,
+        message: impl Into<String>,
+    ) {
+        let event = shard_protocol::Event::err(id, command, code, message);
+        self.send_to(conn, &crate::broker::frame(&event));
+    }
+
     /// Sends a frame to one connection (dropped when it is gone or closed).
     pub fn send_to(&self, conn: ConnId, frame: &Bytes) {
         if let Some(c) = self.conns.get(&conn) {

@@ -304,15 +304,7 @@ pub(crate) fn on_exit(
             Inflight::Sync | Inflight::Internal => None,
         };
         if let Some((conn, client_id, command)) = target {
-            st.send_to(
-                conn,
-                &frame(&Event::err(
-                    client_id,
-                    Some(command),
-                    code.clone(),
-                    msg.clone(),
-                )),
-            );
+            st.reply_err(conn, client_id, Some(command), code.clone(), msg.clone());
         }
     }
     for w in rt.start_waiters {
@@ -333,14 +325,12 @@ pub(crate) fn on_exit(
         }
         for (c, id) in failed {
             let m = format!("the agent's runtime failed to start: {reason}");
-            st.send_to(
+            st.reply_err(
                 c,
-                &frame(&Event::err(
-                    id,
-                    Some("agent.attach"),
-                    ErrorCode::RuntimeStartFailed,
-                    m,
-                )),
+                id,
+                Some("agent.attach"),
+                ErrorCode::RuntimeStartFailed,
+                m,
             );
         }
     }
