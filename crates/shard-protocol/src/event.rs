@@ -5,14 +5,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{ErrorBody, ErrorCode};
-use crate::jobs::RunState;
 use crate::permission::PermissionAnswer;
 use crate::types::{
-    AgentInfo, AgentStatus, Message, ModelDescriptor, NotifyType, PermissionChoice,
-    PermissionDecision, PermissionDetail, RenderDescriptor, RuntimeState, ToolResultContent,
-    UiKind, Usage,
+    AgentStatus, Message, ModelDescriptor, NotifyType, PermissionChoice, PermissionDecision,
+    PermissionDetail, RenderDescriptor, ToolResultContent, UiKind, Usage,
 };
-use crate::workspace::WorkspaceInfo;
 
 /// Every event of the protocol, a closed set tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -622,138 +619,7 @@ pub struct ReasoningLevelChanged {
     pub effective: Effective,
 }
 
-/// `workspace_created` / `workspace_retired`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct WorkspaceEvent {
-    /// The workspace projection.
-    pub workspace: WorkspaceInfo,
-}
-
-/// `workspace_attached`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct WorkspaceAttached {
-    /// The workspace projection.
-    pub workspace: WorkspaceInfo,
-    /// The new agent (payload).
-    pub agent_id: String,
-    /// Its session.
-    pub session_id: String,
-}
-
-/// `workspace_conflict`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct WorkspaceConflict {
-    /// The workspace.
-    pub workspace_id: String,
-    /// Sanitized reason.
-    pub reason: String,
-}
-
-/// `agent_spawned`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct AgentSpawned {
-    /// The agent (payload).
-    pub agent_id: String,
-    /// Its info.
-    pub info: AgentInfo,
-}
-
-/// `agent_exited`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct AgentExited {
-    /// The agent (payload).
-    pub agent_id: String,
-    /// Always `failed`.
-    pub runtime_state: RuntimeState,
-    /// Why.
-    pub reason: String,
-    /// Exit code.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i64>,
-}
-
-/// `agent_status_changed`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct AgentStatusChanged {
-    /// The agent (payload).
-    pub agent_id: String,
-    /// Agent status.
-    pub status: AgentStatus,
-    /// Runtime state.
-    pub runtime_state: RuntimeState,
-    /// Detail.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-}
-
-/// Coarse phase of `agent_activity`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ActivityPhase {
-    /// Idle.
-    Idle,
-    /// Reasoning.
-    Thinking,
-    /// Writing.
-    Streaming,
-    /// Running a tool.
-    Tool,
-    /// Waiting for an answer.
-    Waiting,
-    /// Compacting.
-    Compacting,
-    /// Retrying a provider call.
-    Retrying,
-    /// Failed.
-    Error,
-}
-
-/// `agent_activity`: never a prompt, text, argument, result or path.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct AgentActivity {
-    /// The agent (payload).
-    pub agent_id: String,
-    /// Milliseconds since the epoch.
-    pub timestamp: u64,
-    /// Phase.
-    pub phase: ActivityPhase,
-    /// Status.
-    pub status: AgentStatus,
-    /// Tool name during `tool`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_name: Option<String>,
-}
-
-/// `subagent_run_changed`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct SubagentRunChanged {
-    /// Owning parent (payload).
-    pub parent_agent_id: String,
-    /// Job.
-    pub job_id: String,
-    /// Run.
-    pub run_id: String,
-    /// Child agent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-    /// Alias.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub alias: Option<String>,
-    /// Definition name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub definition_name: Option<String>,
-    /// Display name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub display_name: Option<String>,
-    /// New state.
-    pub state: RunState,
-    /// Previous state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub previous_state: Option<RunState>,
-    /// Error text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// End, ms since the epoch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ended_at: Option<u64>,
-}
+pub use crate::orchestrator::{
+    ActivityPhase, AgentActivity, AgentExited, AgentSpawned, AgentStatusChanged,
+    SubagentRunChanged, WorkspaceAttached, WorkspaceConflict, WorkspaceEvent,
+};
