@@ -13,4 +13,4 @@ pub mod runtime;
 pub mod shell;
 pub mod transport;
 
-pub use runtime::{Input, Runtime, RuntimeOptions, StartError, preflight};
+pub use runtime::{Input, Prepared, Runtime, RuntimeOptions, StartError, prepare};

@@ -95,32 +95,35 @@ fn run_inner(args: RunArgs) -> anyhow::Result<ExitCode> {
             None => anyhow::bail!("no earlier session in {}", cwd.display()),
         }
     }
-    if opts.session_id.is_none()
-        && let Err(why) = shard_agent::preflight(&opts, common::process_env())
-    {
-        eprintln!("shard run: {why}");
-        return Ok(ExitCode::from(2));
-    }
     // With --yes this client answers every request; otherwise nobody is there to ask.
     opts.headless_policy = if args.yes {
         None
     } else {
         Some(HeadlessPolicy::AllowIfRuleMatches)
     };
+    let resuming = opts.session_id.is_some();
+    let prepared =
+        shard_agent::prepare(opts, common::process_env()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    // A new session with no usable model could only fail: say how to configure one
+    // instead, before anything is written. A resumed session's recorded model may differ.
+    if !resuming && let Some(why) = prepared.model_problem() {
+        eprintln!("shard run: {why}");
+        return Ok(ExitCode::from(2));
+    }
     let rt = common::tokio_runtime()?;
-    rt.block_on(drive(opts, prompt, args.json, args.yes))
+    rt.block_on(drive(prepared, prompt, args.json, args.yes))
 }
 
 async fn drive(
-    opts: shard_agent::RuntimeOptions,
+    prepared: shard_agent::Prepared,
     prompt: String,
     json: bool,
     yes: bool,
 ) -> anyhow::Result<ExitCode> {
     let (event_tx, mut event_rx) = mpsc::channel::<Event>(1024);
     let (input_tx, input_rx) = mpsc::channel::<Input>(64);
-    let runtime = Runtime::start(opts, common::process_env(), event_tx, input_rx)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let runtime =
+        Runtime::open(prepared, event_tx, input_rx).map_err(|e| anyhow::anyhow!("{e}"))?;
     let session_id = runtime.session_id().to_string();
     let actor = tokio::spawn(runtime.run());
     let send = |cmd: Command| Input::Command(ClientMessage::new("run", cmd));

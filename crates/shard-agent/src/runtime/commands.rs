@@ -255,15 +255,12 @@ impl Runtime {
     async fn list_sessions(&mut self, id: Option<String>, name: &str) {
         let store = self.store.clone();
         let cwd = self.opts.cwd.clone();
-        let listed = tokio::task::spawn_blocking(move || store.list_for_cwd(&cwd)).await;
+        let listed = tokio::task::spawn_blocking(move || store.list_for_cwd(&cwd))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()));
         let metas = match listed {
-            Ok(Ok(m)) => m,
-            Ok(Err(e)) => {
-                let msg = format!("could not list sessions: {e}");
-                self.emit(Event::err(id, Some(name), ErrorCode::InternalError, msg))
-                    .await;
-                return;
-            }
+            Ok(m) => m,
             Err(e) => {
                 let msg = format!("could not list sessions: {e}");
                 self.emit(Event::err(id, Some(name), ErrorCode::InternalError, msg))

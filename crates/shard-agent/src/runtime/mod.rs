@@ -146,34 +146,31 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Opens the session and prepares the actor. Nothing is written to `events` yet.
+    /// Prepares and opens in one step (see [`prepare`] and [`Runtime::open`]). Nothing is
+    /// written to `events` yet.
     pub fn start(
-        mut opts: RuntimeOptions,
+        opts: RuntimeOptions,
         env: EnvLookup,
         events: mpsc::Sender<Event>,
         inputs: mpsc::Receiver<Input>,
     ) -> Result<Runtime, StartError> {
-        let cwd = std::fs::canonicalize(&opts.cwd)
-            .map_err(|e| StartError::Cwd(opts.cwd.display().to_string(), e.to_string()))?;
-        if !cwd.is_dir() {
-            return Err(StartError::Cwd(
-                cwd.display().to_string(),
-                "not a directory".into(),
-            ));
-        }
-        opts.cwd = cwd;
-        let config =
-            Config::load(&opts.shard_home).map_err(|e| StartError::Config(e.to_string()))?;
-        let ai_config: shard_ai::config::AiConfig = config
-            .raw
-            .clone()
-            .try_into()
-            .map_err(|e: toml::de::Error| StartError::Config(format!("config.toml: {e}")))?;
-        let deny_rules = rules::compile_all(&config.permissions.deny)
-            .map_err(|e| StartError::Config(format!("config.toml [permissions]: {e}")))?;
-        let headless_allow = rules::compile_all(&config.headless.allow)
-            .map_err(|e| StartError::Config(format!("config.toml [headless]: {e}")))?;
+        Runtime::open(prepare(opts, env)?, events, inputs)
+    }
 
+    /// Opens the session of a prepared Runtime (taking its lock) and builds the actor.
+    pub fn open(
+        prepared: Prepared,
+        events: mpsc::Sender<Event>,
+        inputs: mpsc::Receiver<Input>,
+    ) -> Result<Runtime, StartError> {
+        let Prepared {
+            opts,
+            config,
+            ai_config,
+            deny_rules,
+            headless_allow,
+            mut models,
+        } = prepared;
         let store = SessionStore::new(opts.shard_home.clone());
         let session_id = opts
             .session_id
@@ -187,7 +184,6 @@ impl Runtime {
         }
 
         let mut modes = ModeController::new(&config.modes);
-        let mut models = ModelController::new(ai_config.clone(), env, opts.script.clone());
         let state = session.state().clone();
         // On a restore, the mode and model recorded in the session win (§16 item 13).
         let mode = state.mode.clone().or(opts.mode.clone());
@@ -196,9 +192,11 @@ impl Runtime {
         {
             tracing::warn!(mode = %m, "unknown mode; staying in build");
         }
-        match &state.model {
-            Some(r) => models.init(Some(&r.provider), Some(&r.model)),
-            None => models.init(opts.provider.as_deref(), opts.model.as_deref()),
+        if let Some(r) = &state.model {
+            let chosen = models.descriptor();
+            if chosen.provider != r.provider || chosen.model != r.model {
+                models.init(Some(&r.provider), Some(&r.model));
+            }
         }
         if let Some(level) = &state.reasoning_level {
             let _ = models.set_reasoning(level);
@@ -511,19 +509,56 @@ impl Runtime {
     }
 }
 
-/// Checks, without opening a session, that a model is usable with these options: lets
-/// `shard run` say in one line how to configure a provider instead of starting a turn
-/// that can only fail.
-pub fn preflight(opts: &RuntimeOptions, env: EnvLookup) -> Result<(), String> {
-    let config = Config::load(&opts.shard_home).map_err(|e| e.to_string())?;
+/// Configuration read and a model selected (from the flags, else the configured
+/// default), before any session is opened: `shard run` can report in one line that no
+/// provider is usable without creating a session, and then open with the same work.
+pub struct Prepared {
+    opts: RuntimeOptions,
+    config: Config,
+    ai_config: shard_ai::config::AiConfig,
+    deny_rules: Vec<Rule>,
+    headless_allow: Vec<Rule>,
+    models: ModelController,
+}
+
+impl Prepared {
+    /// Why no model is usable with these options, if none is.
+    pub fn model_problem(&self) -> Option<String> {
+        self.models.active().err()
+    }
+}
+
+/// Reads the configuration, canonicalizes the cwd and selects the model.
+pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, StartError> {
+    let cwd = std::fs::canonicalize(&opts.cwd)
+        .map_err(|e| StartError::Cwd(opts.cwd.display().to_string(), e.to_string()))?;
+    if !cwd.is_dir() {
+        return Err(StartError::Cwd(
+            cwd.display().to_string(),
+            "not a directory".into(),
+        ));
+    }
+    opts.cwd = cwd;
+    let config = Config::load(&opts.shard_home).map_err(|e| StartError::Config(e.to_string()))?;
     let ai_config: shard_ai::config::AiConfig = config
         .raw
         .clone()
         .try_into()
-        .map_err(|e: toml::de::Error| format!("config.toml: {e}"))?;
-    let mut models = ModelController::new(ai_config, env, opts.script.clone());
+        .map_err(|e: toml::de::Error| StartError::Config(format!("config.toml: {e}")))?;
+    let deny_rules = rules::compile_all(&config.permissions.deny)
+        .map_err(|e| StartError::Config(format!("config.toml [permissions]: {e}")))?;
+    let headless_allow = rules::compile_all(&config.headless.allow)
+        .map_err(|e| StartError::Config(format!("config.toml [headless]: {e}")))?;
+    let mut models = ModelController::new(ai_config.clone(), env, opts.script.clone());
     models.init(opts.provider.as_deref(), opts.model.as_deref());
-    models.active().map(|_| ())
+    Ok(Prepared {
+        opts,
+        config,
+        ai_config,
+        deny_rules,
+        headless_allow,
+        models,
+    })
 }
 
 fn session_start_error(e: shard_session::SessionError) -> StartError {

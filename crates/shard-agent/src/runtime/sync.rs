@@ -2,6 +2,7 @@
 
 use shard_protocol::event::{Event, LiveWindow, PendingRequest, Sync};
 use shard_protocol::types::{Message, Role};
+use shard_session::{SessionError, SessionReader};
 
 use super::Runtime;
 
@@ -9,20 +10,25 @@ use super::Runtime;
 pub const LIVE_WINDOW_BUDGET: usize = 8 * 1024 * 1024;
 
 impl Runtime {
+    /// Runs a read of the transcript on a blocking thread (the actor waits, so ordering
+    /// holds, while the executor keeps serving the transport).
+    pub(crate) async fn read_session<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(SessionReader) -> Result<T, SessionError> + Send + 'static,
+    ) -> Result<T, String> {
+        let reader = self.session.reader().map_err(|e| e.to_string())?;
+        match tokio::task::spawn_blocking(move || read(reader)).await {
+            Ok(result) => result.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
     /// A `sync` reflecting everything emitted so far, including a message still being
     /// streamed (so later deltas apply to it) and pending requests.
-    /// The transcript is read on a blocking thread; the actor waits for it (so ordering
-    /// holds) while the executor keeps serving the transport.
     pub(crate) async fn build_sync(&self) -> Event {
-        let window = match self.session.reader() {
-            Ok(reader) => {
-                tokio::task::spawn_blocking(move || reader.live_window(LIVE_WINDOW_BUDGET))
-                    .await
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| r.map_err(|e| e.to_string()))
-            }
-            Err(e) => Err(e.to_string()),
-        };
+        let window = self
+            .read_session(|reader| reader.live_window(LIVE_WINDOW_BUDGET))
+            .await;
         let mut live_window = window.unwrap_or_else(|e| {
             tracing::error!(error = %e, "could not read the live window");
             LiveWindow::default()

@@ -163,14 +163,7 @@ impl Runtime {
             }
         };
         if self.context.is_none() {
-            let loaded = match self.session.reader() {
-                Ok(reader) => tokio::task::spawn_blocking(move || reader.context_messages())
-                    .await
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| r.map_err(|e| e.to_string())),
-                Err(e) => Err(e.to_string()),
-            };
-            match loaded {
+            match self.read_session(|reader| reader.context_messages()).await {
                 Ok(m) => self.context = Some(m),
                 Err(e) => {
                     let msg = format!("could not read the session: {e}");

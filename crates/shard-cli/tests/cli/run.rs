@@ -125,6 +125,10 @@ fn no_provider_gives_one_clear_line() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("ANTHROPIC_API_KEY"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        !sb.home().join("sessions").exists(),
+        "nothing is written when no model is usable"
+    );
 }
 
 #[test]
