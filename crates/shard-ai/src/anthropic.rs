@@ -56,11 +56,7 @@ impl std::fmt::Debug for AnthropicProvider {
 impl AnthropicProvider {
     /// A provider calling `{base_url}/v1/messages`.
     pub fn new(settings: ProviderSettings) -> Result<Self, ProviderError> {
-        let transport = Transport::new(
-            settings.connect_timeout,
-            settings.idle_timeout,
-            settings.retry,
-        )?;
+        let transport = Transport::for_settings(&settings)?;
         Ok(AnthropicProvider {
             settings,
             transport,

@@ -48,6 +48,17 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
+    /// The transport a provider's settings describe.
+    pub fn for_settings(
+        settings: &crate::settings::ProviderSettings,
+    ) -> Result<Self, ProviderError> {
+        Transport::new(
+            settings.connect_timeout,
+            settings.idle_timeout,
+            settings.retry,
+        )
+    }
+
     /// Builds the HTTP client (connection pool, connect timeout).
     pub fn new(
         connect_timeout: Duration,

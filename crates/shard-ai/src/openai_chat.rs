@@ -50,11 +50,7 @@ impl std::fmt::Debug for OpenAiChatProvider {
 impl OpenAiChatProvider {
     /// A provider calling `{base_url}/chat/completions`.
     pub fn new(settings: ProviderSettings) -> Result<Self, ProviderError> {
-        let transport = Transport::new(
-            settings.connect_timeout,
-            settings.idle_timeout,
-            settings.retry,
-        )?;
+        let transport = Transport::for_settings(&settings)?;
         let max_tokens_field = if settings.base_url.contains("api.openai.com") {
             MaxTokensField::MaxCompletionTokens
         } else {

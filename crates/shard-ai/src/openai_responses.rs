@@ -43,11 +43,7 @@ impl std::fmt::Debug for OpenAiResponsesProvider {
 impl OpenAiResponsesProvider {
     /// A provider calling `{base_url}/responses`.
     pub fn new(settings: ProviderSettings) -> Result<Self, ProviderError> {
-        let transport = Transport::new(
-            settings.connect_timeout,
-            settings.idle_timeout,
-            settings.retry,
-        )?;
+        let transport = Transport::for_settings(&settings)?;
         Ok(OpenAiResponsesProvider {
             settings,
             transport,
