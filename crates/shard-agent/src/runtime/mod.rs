@@ -169,6 +169,7 @@ impl Runtime {
             ai_config,
             deny_rules,
             headless_allow,
+            grants,
             mut models,
         } = prepared;
         let store = SessionStore::new(opts.shard_home.clone());
@@ -210,8 +211,6 @@ impl Runtime {
         if let Some(allow) = &opts.tools {
             tools.retain(|t| allow.iter().any(|a| a == t.name()));
         }
-        let grants = GrantStore::open(&opts.shard_home, &opts.cwd)
-            .map_err(|e| StartError::Config(e.to_string()))?;
 
         let mut env_remove = shard_ai::secret_env_vars(&ai_config);
         env_remove.extend(
@@ -518,6 +517,7 @@ pub struct Prepared {
     ai_config: shard_ai::config::AiConfig,
     deny_rules: Vec<Rule>,
     headless_allow: Vec<Rule>,
+    grants: GrantStore,
     models: ModelController,
 }
 
@@ -528,7 +528,8 @@ impl Prepared {
     }
 }
 
-/// Reads the configuration, canonicalizes the cwd and selects the model.
+/// Reads the configuration and the project's grants, canonicalizes the cwd and selects
+/// the model: every failure that needs no session happens before one is opened.
 pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, StartError> {
     let cwd = std::fs::canonicalize(&opts.cwd)
         .map_err(|e| StartError::Cwd(opts.cwd.display().to_string(), e.to_string()))?;
@@ -549,6 +550,8 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
         .map_err(|e| StartError::Config(format!("config.toml [permissions]: {e}")))?;
     let headless_allow = rules::compile_all(&config.headless.allow)
         .map_err(|e| StartError::Config(format!("config.toml [headless]: {e}")))?;
+    let grants = GrantStore::open(&opts.shard_home, &opts.cwd)
+        .map_err(|e| StartError::Config(e.to_string()))?;
     let mut models = ModelController::new(ai_config.clone(), env, opts.script.clone());
     models.init(opts.provider.as_deref(), opts.model.as_deref());
     Ok(Prepared {
@@ -557,6 +560,7 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
         ai_config,
         deny_rules,
         headless_allow,
+        grants,
         models,
     })
 }
