@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+pub use shard_gate::config::{HeadlessConfig, PermissionsConfig, RuleConfig};
 
 /// The whole configuration file. Every section is optional.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -39,33 +40,6 @@ pub struct ModeConfig {
     pub prompt: Option<String>,
 }
 
-/// `[permissions]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct PermissionsConfig {
-    /// Calls matching any of these are always denied, even over grants.
-    pub deny: Vec<RuleConfig>,
-}
-
-/// `[headless]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
-pub struct HeadlessConfig {
-    /// Calls `allow_if_rule_matches` may allow when nobody can be asked.
-    pub allow: Vec<RuleConfig>,
-    /// Seconds a queued request waits before it is denied.
-    pub timeout_secs: u64,
-}
-
-impl Default for HeadlessConfig {
-    fn default() -> Self {
-        HeadlessConfig {
-            allow: Vec::new(),
-            timeout_secs: 600,
-        }
-    }
-}
-
 /// `[tools]`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
@@ -74,20 +48,6 @@ pub struct ToolsConfig {
     pub bash_max_timeout_secs: Option<u64>,
     /// Default `bash` timeout, in seconds.
     pub bash_default_timeout_secs: Option<u64>,
-}
-
-/// A permission rule: a tool name (or `*`), and optionally a glob on the bash command or
-/// on the `path` argument.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
-pub struct RuleConfig {
-    /// Tool name or `*`.
-    pub tool: String,
-    /// Glob over one simple command of a `bash` call (e.g. `cargo test*`).
-    #[serde(default)]
-    pub command: Option<String>,
-    /// Glob over the `path` argument.
-    #[serde(default)]
-    pub path: Option<String>,
 }
 
 /// A configuration file that could not be read.

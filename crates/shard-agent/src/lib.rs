@@ -4,13 +4,10 @@
 
 pub mod ask;
 pub mod config;
-pub mod grants;
 pub mod models;
 pub mod modes;
 pub mod prompt;
-pub mod rules;
 pub mod runtime;
-pub mod shell;
 pub mod transport;
 
 pub use runtime::{Input, Prepared, Runtime, RuntimeOptions, StartError, prepare};

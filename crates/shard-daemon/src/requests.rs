@@ -90,7 +90,7 @@ pub(crate) fn apply_headless(
                             .and_then(|t| t.as_str())
                             .is_some_and(|tool| {
                                 let input = p.value.get("input").cloned().unwrap_or_default();
-                                shard_agent::rules::allows(&shared.cfg.headless_allow, tool, &input)
+                                shard_gate::rules::allows(&shared.cfg.headless_allow, tool, &input)
                             })
                 });
             let source = if allowed { HEADLESS_RULE } else { "headless" };

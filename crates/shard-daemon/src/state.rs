@@ -43,7 +43,7 @@ pub struct DaemonConfig {
     /// The `shard` executable that runs `shard agent` (default: the current executable).
     pub agent_exe: Option<PathBuf>,
     /// The `[[headless.allow]]` rules of `config.toml`, for `allow_if_rule_matches`.
-    pub headless_allow: Vec<shard_agent::rules::Rule>,
+    pub headless_allow: Vec<shard_gate::rules::Rule>,
 }
 
 impl DaemonConfig {
@@ -66,8 +66,8 @@ impl DaemonConfig {
     /// queue timeout); a config that cannot be read is an error, so the daemon never
     /// starts with a policy other than the one the user wrote.
     pub fn load_headless(&mut self) -> Result<(), String> {
-        let config = shard_agent::config::Config::load(&self.home).map_err(|e| e.to_string())?;
-        self.headless_allow = shard_agent::rules::compile_all(&config.headless.allow)
+        let config = shard_gate::config::GateSections::load(&self.home)?;
+        self.headless_allow = shard_gate::rules::compile_all(&config.headless.allow)
             .map_err(|e| format!("config.toml [headless]: {e}"))?;
         self.headless_timeout = Duration::from_secs(config.headless.timeout_secs);
         Ok(())

@@ -26,10 +26,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::grants::GrantStore;
 use crate::models::{EnvLookup, ModelController};
 use crate::modes::ModeController;
-use crate::rules::{self, Rule};
+use shard_gate::grants::GrantStore;
+use shard_gate::rules::{self, Rule};
 
 pub use permissions::PendingPermission;
 

@@ -14,8 +14,8 @@ use shard_protocol::types::{
 };
 
 use super::Runtime;
-use crate::grants::{self, Grant};
-use crate::rules;
+use shard_gate::grants::{self, Grant};
+use shard_gate::rules;
 
 const CHOICE_ALLOW: &str = "allow";
 const CHOICE_ALWAYS: &str = "allow_always";
