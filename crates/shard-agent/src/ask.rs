@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use shard_protocol::event::UiRequest;
-use shard_protocol::types::UiKind;
+use shard_protocol::types::{NotifyType, UiKind};
 use shard_tools::{ToolContext, ToolOutput, TypedTool};
 use tokio::sync::{mpsc, oneshot};
 
@@ -32,6 +32,13 @@ impl UiHandle {
         UiHandle { tx }
     }
 
+    /// Shows a notification; nothing waits for its acknowledgement (a client's
+    /// `ui_response` or the end of the turn resolves it).
+    pub async fn notify(&self, request: UiRequest) {
+        let (reply, _ignored) = oneshot::channel();
+        let _ = self.tx.send(UiAsk { request, reply }).await;
+    }
+
     /// Asks and waits for the answer; `Value::Null` when nobody can answer.
     pub async fn ask(&self, request: UiRequest) -> Value {
         let (reply, rx) = oneshot::channel();
@@ -42,14 +49,53 @@ impl UiHandle {
     }
 }
 
+/// Which dialog `ask_user` opens (PROTOCOL §9 `ui_request.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AskKind {
+    /// Pick one of `options`.
+    Select,
+    /// A yes/no question.
+    Confirm,
+    /// One line of free text.
+    Input,
+    /// Longer text in the user's editor (a commit message, a description).
+    Editor,
+    /// Tell the user something; no answer is awaited.
+    Notify,
+}
+
+/// Severity of a `notify`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AskLevel {
+    /// Information.
+    Info,
+    /// A warning.
+    Warning,
+    /// An error.
+    Error,
+}
+
 /// Arguments of `ask_user`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct AskArgs {
-    /// The question, in one or two sentences.
+    /// The question (or, for `notify`, the message), in one or two sentences.
     pub question: String,
-    /// Answers to choose from; omit for a free-text answer.
+    /// The dialog: `select` (give `options`), `confirm` (yes/no), `input` (one line),
+    /// `editor` (multi-line text), `notify` (no answer awaited). Default: `select` when
+    /// `options` are given, else `input`.
+    #[serde(default)]
+    pub kind: Option<AskKind>,
+    /// Answers to choose from (`select`).
     #[serde(default)]
     pub options: Option<Vec<String>>,
+    /// Text to start from (`input`, `editor`).
+    #[serde(default)]
+    pub prefill: Option<String>,
+    /// Severity of a `notify` (default `info`).
+    #[serde(default)]
+    pub level: Option<AskLevel>,
 }
 
 /// The `ask_user` tool.
@@ -64,32 +110,71 @@ impl AskUser {
     }
 }
 
+/// The protocol request for `args`, or why the arguments do not make one.
+fn request_for(args: AskArgs) -> Result<UiRequest, String> {
+    let options = args.options.filter(|o| !o.is_empty());
+    let kind = match (args.kind, &options) {
+        (Some(k), _) => k,
+        (None, Some(_)) => AskKind::Select,
+        (None, None) => AskKind::Input,
+    };
+    if kind == AskKind::Select && options.is_none() {
+        return Err(
+            "`select` needs `options`: give the answers to choose from, or use \
+                    kind `input` for a free-text answer"
+                .into(),
+        );
+    }
+    let (ui_kind, title) = match kind {
+        AskKind::Select => (UiKind::Select, "The agent asks"),
+        AskKind::Confirm => (UiKind::Confirm, "The agent asks"),
+        AskKind::Input => (UiKind::Input, "The agent asks"),
+        AskKind::Editor => (UiKind::Editor, "The agent asks for text"),
+        AskKind::Notify => (UiKind::Notify, "The agent says"),
+    };
+    let notify_type = (kind == AskKind::Notify).then(|| match args.level {
+        Some(AskLevel::Warning) => NotifyType::Warning,
+        Some(AskLevel::Error) => NotifyType::Error,
+        Some(AskLevel::Info) | None => NotifyType::Info,
+    });
+    let with_text = matches!(kind, AskKind::Input | AskKind::Editor);
+    Ok(UiRequest {
+        agent_id: None,
+        request_id: String::new(),
+        kind: ui_kind,
+        title: Some(title.into()),
+        message: Some(args.question),
+        options: if kind == AskKind::Select {
+            options
+        } else {
+            None
+        },
+        placeholder: None,
+        prefill: if with_text { args.prefill } else { None },
+        notify_type,
+    })
+}
+
 impl TypedTool for AskUser {
     type Args = AskArgs;
     const NAME: &'static str = "ask_user";
-    const DESCRIPTION: &'static str = "Ask the user a question and wait for the answer. Use it \
-        only when you cannot proceed without a decision. Give `options` for a multiple-choice \
-        question.";
+    const DESCRIPTION: &'static str = "Ask the user something and wait for the answer, or tell \
+        them something. Use it only when you cannot proceed without a decision. `kind`: \
+        `select` with `options` for a multiple choice, `confirm` for yes/no, `input` for one \
+        line, `editor` for longer text (with optional `prefill`), `notify` to tell the user \
+        something without waiting (with `level` info/warning/error).";
     const READ_ONLY: bool = true;
 
     fn run<'a>(&'a self, args: AskArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let options = args.options.filter(|o| !o.is_empty());
-            let request = UiRequest {
-                agent_id: None,
-                request_id: String::new(),
-                kind: if options.is_some() {
-                    UiKind::Select
-                } else {
-                    UiKind::Input
-                },
-                title: Some("The agent asks".into()),
-                message: Some(args.question),
-                options,
-                placeholder: None,
-                prefill: None,
-                notify_type: None,
+            let request = match request_for(args) {
+                Ok(r) => r,
+                Err(e) => return ToolOutput::error(e),
             };
+            if request.kind == UiKind::Notify {
+                self.ui.notify(request).await;
+                return ToolOutput::text("The user was notified.");
+            }
             let answer = tokio::select! {
                 a = self.ui.ask(request) => a,
                 _ = ctx.cancel.cancelled() => return ToolOutput::error("Aborted before the user answered."),
@@ -110,5 +195,49 @@ impl TypedTool for AskUser {
                 other => ToolOutput::text(format!("The user answered: {other}")),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn args(v: serde_json::Value) -> AskArgs {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn every_kind_makes_its_request() {
+        let r = request_for(args(
+            serde_json::json!({"question": "which?", "options": ["a", "b"]}),
+        ))
+        .unwrap();
+        assert_eq!(r.kind, UiKind::Select);
+        assert_eq!(r.options.unwrap(), vec!["a", "b"]);
+        let r = request_for(args(
+            serde_json::json!({"question": "go?", "kind": "confirm"}),
+        ))
+        .unwrap();
+        assert_eq!(r.kind, UiKind::Confirm);
+        let r = request_for(args(serde_json::json!({"question": "name?"}))).unwrap();
+        assert_eq!(r.kind, UiKind::Input);
+        let r = request_for(args(
+            serde_json::json!({"question": "msg?", "kind": "editor", "prefill": "fix: "}),
+        ))
+        .unwrap();
+        assert_eq!(
+            (r.kind, r.prefill.as_deref()),
+            (UiKind::Editor, Some("fix: "))
+        );
+        let r = request_for(args(
+            serde_json::json!({"question": "done", "kind": "notify", "level": "warning"}),
+        ))
+        .unwrap();
+        assert_eq!(
+            (r.kind, r.notify_type),
+            (UiKind::Notify, Some(NotifyType::Warning))
+        );
+        assert!(request_for(args(serde_json::json!({"question": "x", "kind": "select"}))).is_err());
     }
 }

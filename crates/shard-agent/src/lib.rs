@@ -4,10 +4,11 @@
 
 pub mod ask;
 pub mod config;
+pub mod images;
 pub mod models;
 pub mod modes;
 pub mod prompt;
 pub mod runtime;
 pub mod transport;
 
-pub use runtime::{Input, Prepared, Runtime, RuntimeOptions, StartError, prepare};
+pub use runtime::{Input, Prepared, Runtime, RuntimeOptions, StartError, prepare, validate_choice};

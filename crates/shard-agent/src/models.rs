@@ -58,62 +58,166 @@ impl ModelController {
         }
     }
 
-    /// Selects the initial model: the explicit choice, else the configured default.
-    /// Failing that, the Runtime still starts and the first prompt reports why.
+    /// Selects the initial model (see [`ModelController::resolve`]). Failing that, the
+    /// Runtime still starts and the first prompt reports why.
     pub fn init(&mut self, provider: Option<&str>, model: Option<&str>) {
-        let choice = match (provider, model) {
-            (Some(p), Some(m)) => Some((p.to_string(), m.to_string())),
-            (Some(p), None) if p == SCRIPTED => Some((p.to_string(), "script".to_string())),
-            (Some(p), None) => {
-                let env = self.env.clone();
-                let configured = shard_ai::default_selection(&self.ai_config, &|k| env(k))
-                    .filter(|(dp, _)| dp == p)
-                    .map(|(_, m)| m);
-                let model = configured.or_else(|| {
-                    self.catalog
-                        .list()
-                        .iter()
-                        .find(|i| i.provider == p)
-                        .map(|i| i.model.clone())
-                });
-                Some((p.to_string(), model.unwrap_or_default()))
-            }
-            (None, Some(m)) => self.provider_of(m),
-            (None, None) => {
-                if self.script.is_some() {
-                    Some((SCRIPTED.to_string(), "script".to_string()))
-                } else {
-                    let env = self.env.clone();
-                    shard_ai::default_selection(&self.ai_config, &|k| env(k))
-                }
-            }
-        };
-        match choice {
-            Some((p, m)) => {
-                let (p, m): (String, String) = (p, m);
-                if let Err(e) = self.select(&p, &m) {
-                    self.unavailable = Some(e.0);
-                }
-            }
-            None => {
-                self.unavailable = Some(
-                    "no model provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, \
-                     or add a provider to SHARD_HOME/config.toml"
-                        .to_string(),
-                )
-            }
+        let chosen = self
+            .resolve(provider, model)
+            .and_then(|(p, m)| self.select(&p, &m));
+        if let Err(e) = chosen {
+            self.active = None;
+            self.unavailable = Some(e.0);
         }
     }
 
-    fn provider_of(&self, model: &str) -> Option<(String, String)> {
-        if let Some((p, m)) = model.split_once('/') {
-            return Some((p.to_string(), m.to_string()));
+    /// The one model resolution rule (docs/providers.md, "Which model runs"):
+    ///
+    /// 1. `provider` and `model`: that pair (`model` may repeat the provider as
+    ///    `provider/model`);
+    /// 2. `provider` alone: its default model ([`shard_ai::default_model_for`]);
+    /// 3. `model` alone: `provider/model`, or a bare catalog name — of the active provider
+    ///    first, else of the one provider (with credentials first) that lists it;
+    /// 4. neither: the scripted provider when a script is given, else
+    ///    [`shard_ai::default_selection`].
+    ///
+    /// A built-in provider's model must be in the catalog (a `[[models]]` entry adds one);
+    /// a configured provider may serve any name. Every error says what would work.
+    pub fn resolve(
+        &self,
+        provider: Option<&str>,
+        model: Option<&str>,
+    ) -> Result<(String, String), SelectError> {
+        let provider = provider.map(str::trim).filter(|p| !p.is_empty());
+        let model = model.map(str::trim).filter(|m| !m.is_empty());
+        let (provider, model) = match (provider, model) {
+            (Some(p), Some(m)) => {
+                let m = m.strip_prefix(&format!("{p}/")).unwrap_or(m);
+                (p.to_string(), m.to_string())
+            }
+            (Some(p), None) => {
+                self.check_provider(p)?;
+                let m = if p == SCRIPTED {
+                    Some("script".to_string())
+                } else {
+                    shard_ai::default_model_for(p, &self.ai_config)
+                };
+                let m = m.ok_or_else(|| {
+                    SelectError(format!(
+                        "provider `{p}` has no default model: pass --model, or set \
+                         default_model in [providers.{p}] of SHARD_HOME/config.toml"
+                    ))
+                })?;
+                (p.to_string(), m)
+            }
+            (None, Some(m)) => self.bare_or_qualified(m)?,
+            (None, None) => {
+                if self.script.is_some() {
+                    (SCRIPTED.to_string(), "script".to_string())
+                } else {
+                    let env = self.env.clone();
+                    shard_ai::default_selection(&self.ai_config, &|k| env(k)).ok_or_else(|| {
+                        SelectError(
+                            "no model provider is configured: set ANTHROPIC_API_KEY or \
+                                 OPENAI_API_KEY, or add a provider to SHARD_HOME/config.toml"
+                                .to_string(),
+                        )
+                    })?
+                }
+            }
+        };
+        self.check_provider(&provider)?;
+        self.check_model(&provider, &model)?;
+        Ok((provider, model))
+    }
+
+    /// `provider/model` with a known provider, else a bare catalog name.
+    fn bare_or_qualified(&self, m: &str) -> Result<(String, String), SelectError> {
+        if let Some((p, rest)) = m.split_once('/')
+            && (p == SCRIPTED || self.catalog.is_known_provider(p))
+        {
+            return Ok((p.to_string(), rest.to_string()));
         }
-        self.catalog
+        if let Some(a) = &self.active
+            && self.catalog.knows(&a.info.provider, m)
+        {
+            return Ok((a.info.provider.clone(), m.to_string()));
+        }
+        let env = self.env.clone();
+        let mut listing: Vec<&str> = self
+            .catalog
             .list()
             .iter()
-            .find(|i| i.model == model)
-            .map(|i| (i.provider.clone(), i.model.clone()))
+            .filter(|i| self.catalog.knows(&i.provider, m))
+            .map(|i| i.provider.as_str())
+            .collect();
+        listing.dedup();
+        let usable = listing
+            .iter()
+            .find(|p| shard_ai::has_credentials(p, &self.ai_config, &|k| env(k)));
+        match usable.or(listing.first()) {
+            Some(p) => Ok((p.to_string(), m.to_string())),
+            None => Err(SelectError(format!(
+                "unknown model `{m}`: name it as provider/model (providers: {}), or use a \
+                 catalog name such as {}",
+                self.provider_names(),
+                self.example_models()
+            ))),
+        }
+    }
+
+    fn check_provider(&self, p: &str) -> Result<(), SelectError> {
+        if p == SCRIPTED || self.catalog.is_known_provider(p) {
+            return Ok(());
+        }
+        Err(SelectError(format!(
+            "unknown provider `{p}`: use one of {}, or define [providers.{p}] in \
+             SHARD_HOME/config.toml",
+            self.provider_names()
+        )))
+    }
+
+    fn check_model(&self, p: &str, m: &str) -> Result<(), SelectError> {
+        let builtin = shard_ai::config::BUILTIN_PROVIDERS.contains(&p);
+        if p == SCRIPTED || !builtin || self.catalog.knows(p, m) {
+            return Ok(());
+        }
+        let known: Vec<&str> = self
+            .catalog
+            .list()
+            .iter()
+            .filter(|i| i.provider == p)
+            .map(|i| i.model.as_str())
+            .collect();
+        Err(SelectError(format!(
+            "unknown model `{p}/{m}`: {p} models are {}; add a [[models]] entry to \
+             SHARD_HOME/config.toml to use another",
+            known.join(", ")
+        )))
+    }
+
+    fn provider_names(&self) -> String {
+        let mut names: Vec<&str> = self
+            .catalog
+            .providers()
+            .iter()
+            .map(String::as_str)
+            .collect();
+        if self.script.is_some() {
+            names.push(SCRIPTED);
+        }
+        names.join(", ")
+    }
+
+    fn example_models(&self) -> String {
+        let examples: Vec<String> = self
+            .catalog
+            .list()
+            .iter()
+            .filter(|i| i.provider == "anthropic")
+            .take(2)
+            .map(|i| format!("`{}`", i.model))
+            .collect();
+        examples.join(" or ")
     }
 
     /// Builds the provider and makes it active.
@@ -185,14 +289,29 @@ impl ModelController {
         }
     }
 
-    /// The catalog, secret-free; the active model is always included.
+    /// The catalog offered to pickers, secret-free: models of providers usable now (with
+    /// credentials, or keyless), each usable configured provider's default model, and
+    /// always the active model.
     pub fn catalog(&self) -> Vec<ModelDescriptor> {
+        let env = self.env.clone();
+        let usable = |p: &str| shard_ai::has_credentials(p, &self.ai_config, &|k| env(k));
         let mut list: Vec<ModelDescriptor> = self
             .catalog
             .list()
             .iter()
+            .filter(|i| usable(&i.provider))
             .map(ModelInfo::to_descriptor)
             .collect();
+        for name in self.ai_config.providers.keys() {
+            if let Some(m) = shard_ai::default_model_for(name, &self.ai_config)
+                && usable(name)
+            {
+                let d = self.catalog.resolve(name, &m).to_descriptor();
+                if !list.iter().any(|x| x.id == d.id) {
+                    list.push(d);
+                }
+            }
+        }
         if let Some(a) = &self.active {
             let d = a.info.to_descriptor();
             if !list.iter().any(|x| x.id == d.id) {
@@ -202,20 +321,11 @@ impl ModelController {
         list
     }
 
-    /// Selects by catalog id (`provider/model`).
+    /// Selects what `set_model` names: a catalog id (`provider/model`) or a bare catalog
+    /// name (the active provider's first). The selection is unchanged on error.
     pub fn select_id(&mut self, id: &str) -> Result<(), SelectError> {
-        let Some((p, m)) = id.split_once('/') else {
-            return Err(SelectError(format!(
-                "unknown model `{id}`: use a catalog id such as `anthropic/claude-sonnet-4-5`"
-            )));
-        };
-        let known_provider = p == SCRIPTED
-            || self.catalog.list().iter().any(|i| i.provider == p)
-            || self.ai_config.providers.contains_key(p);
-        if !known_provider {
-            return Err(SelectError(format!("unknown provider `{p}`")));
-        }
-        self.select(p, m)
+        let (p, m) = self.resolve(None, Some(id))?;
+        self.select(&p, &m)
     }
 
     /// Reasoning levels of the active model (empty when it has none).

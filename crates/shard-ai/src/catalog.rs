@@ -449,6 +449,47 @@ impl Catalog {
     pub fn list(&self) -> &[ModelInfo] {
         &self.models
     }
+
+    /// Whether `provider/model` is in the catalog (a dated snapshot of a listed model
+    /// counts). Selection refuses other models of built-in providers; a configured
+    /// provider (a local or proxy server) may serve any name.
+    pub fn knows(&self, provider: &str, model: &str) -> bool {
+        self.models
+            .iter()
+            .any(|m| m.provider == provider && (m.model == model || m.model == strip_date(model)))
+    }
+
+    /// Provider names, built-in first.
+    pub fn providers(&self) -> &[String] {
+        &self.providers
+    }
+}
+
+/// What a model accepts as an image input: the MIME types and the largest decoded size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageLimits {
+    /// Accepted MIME types.
+    pub mime_types: &'static [&'static str],
+    /// Largest decoded image in bytes.
+    pub max_bytes: usize,
+}
+
+/// The image limits of `model` (`None`: it takes no images). Both APIs accept PNG, JPEG,
+/// GIF and WebP; Anthropic refuses images over 5 MB, OpenAI over 20 MB (their documented
+/// per-image limits); other providers speak one of the two protocols and get the stricter.
+pub fn image_limits(model: &ModelInfo) -> Option<ImageLimits> {
+    if !model.supports_images {
+        return None;
+    }
+    const TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
+    let max_bytes = match model.provider.as_str() {
+        "openai" | "openai-responses" => 20 * 1024 * 1024,
+        _ => 5 * 1024 * 1024,
+    };
+    Some(ImageLimits {
+        mime_types: TYPES,
+        max_bytes,
+    })
 }
 
 #[cfg(test)]

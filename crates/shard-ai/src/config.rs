@@ -315,48 +315,79 @@ pub fn secret_env_vars(config: &AiConfig) -> Vec<String> {
     vars
 }
 
-/// The provider and model to use when the user chose none: the first provider that has
-/// a key (Anthropic, then OpenAI, then configured providers by name), with its default
-/// model. A configured provider that needs no key counts as usable.
+/// Whether provider `name` can be used now: it is known and its key (if it needs one) is
+/// set. Model pickers offer only these.
+pub fn has_credentials(
+    name: &str,
+    config: &AiConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> bool {
+    match resolve(name, config, env) {
+        Some(r) => match &r.key_env {
+            Some(var) => env(var).is_some_and(|k| !k.trim().is_empty()),
+            None => true,
+        },
+        None => false,
+    }
+}
+
+/// The model provider `name` uses when none is named: its configured `default_model`,
+/// else its first `[[models]]` entry, else the built-in default of its protocol (the
+/// Anthropic or OpenAI default). `None` for an unknown provider.
+pub fn default_model_for(name: &str, config: &AiConfig) -> Option<String> {
+    let configured = config.providers.get(name);
+    let kind = configured
+        .and_then(|c| c.kind)
+        .or(builtin_kind(name))
+        .or(configured.map(|_| ProviderKind::OpenAi))?;
+    if let Some(m) = configured.and_then(|c| c.default_model.clone()) {
+        return Some(m);
+    }
+    if let Some(m) = config
+        .models
+        .iter()
+        .filter_map(ModelConfig::to_info)
+        .find(|m| m.provider == name)
+    {
+        return Some(m.model);
+    }
+    // A custom provider (a local server) has no built-in model to fall back to.
+    builtin_kind(name)?;
+    Some(match kind {
+        ProviderKind::Anthropic => ANTHROPIC_DEFAULT_MODEL.to_string(),
+        _ => OPENAI_DEFAULT_MODEL.to_string(),
+    })
+}
+
+/// The provider and model to use when the user chose none (docs/providers.md, "Which
+/// model runs"): first a configured provider that names a `default_model` and is usable
+/// (configured ones by name) — what the user wrote in `config.toml` wins over keys that
+/// merely happen to be in the environment —, then Anthropic, then OpenAI when their key
+/// is set, then any other usable configured provider.
 pub fn default_selection(
     config: &AiConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<(String, String)> {
-    let mut names: Vec<&str> = vec!["anthropic", "openai"];
-    names.extend(
-        config
-            .providers
-            .keys()
-            .map(String::as_str)
-            .filter(|n| !["anthropic", "openai"].contains(n)),
-    );
-    for name in names {
-        let Some(r) = resolve(name, config, env) else {
-            continue;
-        };
-        let has_key = match &r.key_env {
-            Some(var) => env(var).is_some_and(|k| !k.trim().is_empty()),
-            None => true,
-        };
-        if !has_key {
-            continue;
+    let mut names: Vec<&str> = config
+        .providers
+        .iter()
+        .filter(|(_, pc)| pc.default_model.is_some())
+        .map(|(n, _)| n.as_str())
+        .collect();
+    for n in ["anthropic", "openai"] {
+        if !names.contains(&n) {
+            names.push(n);
         }
-        let model = r.config.default_model.clone().or_else(|| {
-            config
-                .models
-                .iter()
-                .filter_map(ModelConfig::to_info)
-                .find(|m| m.provider == name)
-                .map(|m| m.model)
-        });
-        let model = match (model, r.kind) {
-            (Some(m), _) => m,
-            (None, ProviderKind::Anthropic) => ANTHROPIC_DEFAULT_MODEL.to_string(),
-            (None, _) => OPENAI_DEFAULT_MODEL.to_string(),
-        };
-        return Some((name.to_string(), model));
     }
-    None
+    for n in config.providers.keys() {
+        if !names.contains(&n.as_str()) {
+            names.push(n);
+        }
+    }
+    names
+        .into_iter()
+        .filter(|n| has_credentials(n, config, env))
+        .find_map(|n| default_model_for(n, config).map(|m| (n.to_string(), m)))
 }
 
 #[cfg(test)]
@@ -451,5 +482,34 @@ mod tests {
         );
         assert_eq!(m.prices.input, Some(0.5));
         assert!(cat.is_known_provider("router"));
+    }
+
+    #[test]
+    fn configured_default_model_wins_over_environment_keys() {
+        let cfg: AiConfig = toml::from_str(
+            r#"
+            [providers.ollama]
+            base_url = "http://localhost:11434/v1"
+            default_model = "qwen3"
+            [providers.router]
+            base_url = "https://openrouter.ai/api/v1"
+            api_key_env = "OPENROUTER_API_KEY"
+            "#,
+        )
+        .unwrap();
+        let env = env_of(&[("OPENAI_API_KEY", "x"), ("ANTHROPIC_API_KEY", "y")]);
+        assert_eq!(
+            default_selection(&cfg, &env),
+            Some(("ollama".into(), "qwen3".into()))
+        );
+        assert_eq!(default_model_for("ollama", &cfg).as_deref(), Some("qwen3"));
+        assert_eq!(default_model_for("router", &cfg), None);
+        assert_eq!(
+            default_model_for("openai", &cfg).as_deref(),
+            Some(OPENAI_DEFAULT_MODEL)
+        );
+        assert!(has_credentials("ollama", &cfg, &env));
+        assert!(!has_credentials("router", &cfg, &env));
+        assert!(!has_credentials("nope", &cfg, &env));
     }
 }

@@ -22,10 +22,10 @@ pub mod settings;
 pub mod sse;
 
 pub use anthropic::AnthropicProvider;
-pub use catalog::{Catalog, ModelInfo, Prices, cost};
+pub use catalog::{Catalog, ImageLimits, ModelInfo, Prices, cost, image_limits};
 pub use config::{
-    AiConfig, ModelConfig, ProviderConfig, ProviderKind, build_provider, default_selection,
-    secret_env_vars,
+    AiConfig, ModelConfig, ProviderConfig, ProviderKind, build_provider, default_model_for,
+    default_selection, has_credentials, secret_env_vars,
 };
 pub use openai_chat::OpenAiChatProvider;
 pub use openai_responses::OpenAiResponsesProvider;

@@ -122,7 +122,11 @@ pub fn run(args: AgentArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    rt.block_on(serve(opts))
+    let code = rt.block_on(serve(opts));
+    // The stdin reader sits in a blocking read that only the peer can end; waiting for it
+    // would keep a Runtime told to stop (SIGTERM, SIGINT) alive while its stdin is open.
+    rt.shutdown_background();
+    code
 }
 
 async fn serve(opts: RuntimeOptions) -> ExitCode {

@@ -21,7 +21,8 @@ pub struct LaunchSpec {
     pub session_id: String,
     /// Working directory.
     pub cwd: PathBuf,
-    /// Provider, passed at every start (the scripted provider needs its script again).
+    /// Provider, passed at first start (and every start of a scripted agent, whose
+    /// recorded provider is the same).
     pub provider: Option<String>,
     /// Model, passed only at first start (§16 item 13).
     pub model: Option<String>,

@@ -91,7 +91,12 @@ fn begin_start(
         parent_agent_id: m.parent_agent_id.clone(),
         session_id: m.session_id.clone(),
         cwd: m.cwd.clone().into(),
-        provider: m.provider.clone(),
+        // Later starts restore the session's own record (a set_model since creation).
+        provider: if first || scripted {
+            m.provider.clone()
+        } else {
+            None
+        },
         model: if scripted || !first {
             None
         } else {

@@ -14,6 +14,7 @@ mod lines;
 mod meta;
 mod reader;
 pub mod records;
+pub mod repair;
 mod session;
 mod state;
 mod store;

@@ -69,7 +69,8 @@ impl SessionReader {
     }
 
     /// Every message after the last compaction, the summary first, oldest first: the
-    /// model's context. Unbounded; read backwards like the live window.
+    /// model's context, with every tool call answered right after its message (see
+    /// [`crate::repair`]). Unbounded; read backwards like the live window.
     pub fn context_messages(&self) -> Result<Vec<Message>, SessionError> {
         let found = collect(&self.file, self.header_end, self.transcript_len, |_| true)
             .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?;
@@ -79,6 +80,6 @@ impl SessionReader {
             messages.push(summary_message(entry_id, compaction));
         }
         messages.reverse();
-        Ok(messages)
+        Ok(crate::repair::pair_tool_results(messages))
     }
 }

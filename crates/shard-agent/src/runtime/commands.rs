@@ -114,6 +114,12 @@ impl Runtime {
         input: UserInput,
         behavior: Option<StreamingBehavior>,
     ) {
+        let model = self.models.active().ok().map(|a| a.info.clone());
+        if let Some(why) = crate::images::check_images(&input.images, model.as_ref()) {
+            self.emit(Event::err(id, Some(name), ErrorCode::InvalidRequest, why))
+                .await;
+            return;
+        }
         let busy = self.turn.is_some() || self.start_next.is_some();
         if !busy {
             self.start_next = Some(input);
@@ -181,6 +187,7 @@ impl Runtime {
 
     async fn set_model(&mut self, id: Option<String>, name: &str, model: &str) {
         let previous = self.models.descriptor();
+        let previous_level = self.models.reasoning().map(str::to_string);
         if let Err(e) = self.models.select_id(model) {
             self.emit(Event::err(id, Some(name), ErrorCode::NotFound, e.0))
                 .await;
@@ -193,6 +200,18 @@ impl Runtime {
         };
         if let Err(e) = self.session.append(entry) {
             tracing::error!(error = %e, "could not record the model change");
+        }
+        // A switch may change the level too (the new model lacks the old one): record it,
+        // so a resume restores this exact pair.
+        if let Some(level) = self.models.reasoning()
+            && previous_level.as_deref() != Some(level)
+        {
+            let entry = EntryKind::ReasoningLevelChange {
+                level: level.to_string(),
+            };
+            if let Err(e) = self.session.append(entry) {
+                tracing::error!(error = %e, "could not record the reasoning level");
+            }
         }
         self.emit(Event::ModelChanged(Box::new(ModelChanged {
             agent_id: None,

@@ -8,6 +8,11 @@ use shard_protocol::types::ContentBlock;
 
 use super::tool_calls::CallRequest;
 
+/// The largest total of tool-call arguments one assistant message may carry: half the
+/// protocol's line limit, leaving room for the text, the envelope and JSON escaping, so
+/// `message_complete`, `tool_call` and the transcript line always fit.
+pub(super) const MAX_TOOL_ARGS_BYTES: usize = shard_protocol::codec::DEFAULT_MAX_LINE / 2;
+
 /// The assistant message being streamed, kept so `sync` can include it.
 pub(crate) struct PartialMessage {
     pub(crate) message_id: String,
@@ -72,10 +77,17 @@ impl PartialMessage {
             .collect()
     }
 
-    /// The final blocks and the calls to run. With `keep_calls` false (abort, failure)
-    /// unfinished tool calls are dropped: they never ran and must not reach the model
-    /// without a result.
-    pub(super) fn finish(self, keep_calls: bool) -> (Vec<ContentBlock>, Vec<CallRequest>) {
+    /// The final blocks and the calls they hold. After an abort or a failure the caller
+    /// answers every call with an "interrupted" result instead of running it, so the
+    /// message keeps what the model asked for and the history stays valid.
+    pub(super) fn finish(self) -> (Vec<ContentBlock>, Vec<CallRequest>) {
+        self.finish_within(MAX_TOOL_ARGS_BYTES)
+    }
+
+    /// [`PartialMessage::finish`] with the argument budget as a parameter (tests use a
+    /// small one).
+    fn finish_within(self, args_budget: usize) -> (Vec<ContentBlock>, Vec<CallRequest>) {
+        let mut budget = args_budget;
         let mut blocks = Vec::new();
         let mut calls = Vec::new();
         for b in self.blocks {
@@ -92,10 +104,26 @@ impl PartialMessage {
                     id,
                     name,
                     args_json,
-                } if keep_calls => {
-                    let (args, parse_error) = match parse_args(&args_json) {
-                        Ok(a) => (a, None),
-                        Err(e) => (Map::new(), Some(e)),
+                } => {
+                    let (args, parse_error) = if args_json.len() > budget {
+                        // Too large for one protocol line (message_complete, tool_call,
+                        // the transcript): the model learns it from the tool result.
+                        let e = format!(
+                            "its arguments are {} bytes, over the {args_budget}-byte limit \
+                             of one message; make several smaller calls (for a large file, \
+                             write a first part and add the rest with edit)",
+                            args_json.len()
+                        );
+                        (Map::new(), Some(e))
+                    } else {
+                        budget -= args_json.len();
+                        match parse_args(&args_json) {
+                            Ok(a) => (a, None),
+                            Err(e) => (
+                                Map::new(),
+                                Some(format!("{e}; send the arguments as one JSON object")),
+                            ),
+                        }
                     };
                     blocks.push(ContentBlock::ToolCall {
                         id: id.clone(),
@@ -109,7 +137,6 @@ impl PartialMessage {
                         parse_error,
                     });
                 }
-                PartialBlock::ToolCall { .. } => {}
             }
         }
         (blocks, calls)
@@ -124,5 +151,50 @@ fn parse_args(json: &str) -> Result<Map<String, Value>, String> {
         Ok(Value::Object(m)) => Ok(m),
         Ok(other) => Err(format!("the arguments must be a JSON object, got {other}")),
         Err(e) => Err(format!("the arguments are not valid JSON ({e})")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn call(p: &mut PartialMessage, index: u32, id: &str, args: &str) {
+        let i = p.slot(index, || PartialBlock::ToolCall {
+            id: id.into(),
+            name: "write".into(),
+            args_json: String::new(),
+        });
+        if let PartialBlock::ToolCall { args_json, .. } = &mut p.blocks[i] {
+            args_json.push_str(args);
+        }
+    }
+
+    #[test]
+    fn oversized_arguments_become_an_error_the_model_sees() {
+        let mut p = PartialMessage::new("ent-x".into());
+        call(&mut p, 0, "c1", r#"{"path":"a","content":"small"}"#);
+        call(
+            &mut p,
+            1,
+            "c2",
+            &format!(r#"{{"path":"b","content":"{}"}}"#, "x".repeat(200)),
+        );
+        let (blocks, calls) = p.finish_within(100);
+        assert_eq!(blocks.len(), 2);
+        assert!(calls[0].parse_error.is_none());
+        let e = calls[1].parse_error.as_deref().unwrap();
+        assert!(e.contains("100-byte limit"), "{e}");
+        // The persisted block carries no oversized arguments.
+        assert!(matches!(&blocks[1], ContentBlock::ToolCall { args, .. } if args.is_empty()));
+    }
+
+    #[test]
+    fn unfinished_calls_are_kept_for_an_interrupted_result() {
+        let mut p = PartialMessage::new("ent-x".into());
+        call(&mut p, 0, "c1", r#"{"path":"#);
+        let (blocks, calls) = p.finish();
+        assert_eq!(blocks.len(), 1);
+        assert_eq!(calls[0].id, "c1");
     }
 }

@@ -74,10 +74,7 @@ impl Runtime {
             return None;
         };
         if let Some(e) = &call.parse_error {
-            let msg = format!(
-                "`{}` was not run: {e}. Send the arguments as one JSON object.",
-                call.name
-            );
+            let msg = format!("`{}` was not run: {e}.", call.name);
             self.record_result(&call.id, ToolOutput::error(msg)).await;
             return None;
         }

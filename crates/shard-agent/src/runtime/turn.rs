@@ -66,7 +66,7 @@ impl Runtime {
             turn_id: turn_id.clone(),
         }))
         .await;
-        let mut failed = !self.append_user(&input).await;
+        let mut failed = !self.ensure_context().await || !self.append_user(&input).await;
         let mut iterations = 0;
         while !failed && !self.cancelled() {
             iterations += 1;
@@ -162,15 +162,8 @@ impl Runtime {
                 return Call::Stop;
             }
         };
-        if self.context.is_none() {
-            match self.read_session(|reader| reader.context_messages()).await {
-                Ok(m) => self.context = Some(m),
-                Err(e) => {
-                    let msg = format!("could not read the session: {e}");
-                    self.emit_error(ErrorCode::SessionCorrupt, msg).await;
-                    return Call::Stop;
-                }
-            }
+        if !self.ensure_context().await {
+            return Call::Stop;
         }
         let messages = self.context.clone().unwrap_or_default();
         let request = ModelRequest {
@@ -232,12 +225,12 @@ impl Runtime {
         let Some(partial) = self.streaming.take() else {
             return Call::Stop;
         };
-        let (keep_calls, stop_reason, error) = match outcome {
-            StreamOutcome::Done(r) => (true, Some(r), None),
-            StreamOutcome::Aborted => (false, None, None),
-            StreamOutcome::Failed(e) => (false, None, Some(e)),
+        let (stop_reason, error) = match outcome {
+            StreamOutcome::Done(r) => (Some(r), None),
+            StreamOutcome::Aborted => (None, None),
+            StreamOutcome::Failed(e) => (None, Some(e)),
         };
-        let (blocks, calls) = partial.finish(keep_calls);
+        let (blocks, calls) = partial.finish();
         let stop_text = match (&stop_reason, &error) {
             (Some(r), _) => stop_reason_text(r),
             (None, Some(_)) => "error".to_string(),
@@ -268,6 +261,11 @@ impl Runtime {
             message,
         })))
         .await;
+        if stop_reason.is_none() && !calls.is_empty() {
+            // Stopped mid-stream: the calls never run, but each is answered.
+            let ids: Vec<String> = calls.iter().map(|c| c.id.clone()).collect();
+            self.answer_unrun_calls(&ids).await;
+        }
         if let Some(mut u) = usage {
             u.cost = self.models.cost(&u);
             u.model = Some(active.info.id.clone());

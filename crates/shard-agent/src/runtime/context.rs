@@ -1,0 +1,77 @@
+//! Loading the model's context once per Runtime, and answering tool calls a previous run
+//! left without a result (kill -9, a forced kill, a crash mid-tool): each gets a persisted
+//! "interrupted" error result, placed before the next user message, so no request this
+//! session produces can be refused by a provider for an unanswered `tool_use`.
+
+use shard_protocol::ErrorCode;
+use shard_protocol::types::{ContentBlock, Message, Role};
+use shard_session::EntryKind;
+use shard_session::repair::{self, is_synthesized};
+
+use super::Runtime;
+
+impl Runtime {
+    /// Reads the context if it is not in memory yet, persisting an "interrupted" result
+    /// for every unanswered tool call it finds. `false` (after an error event) when the
+    /// session cannot be read.
+    pub(super) async fn ensure_context(&mut self) -> bool {
+        if self.context.is_some() {
+            return true;
+        }
+        let messages = match self.read_session(|reader| reader.context_messages()).await {
+            Ok(m) => m,
+            Err(e) => {
+                let msg = format!("could not read the session: {e}");
+                self.emit_error(ErrorCode::SessionCorrupt, msg).await;
+                return false;
+            }
+        };
+        let mut context = Vec::with_capacity(messages.len());
+        for mut message in messages {
+            if is_synthesized(&message) {
+                match self.session.append(EntryKind::message(message.clone())) {
+                    Ok(entry) => message.id = entry.id,
+                    Err(e) => {
+                        tracing::error!(error = %e, "could not persist an interrupted tool result");
+                    }
+                }
+            }
+            context.push(message);
+        }
+        self.context = Some(context);
+        true
+    }
+
+    /// Records an "interrupted" result for each call of an assistant message whose turn
+    /// stopped before the calls could run (abort or a failed stream): the message keeps
+    /// its calls, and each is answered, so the history stays valid for every API.
+    pub(super) async fn answer_unrun_calls(&mut self, calls: &[String]) {
+        for id in calls {
+            let block = repair::interrupted_result(id);
+            let message = Message {
+                id: String::new(),
+                role: Role::User,
+                content: vec![block],
+            };
+            if let Err(e) = self.append_message(None, EntryKind::message(message)) {
+                let msg = format!("could not persist a tool result: {e}");
+                self.emit_error(ErrorCode::InternalError, msg).await;
+            }
+            let ContentBlock::ToolResult { content, .. } = repair::interrupted_result(id) else {
+                continue;
+            };
+            self.emit(shard_protocol::Event::ToolResult(Box::new(
+                shard_protocol::event::ToolResultEvent {
+                    agent_id: None,
+                    tool_call_id: id.clone(),
+                    content,
+                    is_error: true,
+                    exit_code: None,
+                    duration_ms: None,
+                    render: None,
+                },
+            )))
+            .await;
+        }
+    }
+}

@@ -1,0 +1,425 @@
+//! Issue 9 and 10 behaviours of the Runtime, driven through the real `shard agent` and
+//! `shard run`: what a session records and restores, interrupted tool calls, signals,
+//! images, model resolution, start validation, and a daemon-managed Runtime whose daemon
+//! went away. Provider wire behaviour comes from a local mock of the HTTP APIs.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::harness::*;
+use crate::mock::{self, MockApi};
+
+const SID: &str = "sess-01J0000000000000000000000R";
+
+fn env_refs(env: &[(String, String)]) -> Vec<(&str, &str)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
+fn active_model(a: &mut Agent) -> Value {
+    let id = a.send(json!({"type": "list_models"}));
+    a.response(&id)["data"]["active"].clone()
+}
+
+fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "the agent did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{sig} {pid}");
+}
+
+fn wait_for_file(path: &std::path::Path) {
+    let deadline = Instant::now() + WAIT;
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ------------------------------------------------------------ item 2: state restore
+
+#[test]
+fn resume_reproduces_mode_and_model_and_a_flag_overrides_and_is_recorded() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [text_turn("one"), text_turn("two")]}),
+    );
+    let mut a = Agent::spawn(
+        &sb,
+        Some(&script),
+        &["--session", SID, "--mode", "plan", "--model", "other"],
+    );
+    let sync = a.until_type("sync");
+    assert_eq!(sync["mode"], "plan");
+    assert_eq!(active_model(&mut a)["id"], "scripted/other");
+    a.send(prompt("hi"));
+    a.until_type("turn_end");
+    assert!(a.finish().success());
+    drop(a);
+
+    // No flags but the script: plan mode and the same model come back.
+    let mut cmd_b = Agent::spawn_env(
+        &sb,
+        None,
+        &["--session", SID, "--script", script.to_str().unwrap()],
+        &[],
+    );
+    let sync = cmd_b.until_type("sync");
+    assert_eq!(sync["mode"], "plan", "the recorded mode is restored");
+    assert_eq!(active_model(&mut cmd_b)["id"], "scripted/other");
+    assert!(cmd_b.finish().success());
+    drop(cmd_b);
+
+    // An explicit flag overrides, and the override is recorded for the next start.
+    let mut c = Agent::spawn(&sb, Some(&script), &["--session", SID, "--mode", "build"]);
+    assert_eq!(c.until_type("sync")["mode"], "build");
+    assert_eq!(
+        active_model(&mut c)["id"],
+        "scripted/other",
+        "--provider alone keeps the recorded model"
+    );
+    assert!(c.finish().success());
+    drop(c);
+    let mut d = Agent::spawn(&sb, Some(&script), &["--session", SID]);
+    assert_eq!(d.until_type("sync")["mode"], "build");
+    assert!(d.finish().success());
+
+    let kinds: Vec<String> = transcript(&sb.session_file(SID))
+        .iter()
+        .filter(|e| e["type"] == "mode_change")
+        .map(|e| e["mode"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, vec!["plan", "build"]);
+}
+
+#[test]
+fn a_session_started_on_openai_continues_on_openai() {
+    let sb = Sandbox::new();
+    let api = MockApi::start(vec![]);
+    let env = api.env();
+    let run = |args: &[&str]| {
+        Command::new(shard_bin())
+            .arg("run")
+            .args(args)
+            .current_dir(sb.work())
+            .env("SHARD_HOME", sb.home())
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--provider", "openai", "first"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run(&["--continue", "second"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let paths: Vec<String> = api.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(
+        paths,
+        vec!["/v1/chat/completions", "/v1/chat/completions"],
+        "both keys are set; the session chose OpenAI"
+    );
+}
+
+// ------------------------------------------------------- item 3: interrupted calls
+
+#[test]
+fn kill_9_during_a_tool_call_then_resume_sends_a_result_for_every_call() {
+    let sb = Sandbox::new();
+    let marker = sb.work().join("started");
+    let command = format!("touch {}; sleep 60", marker.display());
+    let api = MockApi::start(vec![mock::anthropic_bash("toolu_1", &command)]);
+    let env = api.env();
+    let flags = [
+        "--session",
+        SID,
+        "--provider",
+        "anthropic",
+        "--model",
+        "claude-haiku-4-5",
+    ];
+    let mut a = Agent::spawn_env(&sb, None, &flags, &env_refs(&env));
+    a.until_type("sync");
+    a.send(prompt("run it"));
+    let req = a.until_type("permission_request");
+    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "choice_id": "allow"}));
+    a.until_type("tool_call");
+    wait_for_file(&marker);
+    a.child.kill().unwrap(); // SIGKILL
+    a.child.wait().unwrap();
+    drop(a);
+
+    let mut b = Agent::spawn_env(&sb, None, &flags, &env_refs(&env));
+    b.until_type("sync");
+    b.send(prompt("what happened?"));
+    b.until_type("turn_end");
+    assert!(b.finish().success());
+    let requests = api.requests();
+    assert_eq!(requests.len(), 2);
+    mock::assert_anthropic_pairs(&requests[1].body);
+    // The made-up answer is persisted, before the new prompt.
+    let entries = transcript(&sb.session_file(SID));
+    let texts: Vec<String> = entries
+        .iter()
+        .filter(|e| e["type"] == "message")
+        .map(|e| e["message"].to_string())
+        .collect();
+    let at_result = texts
+        .iter()
+        .position(|t| t.contains("interrupted"))
+        .expect("a persisted interrupted result");
+    let at_prompt = texts
+        .iter()
+        .position(|t| t.contains("what happened?"))
+        .unwrap();
+    assert!(at_result < at_prompt, "{texts:#?}");
+}
+
+#[test]
+fn abort_while_a_tool_call_streams_keeps_the_call_and_answers_it() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [{"steps": [
+            {"text": "Let me look.", "chunk_chars": 4},
+            {"tool_call": {"id": "t1", "name": "read", "args": {"path": "x"}}},
+            {"delay_ms": 20000},
+        ]}, text_turn("after")]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &["--session", SID]);
+    a.until_type("sync");
+    a.send(prompt("go"));
+    a.until(|v| v["type"] == "message_delta" && v["kind"] == "tool_call");
+    a.send(json!({"type": "abort"}));
+    let complete = a.until_type("message_complete");
+    assert!(
+        complete["message"].to_string().contains("\"t1\""),
+        "the call is kept: {complete}"
+    );
+    let result = a.until_type("tool_result");
+    assert_eq!(result["tool_call_id"], "t1");
+    assert_eq!(result["is_error"], true);
+    a.until_type("turn_end");
+    assert!(a.finish().success());
+    let entries = transcript(&sb.session_file(SID));
+    let assistant = entries
+        .iter()
+        .find(|e| e["type"] == "message" && e["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(assistant["aborted"], true, "the partial message is marked");
+    assert_eq!(assistant["message"]["content"][0]["text"], "Let me look.");
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["message"]["content"][0]["tool_call_id"] == "t1")
+    );
+}
+
+// ---------------------------------------------------------------- item 5: signals
+
+#[test]
+fn sigterm_with_stdin_open_aborts_persists_and_exits() {
+    for sig in ["TERM", "INT"] {
+        let sb = Sandbox::new();
+        let script = sb.script(
+            "s.json",
+            json!({"turns": [{"steps": [{"text": "partial answer"}, {"delay_ms": 30000}, {"text": " never"}]}]}),
+        );
+        let mut a = Agent::spawn(&sb, Some(&script), &["--session", SID]);
+        a.until_type("sync");
+        a.send(prompt("go"));
+        a.until_type("message_delta");
+        signal(a.child.id(), sig);
+        let status = wait_exit(&mut a.child);
+        assert!(status.success(), "SIG{sig}: {status:?}");
+        let entries = transcript(&sb.session_file(SID));
+        let assistant = entries
+            .iter()
+            .find(|e| e["type"] == "message" && e["message"]["role"] == "assistant")
+            .unwrap_or_else(|| panic!("SIG{sig}: the partial answer is saved: {entries:?}"));
+        assert_eq!(assistant["aborted"], true);
+        assert_eq!(assistant["message"]["content"][0]["text"], "partial answer");
+    }
+}
+
+// ---------------------------------------------------------------- item 8: images
+
+#[test]
+fn a_prompt_image_with_bad_base64_is_refused_and_nothing_is_saved() {
+    let sb = Sandbox::new();
+    let script = sb.script("s.json", json!({"turns": [text_turn("fine")]}));
+    let mut a = Agent::spawn(&sb, Some(&script), &["--session", SID]);
+    a.until_type("sync");
+    let id = a.send(json!({"type": "prompt", "message": "look", "images": [{"type": "image", "data": "%%% not base64", "mime_type": "image/png"}]}));
+    let resp = a.response(&id);
+    assert_eq!(resp["success"], false);
+    assert_eq!(resp["error"]["code"], "INVALID_REQUEST");
+    assert!(
+        resp["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("base64"),
+        "{resp}"
+    );
+    let id = a.send(json!({"type": "prompt", "message": "look", "images": [{"type": "image", "data": "iVBORw0KGgo=", "mime_type": "image/tiff"}]}));
+    assert_eq!(a.response(&id)["error"]["code"], "INVALID_REQUEST");
+    assert!(a.finish().success());
+    let messages = transcript(&sb.session_file(SID))
+        .into_iter()
+        .filter(|e| e["type"] == "message")
+        .count();
+    assert_eq!(messages, 0);
+}
+
+// ------------------------------------------------------- item 9: model resolution
+
+#[test]
+fn model_resolution_is_one_rule() {
+    let sb = Sandbox::new();
+    sb.config(
+        "[providers.local]\nbase_url = \"http://127.0.0.1:9/v1\"\ndefault_model = \"qwen3\"\n",
+    );
+    // The configured default wins over keys that happen to be set.
+    let keys = [
+        ("ANTHROPIC_API_KEY", "sk-ant-x"),
+        ("OPENAI_API_KEY", "sk-oa-x"),
+    ];
+    let mut a = Agent::spawn_env(&sb, None, &[], &keys);
+    a.until_type("sync");
+    assert_eq!(active_model(&mut a)["id"], "local/qwen3");
+    assert!(a.finish().success());
+    drop(a);
+
+    // Only an OpenAI key: the picker offers no Anthropic model; a bare catalog name of the
+    // current provider is accepted; an unknown provider/model is refused with the fix.
+    std::fs::remove_file(sb.home().join("config.toml")).unwrap();
+    let mut b = Agent::spawn_env(
+        &sb,
+        None,
+        &["--provider", "openai"],
+        &[("OPENAI_API_KEY", "sk-oa-x")],
+    );
+    b.until_type("sync");
+    let id = b.send(json!({"type": "list_models"}));
+    let list = b.response(&id);
+    let providers: Vec<&str> = list["data"]["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["provider"].as_str().unwrap())
+        .collect();
+    assert!(providers.contains(&"openai"), "{list}");
+    assert!(
+        !providers.contains(&"anthropic"),
+        "no key, not offered: {list}"
+    );
+    let id = b.send(json!({"type": "set_model", "model": "gpt-5-mini"}));
+    assert_eq!(b.response(&id)["success"], true);
+    assert_eq!(active_model(&mut b)["id"], "openai/gpt-5-mini");
+    let id = b.send(json!({"type": "set_model", "model": "openai/no-such-model"}));
+    let resp = b.response(&id);
+    assert_eq!(resp["success"], false);
+    assert!(
+        resp["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("gpt-5.4"),
+        "says what would work: {resp}"
+    );
+    assert_eq!(
+        active_model(&mut b)["id"],
+        "openai/gpt-5-mini",
+        "unchanged after a refusal"
+    );
+    assert!(b.finish().success());
+    drop(b);
+
+    // With an Anthropic key, a bare Anthropic catalog name resolves while on Anthropic.
+    let mut c = Agent::spawn_env(
+        &sb,
+        None,
+        &["--provider", "anthropic"],
+        &[("ANTHROPIC_API_KEY", "sk-ant-x")],
+    );
+    c.until_type("sync");
+    let id = c.send(json!({"type": "set_model", "model": "claude-opus-4-5"}));
+    assert_eq!(c.response(&id)["success"], true);
+    assert_eq!(active_model(&mut c)["id"], "anthropic/claude-opus-4-5");
+    assert!(c.finish().success());
+}
+
+// ------------------------------------------------------------ start validation
+
+#[test]
+fn an_unknown_mode_is_a_start_error() {
+    let sb = Sandbox::new();
+    let script = sb.script("s.json", json!({"turns": []}));
+    let mut a = Agent::spawn(&sb, Some(&script), &["--mode", "bogus", "--session", SID]);
+    assert_eq!(a.next()["type"], "hello");
+    let err = a.next();
+    assert_eq!(err["type"], "error");
+    assert_eq!(err["fatal"], true);
+    assert_eq!(err["code"], "INVALID_REQUEST");
+    assert!(
+        err["message"].as_str().unwrap().contains("plan"),
+        "names the modes: {err}"
+    );
+    let status = a.finish();
+    assert!(!status.success());
+    assert!(!sb.session_file(SID).exists(), "nothing is created");
+}
+
+// ---------------------------------------------- issue 10 §7: the daemon went away
+
+#[test]
+fn under_a_daemon_end_of_input_aborts_the_turn_and_exits() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [{"steps": [{"text": "started"}, {"delay_ms": 30000}, {"text": " finished"}]}]}),
+    );
+    let agent = [("SHARD_AGENT_ID", "agent-01J0000000000000000000000A")];
+    let mut a = Agent::spawn_env(&sb, Some(&script), &["--session", SID], &agent);
+    a.until_type("sync");
+    a.send(prompt("go"));
+    a.until_type("message_delta");
+    a.close_stdin();
+    let status = wait_exit(&mut a.child);
+    assert!(status.success());
+    let entries = transcript(&sb.session_file(SID));
+    let assistant = entries
+        .iter()
+        .find(|e| e["type"] == "message" && e["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(
+        assistant["aborted"], true,
+        "the turn stopped instead of finishing"
+    );
+    assert_eq!(assistant["message"]["content"][0]["text"], "started");
+}
