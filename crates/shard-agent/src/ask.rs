@@ -132,7 +132,7 @@ fn request_for(args: AskArgs) -> Result<UiRequest, String> {
         AskKind::Editor => (UiKind::Editor, "The agent asks for text"),
         AskKind::Notify => (UiKind::Notify, "The agent says"),
     };
-    let notify_type = (kind == AskKind::Notify).then(|| match args.level {
+    let notify_type = (kind == AskKind::Notify).then_some(match args.level {
         Some(AskLevel::Warning) => NotifyType::Warning,
         Some(AskLevel::Error) => NotifyType::Error,
         Some(AskLevel::Info) | None => NotifyType::Info,

@@ -423,3 +423,97 @@ fn under_a_daemon_end_of_input_aborts_the_turn_and_exits() {
     );
     assert_eq!(assistant["message"]["content"][0]["text"], "started");
 }
+
+// ------------------------------------------- item 2: the daemon's idle restore
+
+struct DaemonProc(std::process::Child);
+
+impl Drop for DaemonProc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_agent_comes_back_from_idle_reaping_in_its_mode_and_model() {
+    use shard_client::Client;
+    use shard_protocol::command::{AttachRole, Command as Cmd};
+    use shard_protocol::types::RuntimeState;
+    use shard_protocol::{Event, IncomingEvent};
+    use std::io::BufRead;
+
+    let t = Duration::from_secs(60);
+    let home = tempfile::tempdir().unwrap();
+    let api = MockApi::start(vec![]);
+    let mut child = Command::new(shard_bin())
+        .args(["daemon", "--idle-runtime-timeout", "1"])
+        .env("SHARD_HOME", home.path())
+        .envs(api.env())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _daemon = DaemonProc(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if !sent && line.contains("listening on") {
+                let _ = tx.send(());
+                sent = true;
+            }
+        }
+    });
+    rx.recv_timeout(t).expect("daemon started");
+
+    let c = Client::connect_daemon(home.path()).await.unwrap();
+    let create = serde_json::from_value(json!({
+        "cwd": home.path().display().to_string(), "provider": "anthropic",
+        "model": "claude-haiku-4-5", "mode": "plan", "headless_policy": "queue"
+    }))
+    .unwrap();
+    let id = c.create(create).await.unwrap();
+    let prompt = |text: &str| -> Cmd {
+        serde_json::from_value(json!({"type": "prompt", "agent_id": id, "message": text})).unwrap()
+    };
+    {
+        let (_, mut events) = c.attach(&id, AttachRole::Interactive).await.unwrap();
+        c.call(prompt("first")).await.unwrap();
+        loop {
+            let e = tokio::time::timeout(t, events.recv()).await.unwrap().unwrap();
+            if matches!(e, Event::TurnEnd(_)) {
+                break;
+            }
+        }
+        c.detach(&id).await.unwrap();
+    }
+    loop {
+        let e = tokio::time::timeout(t, c.next_event()).await.unwrap().unwrap();
+        if let IncomingEvent::Known(Event::AgentStatusChanged(s)) = e
+            && s.runtime_state == RuntimeState::Stopped
+        {
+            break;
+        }
+    }
+    let (_, mut events) = c.attach(&id, AttachRole::Interactive).await.unwrap();
+    let Event::Sync(sync) = tokio::time::timeout(t, events.recv()).await.unwrap().unwrap() else {
+        panic!("sync first")
+    };
+    assert!(sync.runtime_epoch.unwrap() >= 1, "a restored Runtime");
+    assert_eq!(sync.mode, "plan");
+    let list: Cmd = serde_json::from_value(json!({"type": "list_models", "agent_id": id})).unwrap();
+    let data = c.call(list).await.unwrap().unwrap();
+    assert_eq!(data["active"]["id"], "anthropic/claude-haiku-4-5");
+    c.call(prompt("second")).await.unwrap();
+    loop {
+        let e = tokio::time::timeout(t, events.recv()).await.unwrap().unwrap();
+        if matches!(e, Event::TurnEnd(_)) {
+            break;
+        }
+    }
+    let models: Vec<Value> = api.requests().iter().map(|r| r.body["model"].clone()).collect();
+    assert_eq!(models, vec![json!("claude-haiku-4-5"), json!("claude-haiku-4-5")]);
+}
