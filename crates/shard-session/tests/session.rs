@@ -49,6 +49,23 @@ fn assistant(t: &str) -> EntryKind {
     text(Role::Assistant, t)
 }
 
+/// An assistant message that says `t` and calls a tool (its result must follow it: the
+/// model's context pairs results with their calls).
+fn calling(t: &str, call: &str) -> EntryKind {
+    EntryKind::message(Message {
+        id: String::new(),
+        role: Role::Assistant,
+        content: vec![
+            ContentBlock::Text { text: t.into() },
+            ContentBlock::ToolCall {
+                id: call.into(),
+                name: "bash".into(),
+                args: Default::default(),
+            },
+        ],
+    })
+}
+
 fn tool_result(call: &str, out: &str) -> EntryKind {
     EntryKind::message(Message {
         id: String::new(),
@@ -119,7 +136,7 @@ fn create_append_and_reopen_restores_state_and_messages() {
         })
         .unwrap();
         s.append(user("hello there")).unwrap();
-        s.append(assistant("hi")).unwrap();
+        s.append(calling("hi", "call-1")).unwrap();
         s.append(EntryKind::ModeChange {
             mode: "build".into(),
         })
@@ -490,6 +507,7 @@ fn an_oversized_block_is_cut_instead_of_emptying_the_window() {
     let id = ids::new_id(ids::SESSION);
     let mut s = store.open_or_create(&id, &h.cwd).unwrap();
     s.append(user("run it")).unwrap();
+    s.append(calling("running", "c1")).unwrap();
     let big = s.append(tool_result("c1", &"y".repeat(200_000))).unwrap();
     let last = s.append(assistant("done")).unwrap();
     let budget = 16 * 1024;
@@ -513,7 +531,7 @@ fn an_oversized_block_is_cut_instead_of_emptying_the_window() {
     }
     // The stored transcript is untouched.
     let full = s.context_messages().unwrap();
-    assert_eq!(full[1].content, {
+    assert_eq!(full[2].content, {
         let EntryKind::Message(m) = big.kind else {
             panic!()
         };

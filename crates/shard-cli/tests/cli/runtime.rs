@@ -393,6 +393,19 @@ fn an_unknown_mode_is_a_start_error() {
     let status = a.finish();
     assert!(!status.success());
     assert!(!sb.session_file(SID).exists(), "nothing is created");
+    drop(a);
+
+    // The same for a provider or model that does not exist.
+    for flags in [
+        ["--provider", "nosuch"],
+        ["--model", "anthropic/claude-nope"],
+    ] {
+        let mut a = Agent::spawn_env(&sb, None, &flags, &[("ANTHROPIC_API_KEY", "sk-ant-x")]);
+        assert_eq!(a.next()["type"], "hello");
+        let err = a.next();
+        assert_eq!(err["fatal"], true, "{flags:?}: {err}");
+        assert!(!a.finish().success());
+    }
 }
 
 // ---------------------------------------------- issue 10 §7: the daemon went away
@@ -460,7 +473,10 @@ async fn a_daemon_agent_comes_back_from_idle_reaping_in_its_mode_and_model() {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut sent = false;
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
             if !sent && line.contains("listening on") {
                 let _ = tx.send(());
                 sent = true;
@@ -483,7 +499,10 @@ async fn a_daemon_agent_comes_back_from_idle_reaping_in_its_mode_and_model() {
         let (_, mut events) = c.attach(&id, AttachRole::Interactive).await.unwrap();
         c.call(prompt("first")).await.unwrap();
         loop {
-            let e = tokio::time::timeout(t, events.recv()).await.unwrap().unwrap();
+            let e = tokio::time::timeout(t, events.recv())
+                .await
+                .unwrap()
+                .unwrap();
             if matches!(e, Event::TurnEnd(_)) {
                 break;
             }
@@ -491,7 +510,10 @@ async fn a_daemon_agent_comes_back_from_idle_reaping_in_its_mode_and_model() {
         c.detach(&id).await.unwrap();
     }
     loop {
-        let e = tokio::time::timeout(t, c.next_event()).await.unwrap().unwrap();
+        let e = tokio::time::timeout(t, c.next_event())
+            .await
+            .unwrap()
+            .unwrap();
         if let IncomingEvent::Known(Event::AgentStatusChanged(s)) = e
             && s.runtime_state == RuntimeState::Stopped
         {
@@ -499,7 +521,11 @@ async fn a_daemon_agent_comes_back_from_idle_reaping_in_its_mode_and_model() {
         }
     }
     let (_, mut events) = c.attach(&id, AttachRole::Interactive).await.unwrap();
-    let Event::Sync(sync) = tokio::time::timeout(t, events.recv()).await.unwrap().unwrap() else {
+    let Event::Sync(sync) = tokio::time::timeout(t, events.recv())
+        .await
+        .unwrap()
+        .unwrap()
+    else {
         panic!("sync first")
     };
     assert!(sync.runtime_epoch.unwrap() >= 1, "a restored Runtime");
@@ -509,11 +535,21 @@ async fn a_daemon_agent_comes_back_from_idle_reaping_in_its_mode_and_model() {
     assert_eq!(data["active"]["id"], "anthropic/claude-haiku-4-5");
     c.call(prompt("second")).await.unwrap();
     loop {
-        let e = tokio::time::timeout(t, events.recv()).await.unwrap().unwrap();
+        let e = tokio::time::timeout(t, events.recv())
+            .await
+            .unwrap()
+            .unwrap();
         if matches!(e, Event::TurnEnd(_)) {
             break;
         }
     }
-    let models: Vec<Value> = api.requests().iter().map(|r| r.body["model"].clone()).collect();
-    assert_eq!(models, vec![json!("claude-haiku-4-5"), json!("claude-haiku-4-5")]);
+    let models: Vec<Value> = api
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].clone())
+        .collect();
+    assert_eq!(
+        models,
+        vec![json!("claude-haiku-4-5"), json!("claude-haiku-4-5")]
+    );
 }

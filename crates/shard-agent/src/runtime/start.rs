@@ -1,0 +1,203 @@
+//! Starting a Runtime: preparing (configuration, grants, model — everything that needs no
+//! session), validating a user's choices, and restoring the choices a session recorded.
+
+use shard_gate::grants::GrantStore;
+use shard_gate::rules::{self, Rule};
+use shard_protocol::ErrorCode;
+use shard_session::Session;
+
+use super::{RuntimeOptions, StartError};
+use crate::config::Config;
+use crate::models::{EnvLookup, ModelController};
+use crate::modes::ModeController;
+
+/// Configuration read and a model selected (from the flags, else the configured
+/// default), before any session is opened: `shard run` can report in one line that no
+/// provider is usable without creating a session, and then open with the same work.
+pub struct Prepared {
+    pub(super) opts: RuntimeOptions,
+    pub(super) config: Config,
+    pub(super) ai_config: shard_ai::config::AiConfig,
+    pub(super) deny_rules: Vec<Rule>,
+    pub(super) headless_allow: Vec<Rule>,
+    pub(super) grants: GrantStore,
+    pub(super) models: ModelController,
+}
+
+impl Prepared {
+    /// Why no model is usable with these options, if none is.
+    pub fn model_problem(&self) -> Option<String> {
+        self.models.active().err()
+    }
+}
+
+/// Reads the configuration and the project's grants, canonicalizes the cwd and selects
+/// the model: every failure that needs no session happens before one is opened.
+pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, StartError> {
+    let cwd = std::fs::canonicalize(&opts.cwd)
+        .map_err(|e| StartError::Cwd(opts.cwd.display().to_string(), e.to_string()))?;
+    if !cwd.is_dir() {
+        return Err(StartError::Cwd(
+            cwd.display().to_string(),
+            "not a directory".into(),
+        ));
+    }
+    opts.cwd = cwd;
+    let config = Config::load(&opts.shard_home).map_err(|e| StartError::Config(e.to_string()))?;
+    let ai_config: shard_ai::config::AiConfig = config
+        .raw
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| StartError::Config(format!("config.toml: {e}")))?;
+    let deny_rules = rules::compile_all(&config.permissions.deny)
+        .map_err(|e| StartError::Config(format!("config.toml [permissions]: {e}")))?;
+    let headless_allow = rules::compile_all(&config.headless.allow)
+        .map_err(|e| StartError::Config(format!("config.toml [headless]: {e}")))?;
+    if let Some(mode) = &opts.mode {
+        check_mode(&config, mode).map_err(StartError::Config)?;
+    }
+    let grants = GrantStore::open(&opts.shard_home, &opts.cwd)
+        .map_err(|e| StartError::Config(e.to_string()))?;
+    let mut models = ModelController::new(ai_config.clone(), env, opts.script.clone());
+    // A provider or model the user named that does not exist is a start failure; a
+    // missing key is not (the first prompt says which variable to set).
+    if opts.provider.is_some() || opts.model.is_some() {
+        models
+            .resolve(opts.provider.as_deref(), opts.model.as_deref())
+            .map_err(|e| StartError::Config(e.0))?;
+    }
+    models.init(opts.provider.as_deref(), opts.model.as_deref());
+    Ok(Prepared {
+        opts,
+        config,
+        ai_config,
+        deny_rules,
+        headless_allow,
+        grants,
+        models,
+    })
+}
+
+/// Refuses a mode name the configuration does not define, naming those it does.
+fn check_mode(config: &Config, mode: &str) -> Result<(), String> {
+    let mut modes = ModeController::new(&config.modes);
+    if modes.set(mode).is_ok() {
+        return Ok(());
+    }
+    let names: Vec<String> = modes.descriptors().into_iter().map(|d| d.name).collect();
+    Err(format!(
+        "unknown mode `{mode}`: use one of {}, or add a [[modes]] entry to \
+         SHARD_HOME/config.toml",
+        names.join(", ")
+    ))
+}
+
+/// Checks a mode, provider and model the way `shard agent` would at start, without
+/// opening anything: the daemon's `agent.create` and `shard run` call it so an unknown
+/// choice is one clear error and nothing is created. `Err` is one line saying what would
+/// work. A provider without credentials is an error too (it could never answer).
+pub fn validate_choice(
+    shard_home: &std::path::Path,
+    mode: Option<&str>,
+    provider: Option<&str>,
+    model: Option<&str>,
+    script: Option<&std::path::Path>,
+    env: EnvLookup,
+) -> Result<(), String> {
+    let config = Config::load(shard_home).map_err(|e| e.to_string())?;
+    if let Some(mode) = mode {
+        check_mode(&config, mode)?;
+    }
+    if provider.is_none() && model.is_none() {
+        return Ok(());
+    }
+    let ai_config: shard_ai::config::AiConfig = config
+        .raw
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| format!("config.toml: {e}"))?;
+    let mut models = ModelController::new(ai_config, env, script.map(Into::into));
+    models.init(provider, model);
+    models.active().map(|_| ())
+}
+
+/// Applies the session's recorded mode, model and reasoning level, unless a flag chose
+/// otherwise, and records whatever the session does not hold yet (a new session, or a
+/// flag that overrides on resume), so every later start reproduces this one exactly.
+pub(super) fn restore_choices(
+    opts: &RuntimeOptions,
+    session: &mut Session,
+    modes: &mut ModeController,
+    models: &mut ModelController,
+) {
+    let state = session.state().clone();
+    // Mode: a flag (already validated in `prepare`) wins, else the recorded one.
+    let mode = opts.mode.clone().or(state.mode.clone());
+    if let Some(m) = &mode
+        && modes.set(m).is_err()
+    {
+        tracing::warn!(mode = %m, "the recorded mode no longer exists; staying in build");
+    }
+    // Model: `prepare` selected from the flags. Without a model flag the recorded model
+    // stands; so does `--provider P` alone when P is the recorded provider (the daemon
+    // passes its provider on every start).
+    if let Some(r) = &state.model {
+        let keep = match (opts.provider.as_deref(), opts.model.as_deref()) {
+            (None, None) => true,
+            (Some(p), None) => p == r.provider,
+            _ => false,
+        };
+        let current = models.descriptor();
+        if keep && (current.provider != r.provider || current.model != r.model) {
+            models.init(Some(&r.provider), Some(&r.model));
+        }
+    }
+    if let Some(level) = &state.reasoning_level {
+        let _ = models.set_reasoning(level);
+    }
+    let mut entries = Vec::new();
+    let active_mode = modes.active().name.clone();
+    if state.mode.as_deref() != Some(active_mode.as_str()) {
+        entries.push(shard_session::EntryKind::ModeChange { mode: active_mode });
+    }
+    if models.active().is_ok() {
+        let d = models.descriptor();
+        let recorded = state
+            .model
+            .as_ref()
+            .is_some_and(|r| r.provider == d.provider && r.model == d.model);
+        if !recorded {
+            entries.push(shard_session::EntryKind::ModelChange {
+                provider: d.provider,
+                model: d.model,
+            });
+        }
+        if let Some(level) = models.reasoning()
+            && state.reasoning_level.as_deref() != Some(level)
+        {
+            entries.push(shard_session::EntryKind::ReasoningLevelChange {
+                level: level.to_string(),
+            });
+        }
+    }
+    for entry in entries {
+        if let Err(e) = session.append(entry) {
+            tracing::error!(error = %e, "could not record the session's choices");
+        }
+    }
+}
+
+pub(super) fn session_start_error(e: shard_session::SessionError) -> StartError {
+    use shard_session::SessionError as E;
+    let code = match &e {
+        E::Conflict(_) => ErrorCode::Conflict,
+        E::Corrupt(_) => ErrorCode::SessionCorrupt,
+        E::NotFound(_) => ErrorCode::NotFound,
+        E::InvalidId(_) => ErrorCode::InvalidRequest,
+        _ => ErrorCode::InternalError,
+    };
+    StartError::Session {
+        code,
+        message: e.to_string(),
+    }
+}
