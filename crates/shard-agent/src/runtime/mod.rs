@@ -349,8 +349,12 @@ impl Runtime {
         }
         let mut request = ask.request;
         request.request_id = ids::new_id(ids::REQUEST);
+        // A notification waits for nobody, so the agent is not waiting for the UI.
+        let waits = request.kind != shard_protocol::types::UiKind::Notify;
         self.pending_ui.push((request.clone(), ask.reply));
-        self.set_status(AgentStatus::WaitingForUi).await;
+        if waits {
+            self.set_status(AgentStatus::WaitingForUi).await;
+        }
         self.emit(Event::UiRequest(request)).await;
     }
 
@@ -371,7 +375,11 @@ impl Runtime {
             value,
         }))
         .await;
-        if self.pending_ui.is_empty() && self.status == AgentStatus::WaitingForUi {
+        let still_waiting = self
+            .pending_ui
+            .iter()
+            .any(|(r, _)| r.kind != shard_protocol::types::UiKind::Notify);
+        if !still_waiting && self.status == AgentStatus::WaitingForUi {
             let back = if self.turn.is_some() {
                 AgentStatus::Streaming
             } else {

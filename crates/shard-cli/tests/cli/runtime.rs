@@ -553,3 +553,75 @@ async fn a_daemon_agent_comes_back_from_idle_reaping_in_its_mode_and_model() {
         vec![json!("claude-haiku-4-5"), json!("claude-haiku-4-5")]
     );
 }
+
+// ---------------------------------------------------------- item 1: ask_user kinds
+
+#[test]
+fn ask_user_produces_confirm_editor_and_notify() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("n1", "ask_user", json!({"question": "Tests pass.", "kind": "notify", "level": "warning"})),
+            tool_turn("c1", "ask_user", json!({"question": "Push now?", "kind": "confirm"})),
+            tool_turn("e1", "ask_user", json!({"question": "Commit message?", "kind": "editor", "prefill": "fix: "})),
+            text_turn("done")
+        ]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    a.until_type("sync");
+    a.send(prompt("go"));
+    let notify = a.until_type("ui_request");
+    assert_eq!(notify["kind"], "notify");
+    assert_eq!(notify["notify_type"], "warning");
+    // The notification waits for nobody: the turn goes on to the next question.
+    let result = a.until_type("tool_result");
+    assert_eq!(result["tool_call_id"], "n1");
+    let confirm = a.until_type("ui_request");
+    assert_eq!(confirm["kind"], "confirm");
+    a.send(json!({"type": "ui_response", "request_id": confirm["request_id"], "value": "yes"}));
+    let result = a.until(|v| v["type"] == "tool_result" && v["tool_call_id"] == "c1");
+    assert_eq!(result["content"]["text"], "The user answered: yes");
+    let editor = a.until_type("ui_request");
+    assert_eq!(editor["kind"], "editor");
+    assert_eq!(editor["prefill"], "fix: ");
+    a.send(json!({"type": "ui_response", "request_id": editor["request_id"], "value": "fix: the thing"}));
+    let result = a.until(|v| v["type"] == "tool_result" && v["tool_call_id"] == "e1");
+    assert_eq!(
+        result["content"]["text"],
+        "The user answered: fix: the thing"
+    );
+    a.until_type("turn_end");
+    assert!(a.finish().success());
+}
+
+// ------------------------- issue 10 §7: a tool running when the daemon goes away
+
+#[test]
+fn under_a_daemon_end_of_input_stops_a_running_tool() {
+    let sb = Sandbox::new();
+    let marker = sb.work().join("started");
+    let cmd = format!("touch {}; sleep 60; echo late > late.txt", marker.display());
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [tool_turn("b1", "bash", json!({"command": cmd})), text_turn("never")]}),
+    );
+    let agent = [("SHARD_AGENT_ID", "agent-01J0000000000000000000000B")];
+    let mut a = Agent::spawn_env(&sb, Some(&script), &["--session", SID], &agent);
+    a.until_type("sync");
+    a.send(prompt("go"));
+    let req = a.until_type("permission_request");
+    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "choice_id": "allow"}));
+    a.until_type("tool_call");
+    wait_for_file(&marker);
+    a.close_stdin();
+    // `sleep 60` outlasts the wait: exiting in time means the tool was stopped.
+    assert!(wait_exit(&mut a.child).success());
+    assert!(!sb.work().join("late.txt").exists());
+    let entries = transcript(&sb.session_file(SID));
+    let assistants = entries
+        .iter()
+        .filter(|e| e["type"] == "message" && e["message"]["role"] == "assistant")
+        .count();
+    assert_eq!(assistants, 1, "no model call after the daemon went away");
+}
