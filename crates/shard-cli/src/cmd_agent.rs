@@ -26,7 +26,8 @@ pub struct AgentArgs {
     /// Model name or catalog id.
     #[arg(long)]
     pub model: Option<String>,
-    /// Initial mode (a resumed session keeps its own).
+    /// Mode (build, plan, or a configured one); on a resumed session it overrides the
+    /// recorded mode, which is used otherwise.
     #[arg(long)]
     pub mode: Option<String>,
     /// Resume this session, or create it with this id.
@@ -48,6 +49,12 @@ pub struct AgentArgs {
     /// A file whose text replaces the base system prompt.
     #[arg(long)]
     pub system_prompt_file: Option<PathBuf>,
+    /// Only check that these flags would start a Runtime able to answer (mode, provider,
+    /// model, credentials, configuration), open nothing, and exit: 0 and no output when
+    /// they would, else the start failure (`hello`, fatal `error`) and 1. For the daemon's
+    /// `agent.create` and scripts.
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// `--headless-policy` values.
@@ -122,6 +129,9 @@ pub fn run(args: AgentArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if args.check {
+        return rt.block_on(check(opts));
+    }
     let code = rt.block_on(serve(opts));
     // The stdin reader sits in a blocking read that only the peer can end; waiting for it
     // would keep a Runtime told to stop (SIGTERM, SIGINT) alive while its stdin is open.
@@ -143,6 +153,16 @@ async fn serve(opts: RuntimeOptions) -> ExitCode {
     reader.abort();
     let _ = writer.await;
     ExitCode::SUCCESS
+}
+
+async fn check(opts: RuntimeOptions) -> ExitCode {
+    match shard_agent::prepare(opts, common::process_env()) {
+        Ok(prepared) => match prepared.model_problem() {
+            None => ExitCode::SUCCESS,
+            Some(why) => report_start_failure(StartError::Config(why)).await,
+        },
+        Err(e) => report_start_failure(e).await,
+    }
 }
 
 /// SIGTERM and SIGINT abort the current turn and end input, so the Runtime persists

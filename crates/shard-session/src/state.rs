@@ -24,8 +24,8 @@ pub struct ModelRef {
     pub model: String,
 }
 
-/// The session state a Runtime restores from (ARCHITECTURE §16 item 13: the mode and
-/// model recorded in the session win over launch flags).
+/// The session state a Runtime restores from: the mode, model and reasoning level it ran
+/// with last (a launch flag overrides them and is recorded; docs/sessions.md).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionState {
     /// Last recorded mode.

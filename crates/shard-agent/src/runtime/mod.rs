@@ -52,11 +52,11 @@ pub struct RuntimeOptions {
     pub shard_home: PathBuf,
     /// Working directory (canonicalized on start).
     pub cwd: PathBuf,
-    /// Provider name.
+    /// Provider name; on resume it overrides the recorded one (and is recorded).
     pub provider: Option<String>,
-    /// Model name or catalog id.
+    /// Model name or catalog id; on resume it overrides the recorded one.
     pub model: Option<String>,
-    /// Initial mode (a resumed session's recorded mode wins).
+    /// Mode; on resume it overrides the recorded one (and is recorded).
     pub mode: Option<String>,
     /// Session to resume or create.
     pub session_id: Option<String>,

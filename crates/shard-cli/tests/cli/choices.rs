@@ -186,3 +186,45 @@ fn ask_user_produces_confirm_editor_and_notify() {
     a.until_type("turn_end");
     assert!(a.finish().success());
 }
+
+#[test]
+fn agent_check_validates_without_creating_anything() {
+    let sb = Sandbox::new();
+    let check = |flags: &[&str], envs: &[(&str, &str)]| {
+        std::process::Command::new(shard_bin())
+            .args(["agent", "--check", "--cwd"])
+            .arg(sb.work())
+            .args(flags)
+            .env("SHARD_HOME", sb.home())
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .envs(envs.iter().copied())
+            .output()
+            .unwrap()
+    };
+    let key = [("ANTHROPIC_API_KEY", "sk-ant-x")];
+    let ok = check(&["--mode", "plan", "--model", "claude-haiku-4-5"], &key);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(ok.stdout.is_empty());
+    for (flags, env) in [
+        (vec!["--mode", "bogus"], &key[..]),
+        (vec!["--provider", "nosuch"], &key[..]),
+        (vec!["--model", "anthropic/nope"], &key[..]),
+        (vec!["--provider", "anthropic"], &[][..]),
+    ] {
+        let out = check(&flags, env);
+        assert!(!out.status.success(), "{flags:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<serde_json::Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[0]["type"], "hello", "{flags:?}");
+        assert_eq!(lines[1]["fatal"], true, "{flags:?}");
+    }
+    assert!(!sb.home().join("sessions").exists(), "nothing is created");
+}
