@@ -32,11 +32,14 @@ impl UiHandle {
         UiHandle { tx }
     }
 
-    /// Shows a notification; nothing waits for its acknowledgement (a client's
-    /// `ui_response` or the end of the turn resolves it).
+    /// Shows a notification. Returns once the Runtime has emitted it (so it comes before
+    /// the tool's result); nothing waits for a client's acknowledgement, which (or the end
+    /// of the turn) resolves the request later.
     pub async fn notify(&self, request: UiRequest) {
-        let (reply, _ignored) = oneshot::channel();
-        let _ = self.tx.send(UiAsk { request, reply }).await;
+        let (reply, shown) = oneshot::channel();
+        if self.tx.send(UiAsk { request, reply }).await.is_ok() {
+            let _ = shown.await;
+        }
     }
 
     /// Asks and waits for the answer; `Value::Null` when nobody can answer.

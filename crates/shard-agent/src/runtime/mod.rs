@@ -351,11 +351,17 @@ impl Runtime {
         request.request_id = ids::new_id(ids::REQUEST);
         // A notification waits for nobody, so the agent is not waiting for the UI.
         let waits = request.kind != shard_protocol::types::UiKind::Notify;
-        self.pending_ui.push((request.clone(), ask.reply));
         if waits {
+            self.pending_ui.push((request.clone(), ask.reply));
             self.set_status(AgentStatus::WaitingForUi).await;
+            self.emit(Event::UiRequest(request)).await;
+        } else {
+            // Pending until acknowledged; the tool is released once it is shown.
+            self.pending_ui
+                .push((request.clone(), tokio::sync::oneshot::channel().0));
+            self.emit(Event::UiRequest(request)).await;
+            let _ = ask.reply.send(serde_json::Value::Null);
         }
-        self.emit(Event::UiRequest(request)).await;
     }
 
     /// Resolves a pending UI request; unknown or late answers are dropped silently.
