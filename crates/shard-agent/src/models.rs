@@ -388,3 +388,77 @@ impl ModelController {
             .and_then(|a| shard_ai::catalog::cost(&a.info, usage))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn controller(config: &str, keys: &'static [(&'static str, &'static str)]) -> ModelController {
+        let cfg: AiConfig = toml::from_str(config).unwrap();
+        let env: EnvLookup = Arc::new(move |k: &str| {
+            keys.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        });
+        ModelController::new(cfg, env, None)
+    }
+
+    fn pair(p: &str, m: &str) -> (String, String) {
+        (p.to_string(), m.to_string())
+    }
+
+    #[test]
+    fn one_rule_for_every_choice() {
+        let both = &[("ANTHROPIC_API_KEY", "a"), ("OPENAI_API_KEY", "o")];
+        let local =
+            "[providers.local]\nbase_url = \"http://127.0.0.1:9/v1\"\ndefault_model = \"qwen3\"\n";
+        let c = controller(local, both);
+        // Neither: the configured default wins over keys in the environment.
+        assert_eq!(c.resolve(None, None).unwrap(), pair("local", "qwen3"));
+        // Provider alone: its default; model alone: qualified or a bare catalog name.
+        assert_eq!(
+            c.resolve(Some("openai"), None).unwrap(),
+            pair("openai", "gpt-5.4")
+        );
+        assert_eq!(
+            c.resolve(None, Some("claude-haiku-4-5")).unwrap(),
+            pair("anthropic", "claude-haiku-4-5")
+        );
+        assert_eq!(
+            c.resolve(Some("openai"), Some("openai/gpt-5-mini"))
+                .unwrap(),
+            pair("openai", "gpt-5-mini")
+        );
+        // A configured provider serves any model name; a built-in one only its catalog.
+        assert_eq!(
+            c.resolve(Some("local"), Some("anything")).unwrap(),
+            pair("local", "anything")
+        );
+        let e = c
+            .resolve(None, Some("anthropic/claude-nope"))
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("claude-haiku-4-5") && e.contains("[[models]]"),
+            "{e}"
+        );
+        let e = c.resolve(Some("nosuch"), None).unwrap_err().0;
+        assert!(e.contains("anthropic, openai"), "{e}");
+        let e = c.resolve(None, Some("no-such-model")).unwrap_err().0;
+        assert!(e.contains("provider/model"), "{e}");
+    }
+
+    #[test]
+    fn a_bare_name_prefers_the_active_provider_and_listing_needs_credentials() {
+        let mut c = controller("", &[("OPENAI_API_KEY", "o")]);
+        c.init(Some("openai-responses"), Some("gpt-5"));
+        assert_eq!(c.descriptor().id, "openai-responses/gpt-5");
+        c.select_id("gpt-5-mini").unwrap();
+        assert_eq!(c.descriptor().id, "openai-responses/gpt-5-mini");
+        assert!(c.select_id("openai/no-such").is_err());
+        assert_eq!(c.descriptor().id, "openai-responses/gpt-5-mini");
+        assert!(c.catalog().iter().all(|m| m.provider != "anthropic"));
+        assert!(c.catalog().iter().any(|m| m.provider == "openai"));
+    }
+}
