@@ -444,3 +444,46 @@ fn under_a_daemon_end_of_input_stops_a_running_tool() {
         .count();
     assert_eq!(assistants, 1, "no model call after the daemon went away");
 }
+
+// ---------------------------- issue 10 §8: a tool argument too large for one line
+
+#[test]
+fn an_oversized_tool_argument_becomes_a_tool_error_the_model_sees() {
+    let sb = Sandbox::new();
+    // Over half of the 64 MiB line limit: message_complete could not carry it.
+    let content = "x".repeat(33 * 1024 * 1024);
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            {"steps": [{"tool_call": {"id": "w1", "name": "write", "args": {"path": "big.txt", "content": content}}}]},
+            {"steps": [{"text": "{{tool_result:w1}}"}]}
+        ]}),
+    );
+    drop(content);
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    a.until_type("sync");
+    let start = a.seen.len();
+    a.send(prompt("write it"));
+    let complete = a.until_type("message_complete");
+    assert_eq!(complete["message"]["content"][0]["args"], json!({}));
+    let result = a.until_type("tool_result");
+    assert_eq!(result["tool_call_id"], "w1");
+    assert_eq!(result["is_error"], true);
+    let text = result["content"]["message"].as_str().unwrap();
+    assert!(text.contains("limit"), "{text}");
+    let answer = a.until_type("message_complete");
+    assert!(
+        answer.to_string().contains("limit"),
+        "the model saw the error"
+    );
+    a.until_type("turn_end");
+    let types = a.types_since(start);
+    assert!(
+        !types
+            .iter()
+            .any(|t| t == "tool_call" || t == "permission_request"),
+        "{types:?}"
+    );
+    assert!(a.finish().success());
+    assert!(!sb.work().join("big.txt").exists());
+}
