@@ -42,6 +42,33 @@ impl Runtime {
         true
     }
 
+    /// The first `sync` of this Runtime. A previous run that died mid-tool (kill -9, a
+    /// forced kill) left calls without a result at the end of the transcript: each gets its
+    /// persisted "interrupted" result now, so clients never show a call as running forever
+    /// and the next request is valid. Only the live window is inspected (bounded work at
+    /// start); older unanswered calls are paired when the context is read.
+    pub(super) async fn first_sync(&mut self) -> shard_protocol::Event {
+        let mut window = self.read_live_window().await;
+        for id in repair::unanswered_calls(&window.messages) {
+            let message = Message {
+                id: String::new(),
+                role: Role::User,
+                content: vec![repair::interrupted_result(&id)],
+            };
+            match self.session.append(EntryKind::message(message)) {
+                Ok(entry) => {
+                    if let EntryKind::Message(m) = entry.kind {
+                        window.messages.push(m.message);
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "could not persist an interrupted tool result");
+                }
+            }
+        }
+        self.sync_from(window)
+    }
+
     /// Records an "interrupted" result for each call of an assistant message whose turn
     /// stopped before the calls could run (abort or a failed stream): the message keeps
     /// its calls, and each is answered, so the history stays valid for every API.

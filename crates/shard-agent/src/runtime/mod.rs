@@ -259,7 +259,7 @@ impl Runtime {
             capabilities: self.models.capabilities(),
         });
         self.emit(hello).await;
-        let sync = self.build_sync().await;
+        let sync = self.first_sync().await;
         self.emit(sync).await;
         if let Some(torn) = self.session.torn() {
             // Reported, never fatal: a crash mid-write left a partial last line.

@@ -26,13 +26,23 @@ impl Runtime {
     /// A `sync` reflecting everything emitted so far, including a message still being
     /// streamed (so later deltas apply to it) and pending requests.
     pub(crate) async fn build_sync(&self) -> Event {
+        let window = self.read_live_window().await;
+        self.sync_from(window)
+    }
+
+    /// The persisted part of the live window, read on a blocking thread.
+    pub(crate) async fn read_live_window(&self) -> LiveWindow {
         let window = self
             .read_session(|reader| reader.live_window(LIVE_WINDOW_BUDGET))
             .await;
-        let mut live_window = window.unwrap_or_else(|e| {
+        window.unwrap_or_else(|e| {
             tracing::error!(error = %e, "could not read the live window");
             LiveWindow::default()
-        });
+        })
+    }
+
+    /// A `sync` around an already read window.
+    pub(crate) fn sync_from(&self, mut live_window: LiveWindow) -> Event {
         if let Some(partial) = &self.streaming {
             live_window.messages.push(Message {
                 id: partial.message_id.clone(),

@@ -176,7 +176,16 @@ fn kill_9_during_a_tool_call_then_resume_sends_a_result_for_every_call() {
     drop(a);
 
     let mut b = Agent::spawn_env(&sb, None, &flags, &env_refs(&env));
-    b.until_type("sync");
+    // The restored view already shows the call as answered (not running forever).
+    let sync = b.until_type("sync");
+    let last = sync["live_window"]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["content"][0]["tool_call_id"], "toolu_1", "{sync}");
+    assert_eq!(last["content"][0]["is_error"], true);
     b.send(prompt("what happened?"));
     b.until_type("turn_end");
     assert!(b.finish().success());
