@@ -6,6 +6,8 @@ mod cmd_daemon;
 mod cmd_protocol;
 mod cmd_run;
 mod common;
+mod prompter;
+mod run_print;
 
 use std::process::ExitCode;
 

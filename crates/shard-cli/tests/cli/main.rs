@@ -6,6 +6,7 @@
 mod daemon;
 mod harness;
 mod run;
+mod run_terminal;
 
 use harness::*;
 use serde_json::{Value, json};
