@@ -156,7 +156,8 @@ fn run_inner(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let resuming = opts.session_id.is_some();
     let shard_home = opts.shard_home.clone();
-    let prepared = shard_agent::prepare(opts, common::process_env()).map_err(|e| usage(e.to_string()))?;
+    let prepared =
+        shard_agent::prepare(opts, common::process_env()).map_err(|e| usage(e.to_string()))?;
     // A new session with no usable model could only fail: say how to configure one
     // instead, before anything is written. A resumed session's recorded model may differ.
     if !resuming && let Some(why) = prepared.model_problem() {

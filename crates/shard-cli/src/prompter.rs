@@ -110,7 +110,10 @@ fn ask_permission(p: &PermissionRequest) -> Reply {
                     PermissionDecision::AllowAlways => "Always allow this exact call",
                     PermissionDecision::Deny => "Deny",
                 };
-                (label.to_string(), PermissionAnswer::Decision { decision: *d })
+                (
+                    label.to_string(),
+                    PermissionAnswer::Decision { decision: *d },
+                )
             })
             .collect(),
     };
@@ -159,7 +162,11 @@ fn ask_ui(u: &UiRequest) -> Reply {
 
 fn header(err: &mut impl Write, u: &UiRequest) {
     let title = u.title.as_deref().map(strip).unwrap_or_default();
-    let _ = writeln!(err, "\n? {}", if title.is_empty() { "question" } else { &title });
+    let _ = writeln!(
+        err,
+        "\n? {}",
+        if title.is_empty() { "question" } else { &title }
+    );
     if let Some(m) = &u.message {
         for line in strip(m).lines() {
             let _ = writeln!(err, "  {line}");
@@ -250,10 +257,7 @@ fn edit(prefill: &str) -> std::io::Result<String> {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default();
-    let path = std::env::temp_dir().join(format!(
-        "shard-answer-{}-{nonce}.md",
-        std::process::id()
-    ));
+    let path = std::env::temp_dir().join(format!("shard-answer-{}-{nonce}.md", std::process::id()));
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

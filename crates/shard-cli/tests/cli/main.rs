@@ -3,6 +3,7 @@
 //! (`run`), and a real daemon with its clients (`daemon`). One test binary for the crate.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod commands;
 mod daemon;
 mod harness;
 mod run;

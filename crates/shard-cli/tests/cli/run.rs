@@ -199,13 +199,22 @@ pub fn shard_run_timed(sb: &Sandbox, args: &[&str]) -> std::process::Output {
 }
 
 fn scripted<'a>(script: &'a std::path::Path, rest: &[&'a str]) -> Vec<&'a str> {
-    let mut v = vec!["--provider", "scripted", "--script", script.to_str().unwrap()];
+    let mut v = vec![
+        "--provider",
+        "scripted",
+        "--script",
+        script.to_str().unwrap(),
+    ];
     v.extend_from_slice(rest);
     v
 }
 
 fn ask_turn(question: &str, options: Value) -> Value {
-    tool_turn("q1", "ask_user", json!({"question": question, "options": options}))
+    tool_turn(
+        "q1",
+        "ask_user",
+        json!({"question": question, "options": options}),
+    )
 }
 
 #[test]
@@ -218,7 +227,10 @@ fn yes_without_a_terminal_answers_questions_at_once_and_says_what_was_asked() {
     let out = shard_run_timed(&sb, &scripted(&script, &["--yes", "pick a color"]));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("the agent asked: Which color? [red / blue]"), "{stderr}");
+    assert!(
+        stderr.contains("the agent asked: Which color? [red / blue]"),
+        "{stderr}"
+    );
     assert!(stderr.contains("answered with nothing"), "{stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("fine"));
 }
@@ -245,7 +257,10 @@ fn an_unknown_mode_is_one_clear_error_and_creates_nothing() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("unknown mode `bogus`"), "{stderr}");
-    assert!(stderr.contains("build, plan"), "names the accepted modes: {stderr}");
+    assert!(
+        stderr.contains("build, plan"),
+        "names the accepted modes: {stderr}"
+    );
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(!sb.home().join("sessions").exists(), "nothing created");
 }
@@ -277,7 +292,10 @@ fn refusals_are_printed_whole_with_the_rule_that_would_allow_them() {
     let out = shard_run_timed(&sb, &scripted(&script, &["write it"]));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("✗ refused: write {\"path\":\"notes/f.txt\",\"content\":\"x\"}"), "{stderr}");
+    assert!(
+        stderr.contains("✗ refused: write {\"path\":\"notes/f.txt\",\"content\":\"x\"}"),
+        "{stderr}"
+    );
     assert!(stderr.contains("--yes"), "{stderr}");
     assert!(stderr.contains("[[headless.allow]]"), "{stderr}");
     assert!(stderr.contains("tool = \"write\""), "{stderr}");
@@ -327,5 +345,8 @@ fn terminal_control_sequences_from_the_model_and_tools_are_stripped() {
         assert!(!s.contains('\u{7}'), "{name} has a BEL: {s:?}");
     }
     assert!(stdout.contains("safe text end"), "{stdout:?}");
-    assert!(stderr.contains("toolout"), "the tool's output, cleaned: {stderr:?}");
+    assert!(
+        stderr.contains("toolout"),
+        "the tool's output, cleaned: {stderr:?}"
+    );
 }

@@ -40,7 +40,11 @@ impl Collected {
     fn wait_for(&self, what: &str) {
         let deadline = Instant::now() + WAIT;
         while !self.text().contains(what) {
-            assert!(Instant::now() < deadline, "no {what:?} in:\n{}", self.text());
+            assert!(
+                Instant::now() < deadline,
+                "no {what:?} in:\n{}",
+                self.text()
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -90,7 +94,12 @@ fn run_on_terminal(sb: &Sandbox, args: &[&str], after: &str, typed: &str) -> (i3
 }
 
 fn scripted_args<'a>(script: &'a Path, rest: &[&'a str]) -> Vec<&'a str> {
-    let mut v = vec!["--provider", "scripted", "--script", script.to_str().unwrap()];
+    let mut v = vec![
+        "--provider",
+        "scripted",
+        "--script",
+        script.to_str().unwrap(),
+    ];
     v.extend_from_slice(rest);
     v
 }
@@ -188,7 +197,13 @@ fn ctrl_c_aborts_the_turn_saves_the_partial_answer_and_exits_130() {
     );
     let (mut child, out, err) = spawn_run(
         &sb,
-        &["--provider", "scripted", "--script", script.to_str().unwrap(), "go"],
+        &[
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+            "go",
+        ],
     );
     out.wait_for("partial answer");
     sigint(child.id());
@@ -200,7 +215,10 @@ fn ctrl_c_aborts_the_turn_saves_the_partial_answer_and_exits_130() {
     let saved = entries
         .iter()
         .any(|e| e.to_string().contains("partial answer"));
-    assert!(saved, "the partial answer is in the transcript: {entries:?}");
+    assert!(
+        saved,
+        "the partial answer is in the transcript: {entries:?}"
+    );
 }
 
 #[test]
@@ -215,7 +233,14 @@ fn ctrl_c_kills_the_tool_processes() {
     );
     let (mut child, _out, err) = spawn_run(
         &sb,
-        &["--yes", "--provider", "scripted", "--script", script.to_str().unwrap(), "go"],
+        &[
+            "--yes",
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+            "go",
+        ],
     );
     let pid_file = sb.work().join("pid.txt");
     let deadline = Instant::now() + WAIT;
@@ -225,7 +250,11 @@ fn ctrl_c_kills_the_tool_processes() {
         {
             break p;
         }
-        assert!(Instant::now() < deadline, "the tool did not start: {}", err.text());
+        assert!(
+            Instant::now() < deadline,
+            "the tool did not start: {}",
+            err.text()
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     sigint(child.id());
@@ -236,7 +265,14 @@ fn ctrl_c_kills_the_tool_processes() {
     loop {
         match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             Err(_) => break,
-            Ok(stat) if stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z') => {
+            Ok(stat)
+                if stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z') =>
+            {
                 break;
             }
             Ok(_) => {}
