@@ -140,11 +140,9 @@ impl Screen {
                     self.mid_line = !clean.ends_with('\n');
                 }
             }
-            Change::MessageCompleted(_) => {
-                if self.mid_line {
-                    let _ = writeln!(out);
-                    self.mid_line = false;
-                }
+            Change::MessageCompleted(_) if self.mid_line => {
+                let _ = writeln!(out);
+                self.mid_line = false;
             }
             Change::ToolStarted(id) => {
                 if let Some(t) = self.view.tool_call(&id) {

@@ -349,17 +349,14 @@ impl AgentView {
                 self.last_error = Some(e.clone());
                 changes.push(Change::Error(e.clone()));
             }
-            Event::PermissionRequest(p) => {
-                if self.pending_request(&p.request_id).is_none() {
-                    self.pending.push(Pending::Permission(p.clone()));
-                    changes.push(Change::RequestAdded(p.request_id.clone()));
-                }
+            // A request already pending (restated) is not added twice.
+            Event::PermissionRequest(p) if self.pending_request(&p.request_id).is_none() => {
+                self.pending.push(Pending::Permission(p.clone()));
+                changes.push(Change::RequestAdded(p.request_id.clone()));
             }
-            Event::UiRequest(u) => {
-                if self.pending_request(&u.request_id).is_none() {
-                    self.pending.push(Pending::Ui(u.clone()));
-                    changes.push(Change::RequestAdded(u.request_id.clone()));
-                }
+            Event::UiRequest(u) if self.pending_request(&u.request_id).is_none() => {
+                self.pending.push(Pending::Ui(u.clone()));
+                changes.push(Change::RequestAdded(u.request_id.clone()));
             }
             Event::PermissionResolved(r) => {
                 self.resolve(&r.request_id, r.source.clone(), &mut changes)
