@@ -198,7 +198,7 @@ pub struct AgentView {
     pub status_detail: Option<String>,
     /// Active mode.
     pub mode: Option<String>,
-    /// Active model, once a `model_changed` or `list_models` told it.
+    /// Active model, once a `model_changed` or a `usage` told it.
     pub model: Option<ModelDescriptor>,
     /// Active reasoning level.
     pub reasoning_level: Option<String>,
@@ -343,6 +343,19 @@ impl AgentView {
             }
             Event::Usage(u) => {
                 self.usage.add(&u.usage);
+                // The model that answered, until a `model_changed` says more.
+                if let Some(id) = &u.usage.model
+                    && self.model.as_ref().is_none_or(|m| m.id != *id)
+                {
+                    let (provider, model) = id.split_once('/').unwrap_or(("", id));
+                    self.model = Some(ModelDescriptor {
+                        id: id.clone(),
+                        provider: provider.to_string(),
+                        model: model.to_string(),
+                        context_window: None,
+                    });
+                    changes.push(Change::Settings);
+                }
                 changes.push(Change::Usage);
             }
             Event::Error(e) => {
