@@ -264,7 +264,8 @@ async fn drive(
                 interrupted = Some(common::EXIT_INTERRUPTED);
                 printer.end_line();
                 printer.flush();
-                eprintln!("^C aborting the turn (Ctrl-C again to quit at once)");
+                // The terminal echoed `^C` mid-line: start a line of our own.
+                eprintln!("\naborting the turn (Ctrl-C again to quit at once)");
                 abort(&input_tx).await;
             }
             _ = sigterm.recv() => {

@@ -5,6 +5,8 @@
 //! Questions are answered on a thread of their own: reading a terminal blocks, and the
 //! async side must keep serving the Runtime (and Ctrl-C) meanwhile. A plain thread, not
 //! tokio's blocking pool, so a read still waiting when the run ends never delays exit.
+//! stderr is never held locked across a read: the async side must still be able to print
+//! (Ctrl-C's "aborting" line) while a question waits.
 
 use std::io::{BufRead, Write};
 
@@ -81,7 +83,7 @@ fn read_line() -> Option<String> {
 }
 
 fn ask_permission(p: &PermissionRequest) -> Reply {
-    let mut err = std::io::stderr().lock();
+    let mut err = std::io::stderr();
     let _ = writeln!(err, "\n? permission for `{}`", strip(&p.tool_name));
     for line in strip(&p.prompt).lines() {
         let _ = writeln!(err, "  {line}");
@@ -175,7 +177,7 @@ fn header(err: &mut impl Write, u: &UiRequest) {
 }
 
 fn ask_ui_value(u: &UiRequest) -> Option<UiValue> {
-    let mut err = std::io::stderr().lock();
+    let mut err = std::io::stderr();
     header(&mut err, u);
     match u.kind {
         UiKind::Notify => None,
@@ -232,16 +234,13 @@ fn ask_ui_value(u: &UiRequest) -> Option<UiValue> {
             }
             Some(UiValue::Text(line))
         }
-        UiKind::Editor => {
-            drop(err);
-            match edit(u.prefill.as_deref().unwrap_or("")) {
-                Ok(text) => Some(UiValue::Text(text)),
-                Err(e) => {
-                    eprintln!("  cannot run the editor: {e}; answered with nothing");
-                    None
-                }
+        UiKind::Editor => match edit(u.prefill.as_deref().unwrap_or("")) {
+            Ok(text) => Some(UiValue::Text(text)),
+            Err(e) => {
+                eprintln!("  cannot run the editor: {e}; answered with nothing");
+                None
             }
-        }
+        },
     }
 }
 

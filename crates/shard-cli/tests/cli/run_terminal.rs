@@ -281,3 +281,24 @@ fn ctrl_c_kills_the_tool_processes() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn ctrl_c_while_a_question_waits_on_the_terminal_aborts_and_exits_130() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("q", "ask_user", json!({"question": "Which color?", "options": ["red", "blue"]})),
+            text_turn("never")
+        ]}),
+    );
+    let (code, out) = run_on_terminal(
+        &sb,
+        &scripted_args(&script, &["pick"]),
+        "choose 1-2",
+        "\u{3}",
+    );
+    assert_eq!(code, 130, "{out}");
+    assert!(out.contains("aborting the turn"), "{out}");
+    assert!(!out.contains("never"), "{out}");
+}
