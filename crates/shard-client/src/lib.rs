@@ -3,6 +3,7 @@
 //! and read events demultiplexed by `agent_id`. [`view::AgentView`] turns an agent's
 //! events into its state; [`sanitize`] makes model and tool text safe for a terminal.
 
+mod lines;
 pub mod sanitize;
 pub mod typed;
 pub mod view;

@@ -6,7 +6,9 @@
 //! Removed: CSI (`ESC [` … final byte, and C1 `0x9b`), OSC (`ESC ]` … BEL/ST, and `0x9d`),
 //! DCS/SOS/PM/APC strings (`ESC P`, `ESC X`, `ESC ^`, `ESC _` … ST, and their C1 forms),
 //! every other escape sequence, every other C0 control but newline and tab (carriage
-//! return included: it lets a line overwrite itself), DEL, and every C1 control.
+//! return included: it lets a line overwrite itself), DEL, every C1 control, and the Unicode
+//! bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069), which reorder what
+//! a terminal that implements bidi shows ("Trojan Source").
 //!
 //! [`Sanitizer`] is a streaming state machine: a sequence split across two deltas is still
 //! removed whole.
@@ -70,6 +72,7 @@ impl Sanitizer {
                     State::Text
                 }
                 0x00..=0x1f | 0x7f..=0x9f => State::Text,
+                0x202a..=0x202e | 0x2066..=0x2069 => State::Text,
                 _ => {
                     out.push(c);
                     State::Text
@@ -117,11 +120,15 @@ impl Sanitizer {
     }
 }
 
+fn is_bidi_control(c: char) -> bool {
+    matches!(c as u32, 0x202a..=0x202e | 0x2066..=0x2069)
+}
+
 /// `text` without terminal control sequences (one-shot form of [`Sanitizer`]).
 pub fn strip(text: &str) -> String {
     let clean = text
         .chars()
-        .all(|c| c == '\n' || c == '\t' || !(c.is_control()));
+        .all(|c| c == '\n' || c == '\t' || !(c.is_control() || is_bidi_control(c)));
     if clean {
         return text.to_string();
     }
@@ -170,6 +177,12 @@ mod tests {
         assert_eq!(strip("a\rb\x08c\x00d\x7fe\u{85}f\x07g"), "abcdefg");
         assert_eq!(strip("line\r\n"), "line\n");
         assert_eq!(strip("a\x1bcb\x1b(Bc\x1b7d"), "abcd");
+    }
+
+    #[test]
+    fn bidi_overrides_are_removed() {
+        assert_eq!(strip("rm \u{202e}txt.exe"), "rm txt.exe");
+        assert_eq!(strip("a\u{2066}b\u{2069}c"), "abc");
     }
 
     #[test]

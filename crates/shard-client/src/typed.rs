@@ -9,7 +9,8 @@ use serde::de::DeserializeOwned;
 use shard_protocol::Command;
 use shard_protocol::command::{
     AgentAttach, AgentCreate, AgentKill, AgentRef, AgentStatusQuery, AgentTarget, DaemonShutdown,
-    Empty, SessionOp, SessionOpArgs, SessionOpKind, SetMode, SetModel, SetReasoningLevel,
+    Empty, Prompt, SessionOp, SessionOpArgs, SessionOpKind, SetMode, SetModel, SetReasoningLevel,
+    Steer,
 };
 use shard_protocol::responses::{
     AgentCreated, AgentsData, AttachData, CompactData, ForkData, ListModelsData, ListModesData,
@@ -58,6 +59,8 @@ request!(AgentAttach => AttachData, |s| Command::AgentAttach(s));
 request!(AgentKill => NoData, |s| Command::AgentKill(s));
 request!(AgentStatusQuery => AgentsData, |s| Command::AgentStatus(s));
 request!(DaemonShutdown => NoData, |s| Command::DaemonShutdown(s));
+request!(Prompt => NoData, |s| Command::Prompt(s));
+request!(Steer => NoData, |s| Command::Steer(s));
 request!(SetMode => SetModeData, |s| Command::SetMode(s));
 request!(SetModel => SetModelData, |s| Command::SetModel(s));
 request!(SetReasoningLevel => SetReasoningLevelData, |s| Command::SetReasoningLevel(s));
