@@ -247,16 +247,21 @@ fn ask_ui_value(u: &UiRequest) -> Option<UiValue> {
 /// Opens `$VISUAL`, else `$EDITOR`, else `vi` on a private temporary file holding
 /// `prefill`; returns the saved text.
 fn edit(prefill: &str) -> std::io::Result<String> {
-    use std::os::unix::fs::OpenOptionsExt;
     let editor = ["VISUAL", "EDITOR"]
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
         .unwrap_or_else(|| "vi".into());
+    edit_with(&editor, prefill, &std::env::temp_dir())
+}
+
+/// Runs `editor` (a shell word list, as git runs `$EDITOR`) on a private temporary file.
+fn edit_with(editor: &str, prefill: &str, dir: &std::path::Path) -> std::io::Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
     let nonce = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default();
-    let path = std::env::temp_dir().join(format!("shard-answer-{}-{nonce}.md", std::process::id()));
+    let path = dir.join(format!("shard-answer-{}-{nonce}.md", std::process::id()));
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -277,5 +282,28 @@ fn edit(prefill: &str) -> std::io::Result<String> {
         Ok(s) if s.success() => text,
         Ok(s) => Err(std::io::Error::other(format!("{editor} exited with {s}"))),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_editor_gets_the_prefill_and_its_saved_text_is_the_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let seen = dir.path().join("seen.txt");
+        // An "editor" that records what it was given and appends a line.
+        let editor = format!("cp \"$1\" {} && echo added >>", seen.display());
+        let got = edit_with(&editor, "draft\n", dir.path()).unwrap();
+        assert_eq!(got, "draft\nadded\n");
+        assert_eq!(std::fs::read_to_string(&seen).unwrap(), "draft\n");
+    }
+
+    #[test]
+    fn a_failing_editor_is_an_error_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(edit_with("false", "x", dir.path()).is_err());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }
