@@ -224,3 +224,62 @@ fn attach_as_observer_shows_requests_without_an_answer_menu() {
     assert!(!text.contains("answer with"), "{text}");
     assert!(!text.contains("  1) "), "{text}");
 }
+
+#[test]
+fn attach_strips_terminal_control_sequences() {
+    let sb = Sandbox::new();
+    let _d = TestDaemon::start(&sb);
+    let evil = "clean\u{1b}]52;c;cm0gLXJmIH4K\u{7} words\u{1b}[2J here";
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            {"steps": [{"text": evil, "chunk_chars": 3}, {"usage": {"input": 1, "output": 1}}]},
+            {"steps": [{"text": "second answer"}, {"usage": {"input": 1, "output": 1}}]}
+        ]}),
+    );
+    let out = shard(&sb, &["new", "--script", script.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let mut child = Command::new(shard_bin())
+        .args(["attach", &id])
+        .env("SHARD_HOME", sb.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let mut seen = Vec::new();
+    let wait_for = |needle: &str, seen: &mut Vec<String>| loop {
+        let line = rx
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|_| panic!("no {needle:?}; seen:\n{}", seen.join("\n")));
+        let hit = line.contains(needle);
+        seen.push(line);
+        if hit {
+            return;
+        }
+    };
+    wait_for("attached to", &mut seen);
+    std::io::Write::write_all(&mut stdin, b"say it\n").unwrap();
+    wait_for("here", &mut seen);
+    drop(stdin);
+    let _ = child.wait();
+    let text = seen.join("\n");
+    assert!(text.contains("clean words here"), "{text:?}");
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    assert!(!text.contains('\u{7}'), "{text:?}");
+}
