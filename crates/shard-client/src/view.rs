@@ -7,6 +7,8 @@
 //! message or request is never duplicated, and reports what each event changed as
 //! [`Change`]s so a printer can show exactly the new part.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 use shard_protocol::Event;
 use shard_protocol::event::{DeltaKind, ErrorEvent, PendingRequest, PermissionRequest, UiRequest};
@@ -220,6 +222,9 @@ pub struct AgentView {
     pub usage: UsageTotals,
     /// The last error event.
     pub last_error: Option<ErrorEvent>,
+    /// Position of each complete message by id: deltas check it per event, so it must
+    /// not cost a scan of a long live window.
+    index: HashMap<String, usize>,
 }
 
 impl AgentView {
@@ -254,13 +259,14 @@ impl AgentView {
                 // The live window is authoritative for what is complete; a message that
                 // finished while disconnected replaces its streamed form.
                 self.messages.clear();
+                self.index.clear();
                 for m in &s.live_window.messages {
                     self.complete(m);
                 }
                 if self
                     .streaming
                     .as_ref()
-                    .is_some_and(|st| self.messages.iter().any(|m| m.id == st.message_id))
+                    .is_some_and(|st| self.index.contains_key(&st.message_id))
                 {
                     self.streaming = None;
                 }
@@ -432,9 +438,12 @@ impl AgentView {
     /// Records a complete message (replacing one with the same id) and the tool calls
     /// and results it carries.
     fn complete(&mut self, message: &Message) {
-        match self.messages.iter_mut().find(|m| m.id == message.id) {
-            Some(m) => *m = message.clone(),
-            None => self.messages.push(message.clone()),
+        match self.index.get(&message.id) {
+            Some(&i) => self.messages[i] = message.clone(),
+            None => {
+                self.index.insert(message.id.clone(), self.messages.len());
+                self.messages.push(message.clone());
+            }
         }
         for block in &message.content {
             match block {
@@ -470,7 +479,7 @@ impl AgentView {
 
     fn delta(&mut self, d: &shard_protocol::event::MessageDelta, changes: &mut Vec<Change>) {
         // Deltas of a message already complete (restated after a sync) change nothing.
-        if self.messages.iter().any(|m| m.id == d.message_id) {
+        if self.index.contains_key(&d.message_id) {
             return;
         }
         let st = match &mut self.streaming {

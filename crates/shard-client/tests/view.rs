@@ -104,11 +104,10 @@ fn sync_after(events: &[Value]) -> Value {
 
 /// The parts of a view a `sync` can restate (usage is not in `sync`).
 fn restatable(v: &AgentView) -> AgentView {
-    AgentView {
-        usage: Default::default(),
-        capabilities: Vec::new(),
-        ..v.clone()
-    }
+    let mut r = v.clone();
+    r.usage = Default::default();
+    r.capabilities = Vec::new();
+    r
 }
 
 #[test]
