@@ -14,7 +14,7 @@ use shard_protocol::command::{
     AttachRole, Command, PermissionResponse, Prompt, StreamingBehavior, UiResponse,
 };
 use shard_protocol::event::{DeltaKind, PermissionRequest, UiRequest};
-use shard_protocol::types::{AgentStatus, ToolResultContent, UiValue};
+use shard_protocol::types::{AgentStatus, ToolResultContent, UiKind, UiValue};
 use shard_protocol::{Event, IncomingEvent, PermissionAnswer};
 use tokio::io::AsyncBufReadExt;
 
@@ -235,6 +235,9 @@ impl Screen {
                 self.line(out, &format!("  {}) {}", i + 1, strip(o)));
             }
         }
+        if u.kind == UiKind::Confirm {
+            self.line(out, "answer y or n:");
+        }
     }
 
     fn input(&mut self, c: &Client, line: &str) {
@@ -270,6 +273,15 @@ impl Screen {
             Some(Pending::Ui(u)) => {
                 let value = match (&u.options, line.parse::<usize>()) {
                     (Some(o), Ok(n)) if n >= 1 && n <= o.len() => o[n - 1].clone(),
+                    // A confirm is answered "yes" or "no", as `shard run` answers it.
+                    _ if u.kind == UiKind::Confirm => match line.to_ascii_lowercase().as_str() {
+                        "y" | "yes" => "yes".to_string(),
+                        "n" | "no" => "no".to_string(),
+                        _ => {
+                            println!("answer y or n");
+                            return;
+                        }
+                    },
                     _ => line.to_string(),
                 };
                 Command::UiResponse(UiResponse {

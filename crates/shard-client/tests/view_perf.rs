@@ -14,8 +14,10 @@ use shard_protocol::Event;
 #[ignore = "a measurement, not a check"]
 fn per_delta_cost_with_a_long_live_window() {
     let messages: Vec<_> = (0..2000)
-        .map(|i| json!({"id": format!("ent-{i}"), "role": if i % 2 == 0 { "user" } else { "assistant" },
-                        "content": [{"type": "text", "text": "x".repeat(200)}]}))
+        .map(|i| {
+            json!({"id": format!("ent-{i}"), "role": if i % 2 == 0 { "user" } else { "assistant" },
+                        "content": [{"type": "text", "text": "x".repeat(200)}]})
+        })
         .collect();
     let sync: Event = serde_json::from_value(json!({"type": "sync", "status": "streaming",
         "mode": "build", "live_window": {"messages": messages}, "pending_requests": []}))
@@ -41,6 +43,8 @@ fn per_delta_cost_with_a_long_live_window() {
         }
     }
     let per = start.elapsed() / n;
-    println!("AgentView::apply + sanitize per text delta, 2,000-message window: {per:?} ({printed} bytes)");
+    println!(
+        "AgentView::apply + sanitize per text delta, 2,000-message window: {per:?} ({printed} bytes)"
+    );
     assert!(printed > 0);
 }
