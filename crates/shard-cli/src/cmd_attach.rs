@@ -62,7 +62,7 @@ pub fn attach(args: AttachArgs) -> ExitCode {
         loop {
             tokio::select! {
                 ev = events.recv() => match ev {
-                    Some(ev) => screen.show(&ev),
+                    Some(ev) => screen.show(&c, &ev),
                     None => { eprintln!("shard: the daemon closed the connection"); return ExitCode::FAILURE; }
                 },
                 line = stdin.next_line() => match line {
@@ -89,10 +89,31 @@ struct Screen {
 }
 
 impl Screen {
-    fn show(&mut self, ev: &Event) {
+    fn show(&mut self, c: &Client, ev: &Event) {
         let changes = self.view.apply(ev);
         let mut out = std::io::stdout().lock();
         for change in changes {
+            // A notice needs no answer: an interactive client shows it and dismisses it,
+            // so it does not take the next typed line.
+            if let Change::RequestAdded(id) = &change
+                && !self.observer
+                && let Some(Pending::Ui(u)) = self.view.pending_request(id)
+                && u.kind == UiKind::Notify
+            {
+                let text = format!(
+                    "[notice] {} {}",
+                    u.title.as_deref().map(strip).unwrap_or_default(),
+                    u.message.as_deref().map(strip).unwrap_or_default()
+                );
+                let command = Command::UiResponse(UiResponse {
+                    agent_id: Some(self.agent.clone()),
+                    request_id: u.request_id.clone(),
+                    value: None,
+                });
+                self.line(&mut out, text.trim_end());
+                let _ = c.send(&shard_protocol::ClientMessage { id: None, command });
+                continue;
+            }
             self.change(&mut out, change);
         }
         let _ = out.flush();
