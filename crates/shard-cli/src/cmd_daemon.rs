@@ -1,7 +1,7 @@
-//! `shard daemon`, `shard ls`, `shard kill`, `shard attach`: the daemon process and its
-//! small command-line clients (ARCHITECTURE §13).
+//! `shard daemon`, `shard ls`, `shard kill`: the daemon process and its small
+//! command-line clients (ARCHITECTURE §13); `shard attach` and `shard new` live in their
+//! own modules.
 
-use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -10,13 +10,8 @@ use std::time::Duration;
 use clap::Args;
 use shard_client::{Client, ClientError};
 use shard_daemon::{Daemon, DaemonConfig, DaemonError, QueueCaps};
-use shard_protocol::command::{
-    AgentKill, AttachRole, Command, PermissionResponse, Prompt, StreamingBehavior, UiResponse,
-};
-use shard_protocol::event::{PendingRequest, PermissionRequest, UiRequest};
-use shard_protocol::types::{AgentStatus, UiValue};
-use shard_protocol::{Event, IncomingEvent, PermissionAnswer};
-use tokio::io::AsyncBufReadExt;
+use shard_protocol::command::{AgentKill, Command};
+use shard_protocol::types::AgentStatus;
 
 use crate::common;
 
@@ -57,16 +52,6 @@ pub struct KillArgs {
     /// SIGKILL at once instead of abort, SIGTERM, SIGKILL.
     #[arg(long)]
     force: bool,
-}
-
-/// Arguments of `shard attach`.
-#[derive(Args)]
-pub struct AttachArgs {
-    /// The agent id.
-    agent: String,
-    /// Watch only: never answer or prompt.
-    #[arg(long)]
-    observer: bool,
 }
 
 fn multi_thread() -> Result<tokio::runtime::Runtime, ExitCode> {
@@ -164,7 +149,9 @@ async fn connect(home: &Path) -> Result<Client, ExitCode> {
     })
 }
 
-fn with_client<F, Fut>(f: F) -> ExitCode
+/// Connects to the daemon and runs `f` with the client (one line and exit 1 when no
+/// daemon runs).
+pub(crate) fn with_client<F, Fut>(f: F) -> ExitCode
 where
     F: FnOnce(Client) -> Fut,
     Fut: std::future::Future<Output = ExitCode>,
@@ -182,7 +169,8 @@ where
     })
 }
 
-fn status_str(s: AgentStatus) -> String {
+/// The wire name of a status.
+pub(crate) fn status_str(s: AgentStatus) -> String {
     serde_json::to_value(s)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
@@ -214,21 +202,29 @@ pub fn ls(args: LsArgs) -> ExitCode {
         }
         let _ = writeln!(
             out,
-            "{:<32} {:<24} {:<9} {:<12} CWD",
-            "AGENT", "STATUS", "RUNTIME", "NAME"
+            "{:<32} {:<24} {:<9} {:<12} {:<6} {:<28} CWD",
+            "AGENT", "STATUS", "RUNTIME", "NAME", "MODE", "MODEL"
         );
         for a in agents {
             let rt = serde_json::to_value(a.runtime_state)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
+            let model = match (&a.provider, &a.model) {
+                (_, Some(m)) if m.contains('/') => m.clone(),
+                (Some(p), Some(m)) => format!("{p}/{m}"),
+                (None, Some(m)) => m.clone(),
+                _ => "-".into(),
+            };
             let _ = writeln!(
                 out,
-                "{:<32} {:<24} {:<9} {:<12} {}",
+                "{:<32} {:<24} {:<9} {:<12} {:<6} {:<28} {}",
                 a.agent_id,
                 status_str(a.status),
                 rt,
                 a.name.unwrap_or_else(|| "-".into()),
+                a.mode.unwrap_or_else(|| "-".into()),
+                model,
                 a.cwd
             );
         }
@@ -254,231 +250,4 @@ pub fn kill(args: KillArgs) -> ExitCode {
             }
         }
     })
-}
-
-/// Runs `shard attach`: prints the stream; a line typed while a request is pending
-/// answers it, any other line is sent as a prompt; end of input detaches.
-pub fn attach(args: AttachArgs) -> ExitCode {
-    with_client(|c| async move {
-        let role = if args.observer {
-            AttachRole::Observer
-        } else {
-            AttachRole::Interactive
-        };
-        let (data, mut events) = match c.attach(&args.agent, role).await {
-            Ok(x) => x,
-            Err(e) => {
-                eprintln!("shard: cannot attach to {}: {e}", args.agent);
-                return ExitCode::FAILURE;
-            }
-        };
-        println!("attached to {} ({})", args.agent, status_str(data.status));
-        let mut view = View {
-            agent: args.agent.clone(),
-            status: data.status,
-            asks: VecDeque::new(),
-            observer: args.observer,
-        };
-        let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-        loop {
-            tokio::select! {
-                ev = events.recv() => match ev {
-                    Some(ev) => view.show(ev),
-                    None => { eprintln!("shard: the daemon closed the connection"); return ExitCode::FAILURE; }
-                },
-                line = stdin.next_line() => match line {
-                    Ok(Some(l)) => view.input(&c, l.trim()),
-                    _ => { let _ = c.detach(&args.agent).await; return ExitCode::SUCCESS; }
-                },
-                o = c.next_event() => if o.is_none() {
-                    eprintln!("shard: the daemon closed the connection");
-                    return ExitCode::FAILURE;
-                } else if let Some(IncomingEvent::Known(Event::AgentExited(e))) = o && e.agent_id == args.agent {
-                    println!("[runtime exited: {}]", e.reason);
-                },
-            }
-        }
-    })
-}
-
-enum Ask {
-    Permission(Box<PermissionRequest>),
-    Ui(UiRequest),
-}
-
-struct View {
-    agent: String,
-    status: AgentStatus,
-    asks: VecDeque<Ask>,
-    observer: bool,
-}
-
-impl View {
-    fn show(&mut self, ev: Event) {
-        let mut out = std::io::stdout().lock();
-        match ev {
-            Event::Sync(s) => {
-                self.status = s.status;
-                let _ = writeln!(
-                    out,
-                    "[sync] status {} mode {} ({} messages, runtime epoch {})",
-                    status_str(s.status),
-                    s.mode,
-                    s.live_window.messages.len(),
-                    s.runtime_epoch.unwrap_or(0)
-                );
-                self.asks.clear();
-                for p in s.pending_requests {
-                    match p {
-                        PendingRequest::Permission(p) => self.ask_permission(&mut out, p),
-                        PendingRequest::Ui(u) => self.ask_ui(&mut out, u),
-                    }
-                }
-            }
-            Event::Status(s) => {
-                self.status = s.status;
-                let _ = writeln!(out, "[{}]", status_str(s.status));
-            }
-            Event::MessageDelta(d) => {
-                if let Some(t) = d.text_delta {
-                    let _ = write!(out, "{t}");
-                }
-            }
-            Event::MessageComplete(_) => {
-                let _ = writeln!(out);
-            }
-            Event::ToolCall(t) => {
-                let _ = writeln!(out, "-> {} {}", t.name, serde_json::Value::Object(t.args));
-            }
-            Event::ToolResult(r) => {
-                let text = match &r.content {
-                    shard_protocol::types::ToolResultContent::Text { text } => text.clone(),
-                    shard_protocol::types::ToolResultContent::Error { message } => message.clone(),
-                    other => serde_json::to_string(other).unwrap_or_default(),
-                };
-                let first = text.lines().next().unwrap_or("");
-                let _ = writeln!(
-                    out,
-                    "<- {}{}",
-                    if r.is_error { "error: " } else { "" },
-                    first
-                );
-            }
-            Event::PermissionRequest(p) => self.ask_permission(&mut out, p),
-            Event::UiRequest(u) => self.ask_ui(&mut out, u),
-            Event::PermissionResolved(r) => {
-                self.asks
-                    .retain(|a| !matches!(a, Ask::Permission(p) if p.request_id == r.request_id));
-                let _ = writeln!(
-                    out,
-                    "[permission {} resolved by {}]",
-                    r.request_id,
-                    r.source.unwrap_or_else(|| "?".into())
-                );
-            }
-            Event::UiResolved(r) => {
-                self.asks
-                    .retain(|a| !matches!(a, Ask::Ui(u) if u.request_id == r.request_id));
-            }
-            Event::Error(e) => {
-                let _ = writeln!(out, "[error {}] {}", e.code, e.message);
-            }
-            _ => {}
-        }
-        let _ = out.flush();
-    }
-
-    fn ask_permission(&mut self, out: &mut impl Write, p: Box<PermissionRequest>) {
-        let _ = writeln!(out, "\n[permission] {}", p.prompt);
-        match &p.choices {
-            Some(choices) if !choices.is_empty() => {
-                for (i, c) in choices.iter().enumerate() {
-                    let _ = writeln!(out, "  {}) {}", i + 1, c.label);
-                }
-            }
-            _ => {
-                let _ = writeln!(
-                    out,
-                    "  options: {}",
-                    p.options
-                        .iter()
-                        .map(|o| serde_json::to_string(o).unwrap_or_default())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                );
-            }
-        }
-        if !self.observer {
-            let _ = writeln!(out, "answer with a number (or allow / deny):");
-        }
-        self.asks.push_back(Ask::Permission(p));
-    }
-
-    fn ask_ui(&mut self, out: &mut impl Write, u: UiRequest) {
-        let _ = writeln!(
-            out,
-            "\n[question] {} {}",
-            u.title.clone().unwrap_or_default(),
-            u.message.clone().unwrap_or_default()
-        );
-        if let Some(opts) = &u.options {
-            for (i, o) in opts.iter().enumerate() {
-                let _ = writeln!(out, "  {}) {o}", i + 1);
-            }
-        }
-        self.asks.push_back(Ask::Ui(u));
-    }
-
-    fn input(&mut self, c: &Client, line: &str) {
-        if line.is_empty() || self.observer {
-            return;
-        }
-        let command = match self.asks.pop_front() {
-            Some(Ask::Permission(p)) => {
-                let answer = match (&p.choices, line.parse::<usize>()) {
-                    (Some(ch), Ok(n)) if n >= 1 && n <= ch.len() => PermissionAnswer::Choice {
-                        choice_id: ch[n - 1].id.clone(),
-                    },
-                    _ => {
-                        match serde_json::from_value(serde_json::Value::String(line.to_string())) {
-                            Ok(decision) => PermissionAnswer::Decision { decision },
-                            Err(_) => {
-                                println!(
-                                    "answer with a choice number, allow, allow_always or deny"
-                                );
-                                self.asks.push_front(Ask::Permission(p));
-                                return;
-                            }
-                        }
-                    }
-                };
-                Command::PermissionResponse(PermissionResponse {
-                    agent_id: Some(self.agent.clone()),
-                    request_id: p.request_id.clone(),
-                    answer,
-                    reason: None,
-                    source: None,
-                })
-            }
-            Some(Ask::Ui(u)) => {
-                let value = match (&u.options, line.parse::<usize>()) {
-                    (Some(o), Ok(n)) if n >= 1 && n <= o.len() => o[n - 1].clone(),
-                    _ => line.to_string(),
-                };
-                Command::UiResponse(UiResponse {
-                    agent_id: Some(self.agent.clone()),
-                    request_id: u.request_id.clone(),
-                    value: Some(UiValue::Text(value)),
-                })
-            }
-            None => Command::Prompt(Prompt {
-                agent_id: Some(self.agent.clone()),
-                message: line.to_string(),
-                images: None,
-                streaming_behavior: (self.status != AgentStatus::Idle)
-                    .then_some(StreamingBehavior::FollowUp),
-            }),
-        };
-        let _ = c.send(&shard_protocol::ClientMessage { id: None, command });
-    }
 }

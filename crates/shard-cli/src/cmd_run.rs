@@ -1,20 +1,28 @@
 //! `shard run`: one prompt, one turn, printed as it streams. Drives a Runtime directly
 //! (in-process, over the same protocol messages a stdio client would exchange).
+//!
+//! It never waits on nobody (issue 9 item 1): with a person at the terminal it asks
+//! inline; without one, permission requests follow the headless rules and UI requests are
+//! answered with nothing at once, and the output says what was asked.
 
-use std::io::{IsTerminal, Read, Write};
-use std::path::PathBuf;
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
 use shard_agent::{Input, Runtime};
-use shard_protocol::command::{HeadlessPolicy, PermissionResponse, Prompt};
-use shard_protocol::event::{DeltaKind, Event};
-use shard_protocol::types::ToolResultContent;
+use shard_client::sanitize::strip;
+use shard_client::view::{AgentView, Change, Pending};
+use shard_protocol::command::{HeadlessPolicy, PermissionResponse, Prompt, UiResponse};
+use shard_protocol::event::Event;
+use shard_protocol::types::{PermissionDecision, UiKind};
 use shard_protocol::{ClientMessage, Command, PermissionAnswer};
 use tokio::sync::mpsc;
 
 use crate::cmd_agent::{self, AgentArgs};
-use crate::common;
+use crate::common::{self, usage};
+use crate::prompter::{Prompter, Question, Reply};
+use crate::run_print::{Printer, thousands};
 
 /// Arguments of `shard run`.
 #[derive(Args, Debug)]
@@ -24,25 +32,28 @@ pub struct RunArgs {
     /// Print every protocol event as JSONL instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Answer every permission request with allow.
+    /// Answer every permission request with allow (questions are still asked on a
+    /// terminal, and answered with nothing without one).
     #[arg(long, short = 'y')]
     pub yes: bool,
     /// Continue the latest session of this directory.
     #[arg(long = "continue", short = 'c', conflicts_with = "session")]
     pub continue_latest: bool,
-    /// Working directory.
+    /// Working directory (default: the current directory).
     #[arg(long)]
     pub cwd: Option<PathBuf>,
-    /// Provider name.
+    /// Provider: anthropic, openai, openai-responses, scripted (with --script), or a
+    /// [providers.NAME] of config.toml. `shard models` lists what is usable.
     #[arg(long)]
     pub provider: Option<String>,
-    /// Model name or catalog id.
+    /// Model: a catalog id `provider/model` or a model name of the catalog, e.g.
+    /// anthropic/claude-sonnet-4-5. `shard models` lists them.
     #[arg(long)]
     pub model: Option<String>,
-    /// Mode.
+    /// Mode: build (default), plan (read-only), or a [[modes]] of config.toml.
     #[arg(long)]
     pub mode: Option<String>,
-    /// Continue this session.
+    /// Continue this session (`shard sessions` lists them).
     #[arg(long)]
     pub session: Option<String>,
     /// Script file for the scripted provider.
@@ -57,26 +68,42 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("shard run: {e:#}");
-            ExitCode::FAILURE
+            common::exit_for(&e)
         }
     }
 }
 
-fn run_inner(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let prompt = match &args.prompt {
-        Some(p) => p.clone(),
-        None => {
-            if std::io::stdin().is_terminal() {
-                anyhow::bail!("give a prompt as an argument or on standard input");
-            }
-            let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s)?;
-            s
-        }
-    };
-    if prompt.trim().is_empty() {
-        anyhow::bail!("the prompt is empty");
+/// Checks `--mode` against the mode catalog (built-ins and `[[modes]]` of config.toml).
+fn check_mode(shard_home: &Path, mode: &str) -> anyhow::Result<()> {
+    let config = shard_agent::config::Config::load(shard_home).map_err(|e| usage(e.to_string()))?;
+    let mut modes = shard_agent::modes::ModeController::new(&config.modes);
+    if modes.set(mode).is_err() {
+        let names: Vec<String> = modes.descriptors().into_iter().map(|m| m.name).collect();
+        return Err(usage(format!(
+            "unknown mode `{mode}`: use one of {}",
+            names.join(", ")
+        )));
     }
+    Ok(())
+}
+
+/// Checks that `--session` names an existing session.
+fn check_session(shard_home: &Path, id: &str) -> anyhow::Result<()> {
+    let store = shard_session::SessionStore::new(shard_home.to_path_buf());
+    match store.inspect(id) {
+        Ok(_) => Ok(()),
+        Err(shard_session::SessionError::NotFound(_)) => Err(usage(format!(
+            "no session {id}: `shard sessions` lists this directory's sessions; \
+             leave out --session to start a new one"
+        ))),
+        Err(shard_session::SessionError::InvalidId(_)) => Err(usage(format!(
+            "`{id}` is not a session id (they look like sess-01J…)"
+        ))),
+        Err(e) => Err(anyhow::anyhow!("{e}")),
+    }
+}
+
+fn run_inner(args: RunArgs) -> anyhow::Result<ExitCode> {
     let agent_args = AgentArgs {
         cwd: args.cwd.clone(),
         provider: args.provider.clone(),
@@ -86,47 +113,92 @@ fn run_inner(args: RunArgs) -> anyhow::Result<ExitCode> {
         script: args.script.clone(),
         ..AgentArgs::default()
     };
-    let mut opts = cmd_agent::options(&agent_args)?;
+    let mut opts = cmd_agent::options(&agent_args).map_err(|e| usage(format!("{e:#}")))?;
+    // Everything checkable is checked before the prompt is read and before anything
+    // is created.
+    if let Some(mode) = &args.mode {
+        check_mode(&opts.shard_home, mode)?;
+    }
+    if let Some(id) = &args.session {
+        check_session(&opts.shard_home, id)?;
+    }
     if args.continue_latest {
         let store = shard_session::SessionStore::new(opts.shard_home.clone());
-        let cwd = std::fs::canonicalize(&opts.cwd)?;
+        let cwd = std::fs::canonicalize(&opts.cwd)
+            .map_err(|e| usage(format!("{}: {e}", opts.cwd.display())))?;
         match store.latest_for_cwd(&cwd)? {
             Some(id) => opts.session_id = Some(id),
-            None => anyhow::bail!("no earlier session in {}", cwd.display()),
+            None => return Err(usage(format!("no earlier session in {}", cwd.display()))),
         }
     }
-    // With --yes this client answers every request; otherwise nobody is there to ask.
-    opts.headless_policy = if args.yes {
+    let prompt = match &args.prompt {
+        Some(p) => p.clone(),
+        None => {
+            if std::io::stdin().is_terminal() {
+                return Err(usage("give a prompt as an argument or on standard input"));
+            }
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s)?;
+            s
+        }
+    };
+    if prompt.trim().is_empty() {
+        return Err(usage("the prompt is empty"));
+    }
+    // A person at the terminal answers (questions always; permissions unless --yes);
+    // with --yes this client allows; otherwise nobody is there and the headless rules
+    // decide at once.
+    let person = common::person_at_terminal();
+    opts.headless_policy = if args.yes || person {
         None
     } else {
         Some(HeadlessPolicy::AllowIfRuleMatches)
     };
     let resuming = opts.session_id.is_some();
+    let shard_home = opts.shard_home.clone();
     let prepared =
-        shard_agent::prepare(opts, common::process_env()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        shard_agent::prepare(opts, common::process_env()).map_err(|e| usage(e.to_string()))?;
     // A new session with no usable model could only fail: say how to configure one
     // instead, before anything is written. A resumed session's recorded model may differ.
     if !resuming && let Some(why) = prepared.model_problem() {
-        eprintln!("shard run: {why}");
-        return Ok(ExitCode::from(2));
+        return Err(usage(why));
     }
     let rt = common::tokio_runtime()?;
-    rt.block_on(drive(prepared, prompt, args.json, args.yes))
+    let how = How {
+        json: args.json,
+        yes: args.yes,
+        person,
+    };
+    rt.block_on(drive(prepared, prompt, how, &shard_home))
+}
+
+/// Who answers what.
+#[derive(Clone, Copy)]
+struct How {
+    json: bool,
+    yes: bool,
+    person: bool,
+}
+
+fn send(cmd: Command) -> Input {
+    Input::Command(ClientMessage::new("run", cmd))
 }
 
 async fn drive(
     prepared: shard_agent::Prepared,
     prompt: String,
-    json: bool,
-    yes: bool,
+    how: How,
+    shard_home: &Path,
 ) -> anyhow::Result<ExitCode> {
+    use tokio::signal::unix::{SignalKind, signal};
     let (event_tx, mut event_rx) = mpsc::channel::<Event>(1024);
     let (input_tx, input_rx) = mpsc::channel::<Input>(64);
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
     let runtime =
         Runtime::open(prepared, event_tx, input_rx).map_err(|e| anyhow::anyhow!("{e}"))?;
     let session_id = runtime.session_id().to_string();
     let actor = tokio::spawn(runtime.run());
-    let send = |cmd: Command| Input::Command(ClientMessage::new("run", cmd));
     input_tx
         .send(send(Command::Prompt(Prompt {
             agent_id: None,
@@ -137,149 +209,204 @@ async fn drive(
         .await
         .map_err(|_| anyhow::anyhow!("the Runtime stopped before the prompt was sent"))?;
 
-    let mut printer = Printer::new(json);
+    let (reply_tx, mut reply_rx) = mpsc::unbounded_channel::<Reply>();
+    let prompter = if how.person {
+        Some(Prompter::spawn(reply_tx)?)
+    } else {
+        None
+    };
+    let mut view = AgentView::new();
+    let mut printer = Printer::new(how.json, shard_home);
     let mut failed = false;
     let mut finished = false;
     let mut started = false;
-    while let Some(ev) = event_rx.recv().await {
-        printer.show(&ev);
-        match &ev {
-            Event::PermissionRequest(req) if yes => {
-                let answer = PermissionResponse {
-                    agent_id: None,
-                    request_id: req.request_id.clone(),
-                    answer: PermissionAnswer::Choice {
-                        choice_id: "allow".into(),
-                    },
-                    reason: None,
-                    source: Some("shard run --yes".into()),
-                };
-                let _ = input_tx
-                    .send(send(Command::PermissionResponse(answer)))
-                    .await;
+    let mut interrupted: Option<u8> = None;
+    loop {
+        tokio::select! {
+            ev = event_rx.recv() => {
+                let Some(ev) = ev else { break };
+                let changes = view.apply(&ev);
+                printer.show(&ev, &changes, &view);
+                for change in &changes {
+                    if let Change::RequestAdded(id) = change
+                        && let Some(p) = view.pending_request(id).cloned()
+                    {
+                        printer.end_line();
+                        printer.flush();
+                        answer(&input_tx, prompter.as_ref(), p, how).await;
+                    }
+                }
+                match &ev {
+                    // Notices before the turn (e.g. a repaired transcript) do not fail the run.
+                    Event::TurnStart(_) => started = true,
+                    Event::Error(_) if started => failed = true,
+                    Event::Response(r) if !r.success => failed = true,
+                    Event::TurnEnd(_) => {
+                        finished = true;
+                        let _ = input_tx.send(Input::Eof).await;
+                    }
+                    _ => {}
+                }
+                if event_rx.is_empty() {
+                    printer.flush();
+                }
             }
-            // Notices before the turn (e.g. a repaired transcript) do not fail the run.
-            Event::TurnStart(_) => started = true,
-            Event::Error(_) if started => failed = true,
-            Event::Response(r) if !r.success => failed = true,
-            Event::TurnEnd(_) => {
-                finished = true;
-                let _ = input_tx.send(Input::Eof).await;
+            Some(reply) = reply_rx.recv() => {
+                let _ = input_tx.send(send(reply_command(reply))).await;
             }
-            _ => {}
-        }
-        if event_rx.is_empty() {
-            printer.flush();
+            _ = sigint.recv() => {
+                if interrupted.is_some() {
+                    // The second Ctrl-C: leave now.
+                    printer.finish();
+                    eprintln!("shard run: interrupted");
+                    std::process::exit(i32::from(common::EXIT_INTERRUPTED));
+                }
+                interrupted = Some(common::EXIT_INTERRUPTED);
+                printer.end_line();
+                printer.flush();
+                // The terminal echoed `^C` mid-line: start a line of our own.
+                eprintln!("\naborting the turn (Ctrl-C again to quit at once)");
+                abort(&input_tx).await;
+            }
+            _ = sigterm.recv() => {
+                if interrupted.is_none() {
+                    interrupted = Some(common::EXIT_TERMINATED);
+                    abort(&input_tx).await;
+                }
+            }
         }
     }
     let _ = actor.await;
     printer.finish();
-    eprintln!("session: {session_id} (continue with: shard run --session {session_id} \"…\")");
-    Ok(if failed || !finished {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
+    // On stderr in both modes: scripts reading --json from stdout still learn the session.
+    eprintln!("{}", closing_line(&view, &session_id));
+    Ok(match interrupted {
+        Some(code) => ExitCode::from(code),
+        None if failed || !finished => ExitCode::from(common::EXIT_FAILED),
+        None => ExitCode::SUCCESS,
     })
 }
 
-/// Text or JSONL presentation of the stream.
-struct Printer {
-    json: bool,
-    out: std::io::BufWriter<std::io::Stdout>,
-    at_line_start: bool,
+/// Abort the turn, then end input: the Runtime saves the partial answer, kills its tool
+/// processes and exits.
+async fn abort(input_tx: &mpsc::Sender<Input>) {
+    let _ = input_tx
+        .send(send(Command::Abort(Default::default())))
+        .await;
+    let _ = input_tx.send(Input::Eof).await;
 }
 
-impl Printer {
-    fn new(json: bool) -> Self {
-        Printer {
-            json,
-            out: std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout()),
-            at_line_start: true,
-        }
+/// The last line: tokens, cost, and how to continue.
+fn closing_line(view: &AgentView, session_id: &str) -> String {
+    let u = &view.usage;
+    let mut tokens = format!(
+        "tokens: {} in, {} out",
+        thousands(u.input),
+        thousands(u.output)
+    );
+    if u.cache_read > 0 {
+        tokens.push_str(&format!(", {} cache read", thousands(u.cache_read)));
     }
+    if u.cache_write > 0 {
+        tokens.push_str(&format!(", {} cache write", thousands(u.cache_write)));
+    }
+    let cost = match u.cost {
+        Some(c) => format!("${c:.4}"),
+        None => "unknown".into(),
+    };
+    format!(
+        "{tokens} · cost: {cost} · session: {session_id} (continue with: shard run --session {session_id} \"…\")"
+    )
+}
 
-    fn show(&mut self, ev: &Event) {
-        if self.json {
-            let _ = self.out.write_all(&shard_protocol::to_line(ev));
-            return;
+fn reply_command(reply: Reply) -> Command {
+    match reply {
+        Reply::Permission { request_id, answer } => {
+            Command::PermissionResponse(PermissionResponse {
+                agent_id: None,
+                request_id,
+                answer,
+                reason: None,
+                source: Some("shard run (terminal)".into()),
+            })
         }
-        match ev {
-            Event::MessageDelta(d) if d.kind == DeltaKind::Text => {
-                if let Some(t) = &d.text_delta {
-                    let _ = self.out.write_all(t.as_bytes());
-                    self.at_line_start = t.ends_with('\n');
-                }
-            }
-            Event::ToolCall(c) => {
-                self.end_line();
-                self.flush();
-                eprintln!("▸ {} {}", c.name, brief_args(&c.args));
-            }
-            Event::ToolResult(r) => {
-                let text = match &r.content {
-                    ToolResultContent::Text { text } => first_line(text),
-                    ToolResultContent::Error { message } => first_line(message),
-                    ToolResultContent::Json { value } => first_line(&value.to_string()),
-                    ToolResultContent::Image { mime_type, .. } => format!("[{mime_type}]"),
+        Reply::Ui { request_id, value } => Command::UiResponse(UiResponse {
+            agent_id: None,
+            request_id,
+            value,
+        }),
+    }
+}
+
+/// Answers a request at once, or hands it to the person.
+async fn answer(input_tx: &mpsc::Sender<Input>, prompter: Option<&Prompter>, p: Pending, how: How) {
+    match p {
+        Pending::Permission(req) if how.yes => {
+            let answer = match &req.choices {
+                Some(ch) if ch.iter().any(|c| c.id == "allow") => PermissionAnswer::Choice {
+                    choice_id: "allow".into(),
+                },
+                _ => PermissionAnswer::Decision {
+                    decision: PermissionDecision::Allow,
+                },
+            };
+            let r = PermissionResponse {
+                agent_id: None,
+                request_id: req.request_id.clone(),
+                answer,
+                reason: None,
+                source: Some("shard run --yes".into()),
+            };
+            let _ = input_tx.send(send(Command::PermissionResponse(r))).await;
+        }
+        Pending::Permission(req) => match prompter {
+            Some(pr) => pr.ask(Question::Permission(req)),
+            // Without a person the headless policy decides inside the Runtime; a
+            // request that still reaches here is denied rather than left waiting.
+            None => {
+                let r = PermissionResponse {
+                    agent_id: None,
+                    request_id: req.request_id.clone(),
+                    answer: PermissionAnswer::Decision {
+                        decision: PermissionDecision::Deny,
+                    },
+                    reason: Some("nobody at a terminal to ask".into()),
+                    source: Some("headless".into()),
                 };
-                if r.is_error {
-                    eprintln!("  ✗ {text}");
-                } else {
-                    let code = r
-                        .exit_code
-                        .map(|c| format!(" [exit {c}]"))
-                        .unwrap_or_default();
-                    eprintln!("  ✓{code} {text}");
+                let _ = input_tx.send(send(Command::PermissionResponse(r))).await;
+            }
+        },
+        Pending::Ui(u) if u.kind == UiKind::Notify => {
+            let title = u.title.as_deref().map(strip).unwrap_or_default();
+            let msg = u.message.as_deref().map(strip).unwrap_or_default();
+            eprintln!("! {title}{}{msg}", if title.is_empty() { "" } else { ": " });
+            let r = UiResponse {
+                agent_id: None,
+                request_id: u.request_id.clone(),
+                value: None,
+            };
+            let _ = input_tx.send(send(Command::UiResponse(r))).await;
+        }
+        Pending::Ui(u) => match prompter {
+            Some(pr) => pr.ask(Question::Ui(u)),
+            None => {
+                let what = u.message.as_deref().or(u.title.as_deref()).unwrap_or("");
+                let mut line = format!("? the agent asked: {}", strip(what));
+                if let Some(opts) = &u.options {
+                    let opts: Vec<String> = opts.iter().map(|o| strip(o)).collect();
+                    line.push_str(&format!(" [{}]", opts.join(" / ")));
                 }
-            }
-            Event::Error(e) => {
-                self.end_line();
-                self.flush();
-                eprintln!("error: {} ({})", e.message, e.code);
-            }
-            Event::Response(r) if !r.success => {
-                if let Some(err) = &r.error {
-                    eprintln!("error: {} ({})", err.message, err.code);
+                if !how.json {
+                    eprintln!("{line}");
+                    eprintln!("  no terminal to answer on: answered with nothing");
                 }
+                let r = UiResponse {
+                    agent_id: None,
+                    request_id: u.request_id.clone(),
+                    value: None,
+                };
+                let _ = input_tx.send(send(Command::UiResponse(r))).await;
             }
-            _ => {}
-        }
+        },
     }
-
-    fn end_line(&mut self) {
-        if !self.at_line_start {
-            let _ = self.out.write_all(b"\n");
-            self.at_line_start = true;
-        }
-    }
-
-    /// Flushed whenever the event queue runs dry, so output is prompt yet batched.
-    fn flush(&mut self) {
-        let _ = self.out.flush();
-    }
-
-    fn finish(&mut self) {
-        if !self.json {
-            self.end_line();
-        }
-        self.flush();
-    }
-}
-
-fn brief_args(args: &serde_json::Map<String, serde_json::Value>) -> String {
-    for key in ["command", "path", "pattern"] {
-        if let Some(v) = args.get(key).and_then(|v| v.as_str()) {
-            return first_line(v);
-        }
-    }
-    String::new()
-}
-
-fn first_line(s: &str) -> String {
-    let line = s.lines().next().unwrap_or_default();
-    let mut out: String = line.chars().take(100).collect();
-    if out.len() < s.trim_end().len() {
-        out.push('…');
-    }
-    out
 }

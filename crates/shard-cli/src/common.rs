@@ -44,3 +44,41 @@ pub fn tokio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 pub fn process_env() -> shard_agent::models::EnvLookup {
     std::sync::Arc::new(|k: &str| std::env::var(k).ok().filter(|v| !v.is_empty()))
 }
+
+/// Exit status: the work started and failed (a turn ended in an error, a daemon call
+/// failed).
+pub const EXIT_FAILED: u8 = 1;
+/// Exit status: the command could not start: bad usage, an unknown mode, session or
+/// model, a bad configuration, no usable provider. Nothing was created.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit status: interrupted by Ctrl-C (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: u8 = 130;
+/// Exit status: stopped by SIGTERM (128 + SIGTERM).
+pub const EXIT_TERMINATED: u8 = 143;
+
+/// An error the user can fix by changing the command line or the configuration;
+/// reported with [`EXIT_USAGE`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Builds a [`UsageError`] as an `anyhow::Error`.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+/// The exit status for an error: [`EXIT_USAGE`] for a [`UsageError`], else
+/// [`EXIT_FAILED`].
+pub fn exit_for(e: &anyhow::Error) -> std::process::ExitCode {
+    if e.downcast_ref::<UsageError>().is_some() {
+        std::process::ExitCode::from(EXIT_USAGE)
+    } else {
+        std::process::ExitCode::from(EXIT_FAILED)
+    }
+}
+
+/// Both standard input and standard error are terminals: a person is there to answer.
+pub fn person_at_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}

@@ -2,10 +2,15 @@
 //! parsing and presentation only; the work lives in the library crates.
 
 mod cmd_agent;
+mod cmd_attach;
 mod cmd_daemon;
+mod cmd_info;
+mod cmd_new;
 mod cmd_protocol;
 mod cmd_run;
 mod common;
+mod prompter;
+mod run_print;
 
 use std::process::ExitCode;
 
@@ -34,12 +39,18 @@ enum Commands {
     Run(cmd_run::RunArgs),
     /// Run the per-user daemon that keeps many agents.
     Daemon(cmd_daemon::DaemonArgs),
+    /// List this directory's sessions, newest first.
+    Sessions(cmd_info::SessionsArgs),
+    /// List the models, usable now or why not.
+    Models(cmd_info::ModelsArgs),
+    /// Create a daemon agent and print its id.
+    New(cmd_new::NewArgs),
     /// List the daemon's agents with their status.
     Ls(cmd_daemon::LsArgs),
     /// Kill an agent's Runtime.
     Kill(cmd_daemon::KillArgs),
     /// Attach to an agent: print its stream and answer its prompts.
-    Attach(cmd_daemon::AttachArgs),
+    Attach(cmd_attach::AttachArgs),
     /// Print the browser enrollment link.
     Web,
     /// Protocol tools.
@@ -60,7 +71,10 @@ fn main() -> ExitCode {
         Some(Commands::Daemon(args)) => cmd_daemon::daemon(args),
         Some(Commands::Ls(args)) => cmd_daemon::ls(args),
         Some(Commands::Kill(args)) => cmd_daemon::kill(args),
-        Some(Commands::Attach(args)) => cmd_daemon::attach(args),
+        Some(Commands::Attach(args)) => cmd_attach::attach(args),
+        Some(Commands::Sessions(args)) => cmd_info::sessions(args),
+        Some(Commands::Models(args)) => cmd_info::models(args),
+        Some(Commands::New(args)) => cmd_new::new(args),
         Some(Commands::Web) => not_implemented("`shard web`"),
         Some(Commands::Protocol(args)) => cmd_protocol::run(args),
     }

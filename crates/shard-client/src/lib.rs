@@ -1,6 +1,15 @@
 //! The Rust SDK for Shard (ARCHITECTURE §3): connect to the daemon's unix socket or to a
 //! direct `shard agent` child over stdio, send typed commands with correlated responses,
-//! and read events demultiplexed by `agent_id`.
+//! and read events demultiplexed by `agent_id`. [`view::AgentView`] turns an agent's
+//! events into its state; [`sanitize`] makes model and tool text safe for a terminal.
+
+mod lines;
+pub mod sanitize;
+pub mod typed;
+pub mod view;
+
+pub use typed::Request;
+pub use view::{AgentView, Change, LineDecoder};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -10,9 +19,9 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures::StreamExt;
-use shard_protocol::command::{AgentAttach, AgentCreate, AgentRef, AttachRole, Empty};
+use shard_protocol::command::{AgentAttach, AgentCreate, AttachRole};
 use shard_protocol::event::{Hello, Response};
-use shard_protocol::responses::{AgentCreated, AgentsData, AttachData};
+use shard_protocol::responses::AttachData;
 use shard_protocol::types::AgentInfo;
 use shard_protocol::{
     ClientMessage, Command, ErrorBody, Event, IncomingEvent, JsonlCodec, decode_event_lenient,
@@ -203,16 +212,20 @@ impl Client {
         self.events.lock().await.recv().await
     }
 
+    /// Sends a typed request and returns its typed response data.
+    pub async fn send_request<R: Request>(&self, request: R) -> Result<R::Data, ClientError> {
+        let data = self.call(request.into_command()).await?;
+        parse::<R::Data>(data)
+    }
+
     /// `agent.list`.
     pub async fn list(&self) -> Result<Vec<AgentInfo>, ClientError> {
-        let data = self.call(Command::AgentList(Empty::default())).await?;
-        Ok(parse::<AgentsData>(data)?.agents)
+        Ok(self.send_request(typed::ListAgents).await?.agents)
     }
 
     /// `agent.create`; returns the new agent id.
     pub async fn create(&self, create: AgentCreate) -> Result<String, ClientError> {
-        let data = self.call(Command::AgentCreate(Box::new(create))).await?;
-        Ok(parse::<AgentCreated>(data)?.agent_id)
+        Ok(self.send_request(create).await?.agent_id)
     }
 
     /// `agent.attach`, subscribing first so the `sync` and everything after it land in
@@ -224,20 +237,18 @@ impl Client {
     ) -> Result<(AttachData, AgentEvents), ClientError> {
         let rx = self.subscribe(agent_id);
         let data = self
-            .call(Command::AgentAttach(AgentAttach {
+            .send_request(AgentAttach {
                 agent_id: agent_id.to_string(),
                 role: Some(role),
-            }))
+            })
             .await?;
-        Ok((parse::<AttachData>(data)?, rx))
+        Ok((data, rx))
     }
 
     /// `agent.detach`.
     pub async fn detach(&self, agent_id: &str) -> Result<(), ClientError> {
-        self.call(Command::AgentDetach(AgentRef {
-            agent_id: agent_id.to_string(),
-        }))
-        .await?;
+        self.send_request(typed::Detach(agent_id.to_string()))
+            .await?;
         if let Ok(mut s) = self.subs.lock() {
             s.remove(agent_id);
         }
@@ -258,7 +269,8 @@ impl Client {
 fn parse<T: serde::de::DeserializeOwned>(
     data: Option<serde_json::Value>,
 ) -> Result<T, ClientError> {
-    serde_json::from_value(data.unwrap_or_default()).map_err(|e| ClientError::Data(e.to_string()))
+    serde_json::from_value(data.unwrap_or(serde_json::Value::Null))
+        .map_err(|e| ClientError::Data(e.to_string()))
 }
 
 async fn write_loop(

@@ -4,10 +4,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod choices;
+mod commands;
 mod daemon;
 mod harness;
 mod mock;
 mod run;
+mod run_terminal;
 mod runtime;
 
 use harness::*;

@@ -148,3 +148,205 @@ fn a_failed_turn_exits_non_zero() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("boom"));
 }
+
+/// `shard run` with a deadline: a run that hangs fails the test instead of hanging it.
+pub fn shard_run_timed(sb: &Sandbox, args: &[&str]) -> std::process::Output {
+    use std::io::Read;
+    let mut child = Command::new(shard_bin())
+        .arg("run")
+        .args(args)
+        .current_dir(sb.work())
+        .env("SHARD_HOME", sb.home())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let o = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let e = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let deadline = std::time::Instant::now() + WAIT;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "shard run {args:?} did not finish within {WAIT:?}; stderr so far:\n{}",
+                String::from_utf8_lossy(&e.join().unwrap())
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    std::process::Output {
+        status,
+        stdout: o.join().unwrap(),
+        stderr: e.join().unwrap(),
+    }
+}
+
+fn scripted<'a>(script: &'a std::path::Path, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "--provider",
+        "scripted",
+        "--script",
+        script.to_str().unwrap(),
+    ];
+    v.extend_from_slice(rest);
+    v
+}
+
+fn ask_turn(question: &str, options: Value) -> Value {
+    tool_turn(
+        "q1",
+        "ask_user",
+        json!({"question": question, "options": options}),
+    )
+}
+
+#[test]
+fn yes_without_a_terminal_answers_questions_at_once_and_says_what_was_asked() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [ask_turn("Which color?", json!(["red", "blue"])), text_turn("fine")]}),
+    );
+    let out = shard_run_timed(&sb, &scripted(&script, &["--yes", "pick a color"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the agent asked: Which color? [red / blue]"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("answered with nothing"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("fine"));
+}
+
+#[test]
+fn without_yes_or_a_terminal_questions_do_not_wait_either() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [ask_turn("Your name?", json!(null)), text_turn("ok")]}),
+    );
+    let out = shard_run_timed(&sb, &scripted(&script, &["hi"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("▸ ask_user Your name?"), "{stderr}");
+    assert!(stderr.contains("Nobody answered"), "{stderr}");
+}
+
+#[test]
+fn an_unknown_mode_is_one_clear_error_and_creates_nothing() {
+    let sb = Sandbox::new();
+    let script = sb.script("s.json", json!({"turns": [text_turn("x")]}));
+    let out = shard_run_timed(&sb, &scripted(&script, &["--mode", "bogus", "hi"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unknown mode `bogus`"), "{stderr}");
+    assert!(
+        stderr.contains("build, plan"),
+        "names the accepted modes: {stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!sb.home().join("sessions").exists(), "nothing created");
+}
+
+#[test]
+fn an_unknown_session_is_an_error_not_a_new_session() {
+    let sb = Sandbox::new();
+    let script = sb.script("s.json", json!({"turns": [text_turn("x")]}));
+    let id = "sess-00000000000000000000000000";
+    let out = shard_run_timed(&sb, &scripted(&script, &["--session", id, "hi"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("no session {id}")), "{stderr}");
+    assert!(!sb.home().join("sessions").join(id).exists());
+    let out = shard_run_timed(&sb, &scripted(&script, &["--session", "nonsense", "hi"]));
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn refusals_are_printed_whole_with_the_rule_that_would_allow_them() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("w", "write", json!({"path": "notes/f.txt", "content": "x"})),
+            text_turn("I could not write it.")
+        ]}),
+    );
+    let out = shard_run_timed(&sb, &scripted(&script, &["write it"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("✗ refused: write {\"path\":\"notes/f.txt\",\"content\":\"x\"}"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--yes"), "{stderr}");
+    assert!(stderr.contains("[[headless.allow]]"), "{stderr}");
+    assert!(stderr.contains("tool = \"write\""), "{stderr}");
+    assert!(stderr.contains("path = \"notes/f.txt\""), "{stderr}");
+    assert!(!sb.work().join("notes/f.txt").exists());
+}
+
+#[test]
+fn text_blocks_are_separated_and_a_closing_line_gives_tokens_and_cost() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("a.txt"), "a").unwrap();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("l", "ls", json!({"path": "."})),
+            text_turn("All done.")
+        ]}),
+    );
+    let out = shard_run_timed(&sb, &scripted(&script, &["look"]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "Working on it.\n\nAll done.\n");
+    let last = stderr.lines().last().unwrap();
+    assert!(last.starts_with("tokens: 30 in, 13 out"), "{last}");
+    assert!(last.contains("cost:"), "{last}");
+    assert!(last.contains("session: sess-"), "{last}");
+}
+
+#[test]
+fn terminal_control_sequences_from_the_model_and_tools_are_stripped() {
+    let sb = Sandbox::new();
+    let evil = "safe\u{1b}]52;c;cm0gLXJmIH4K\u{7} text\u{1b}[2J end\u{1b}]0;pwned\u{7}\n";
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("b", "bash", json!({"command": "printf '\\033]0;title\\007tool\\033[2Jout\\n'"})),
+            {"steps": [{"text": evil, "chunk_chars": 4}, {"usage": {"input": 1, "output": 1}}]}
+        ]}),
+    );
+    let out = shard_run_timed(&sb, &scripted(&script, &["--yes", "go"]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for (name, s) in [("stdout", &stdout), ("stderr", &stderr)] {
+        assert!(!s.contains('\u{1b}'), "{name} has an ESC: {s:?}");
+        assert!(!s.contains('\u{7}'), "{name} has a BEL: {s:?}");
+    }
+    assert!(stdout.contains("safe text end"), "{stdout:?}");
+    assert!(
+        stderr.contains("toolout"),
+        "the tool's output, cleaned: {stderr:?}"
+    );
+}

@@ -1,0 +1,122 @@
+//! `shard new`: creates a daemon agent from flags, no JSON to write (issue 9 item 11).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use shard_protocol::command::{AgentCreate, AttachRole, Command, Prompt};
+
+use crate::cmd_agent::PolicyArg;
+use crate::cmd_daemon::with_client;
+
+/// Arguments of `shard new`.
+#[derive(Args, Debug)]
+pub struct NewArgs {
+    /// Working directory (default: the current directory).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// Display name.
+    #[arg(long)]
+    name: Option<String>,
+    /// Provider: anthropic, openai, openai-responses, scripted (with --script), or a
+    /// [providers.NAME] of config.toml. `shard models` lists what is usable.
+    #[arg(long)]
+    provider: Option<String>,
+    /// Model: a catalog id `provider/model` or a model name of the catalog.
+    #[arg(long)]
+    model: Option<String>,
+    /// Mode: build (default), plan (read-only), or a [[modes]] of config.toml.
+    #[arg(long)]
+    mode: Option<String>,
+    /// Adopt this existing session (`shard sessions` lists them).
+    #[arg(long)]
+    session: Option<String>,
+    /// Comma-separated tool allow-list.
+    #[arg(long, value_delimiter = ',')]
+    tools: Option<Vec<String>>,
+    /// Who answers permission requests while no interactive client is attached.
+    #[arg(long, value_enum)]
+    headless_policy: Option<PolicyArg>,
+    /// Script file for the scripted provider (implies --provider scripted).
+    #[arg(long)]
+    script: Option<PathBuf>,
+    /// A first prompt to send once the agent exists.
+    #[arg(long)]
+    prompt: Option<String>,
+}
+
+/// Runs `shard new`: prints the new agent's id on stdout.
+pub fn new(args: NewArgs) -> ExitCode {
+    let cwd = match args.cwd.clone().map_or_else(std::env::current_dir, Ok) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("shard new: {e}");
+            return ExitCode::from(crate::common::EXIT_USAGE);
+        }
+    };
+    let cwd = match std::fs::canonicalize(&cwd) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("shard new: {}: {e}", cwd.display());
+            return ExitCode::from(crate::common::EXIT_USAGE);
+        }
+    };
+    // The daemon takes the scripted provider's script as its model (docs/daemon.md).
+    let (provider, model) = match &args.script {
+        Some(s) => {
+            let s = std::fs::canonicalize(s).unwrap_or_else(|_| s.clone());
+            (Some("scripted".to_string()), Some(s.display().to_string()))
+        }
+        None => (args.provider.clone(), args.model.clone()),
+    };
+    with_client(|c| async move {
+        let create = AgentCreate {
+            cwd: cwd.display().to_string(),
+            session_id: args.session.clone(),
+            model,
+            provider,
+            mode: args.mode.clone(),
+            tools: args.tools.clone(),
+            skills: None,
+            headless_policy: args.headless_policy.map(Into::into),
+            name: args.name.clone(),
+            parent_agent_id: None,
+            system_prompt: None,
+            depth: None,
+            launch_policy: None,
+            alias: None,
+            definition_name: None,
+            display_name: None,
+            names: None,
+        };
+        let id = match c.create(create).await {
+            Ok(id) => id,
+            Err(e) => {
+                eprintln!("shard new: {e}");
+                return ExitCode::from(crate::common::EXIT_FAILED);
+            }
+        };
+        println!("{id}");
+        if let Some(p) = args.prompt {
+            // Driving an agent needs an attachment; it ends once the prompt is accepted,
+            // and the agent's headless policy answers what comes after.
+            if let Err(e) = c.attach(&id, AttachRole::Interactive).await {
+                eprintln!("shard new: created {id}, but cannot attach to send the prompt: {e}");
+                return ExitCode::from(crate::common::EXIT_FAILED);
+            }
+            let cmd = Command::Prompt(Prompt {
+                agent_id: Some(id.clone()),
+                message: p,
+                images: None,
+                streaming_behavior: None,
+            });
+            if let Err(e) = c.call(cmd).await {
+                eprintln!("shard new: created {id}, but the prompt failed: {e}");
+                return ExitCode::from(crate::common::EXIT_FAILED);
+            }
+            let _ = c.detach(&id).await;
+        }
+        eprintln!("follow it with: shard attach {id}");
+        ExitCode::SUCCESS
+    })
+}

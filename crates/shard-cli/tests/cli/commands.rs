@@ -1,0 +1,285 @@
+//! `shard sessions`, `shard models`, `shard new`, `shard ls` and `shard attach --observer`
+//! through the real binary (and a real daemon for the last three).
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::channel;
+
+use serde_json::json;
+
+use crate::harness::*;
+
+fn shard(sb: &Sandbox, args: &[&str]) -> std::process::Output {
+    Command::new(shard_bin())
+        .args(args)
+        .current_dir(sb.work())
+        .env("SHARD_HOME", sb.home())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn sessions_lists_this_directorys_sessions_newest_first() {
+    let sb = Sandbox::new();
+    let out = shard(&sb, &["sessions"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no sessions"));
+    let script = sb.script("s.json", json!({"turns": [text_turn("ok")]}));
+    let s = script.to_str().unwrap();
+    let mut ids = Vec::new();
+    for prompt in ["first question", "second question"] {
+        let out = shard(
+            &sb,
+            &["run", "--provider", "scripted", "--script", s, prompt],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        let id = err
+            .split_whitespace()
+            .find(|w| w.starts_with("sess-"))
+            .unwrap()
+            .to_string();
+        ids.push(id);
+    }
+    let out = shard(&sb, &["sessions"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let second = stdout.find(&ids[1]).expect("second session listed");
+    let first = stdout.find(&ids[0]).expect("first session listed");
+    assert!(second < first, "newest first:\n{stdout}");
+    assert!(stdout.contains("second question"), "{stdout}");
+    let out = shard(&sb, &["sessions", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["session_id"], ids[1].as_str());
+}
+
+#[test]
+fn models_says_what_is_usable_and_why_others_are_not() {
+    let sb = Sandbox::new();
+    let out = shard(&sb, &["models"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("anthropic: not usable"), "{stdout}");
+    assert!(stdout.contains("ANTHROPIC_API_KEY"), "{stdout}");
+    assert!(stdout.contains("no model is usable"), "{stdout}");
+    let out = Command::new(shard_bin())
+        .args(["models", "--json"])
+        .env("SHARD_HOME", sb.home())
+        .env("OPENAI_API_KEY", "test-key")
+        .env_remove("ANTHROPIC_API_KEY")
+        .output()
+        .unwrap();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        rows.iter()
+            .any(|r| r["provider"] == "openai" && r["usable"] == true)
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r["provider"] == "openai" && r["default"] == true)
+    );
+    assert!(
+        rows.iter().any(|r| r["provider"] == "anthropic"
+            && r["usable"] == false
+            && r["reason"].is_string())
+    );
+}
+
+/// A daemon for one test, ended by pid when dropped.
+struct TestDaemon(Child);
+
+impl TestDaemon {
+    fn start(sb: &Sandbox) -> TestDaemon {
+        let mut child = Command::new(shard_bin())
+            .arg("daemon")
+            .env("SHARD_HOME", sb.home())
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if line.contains("listening on") {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        rx.recv_timeout(WAIT).expect("the daemon listens");
+        TestDaemon(child)
+    }
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn new_and_ls_create_and_list_daemon_agents_without_json() {
+    let sb = Sandbox::new();
+    let _d = TestDaemon::start(&sb);
+    let script = sb.script("s.json", json!({"turns": [text_turn("hello")]}));
+    let out = shard(
+        &sb,
+        &[
+            "new",
+            "--name",
+            "helper",
+            "--mode",
+            "plan",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(id.starts_with("agent-"), "{id}");
+    let out = shard(&sb, &["ls"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("{id} listed:\n{stdout}"));
+    assert!(row.contains("helper"), "{row}");
+    assert!(row.contains("plan"), "{row}");
+    assert!(stdout.lines().next().unwrap().contains("MODE"), "{stdout}");
+}
+
+#[test]
+fn attach_as_observer_shows_requests_without_an_answer_menu() {
+    let sb = Sandbox::new();
+    let _d = TestDaemon::start(&sb);
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("w", "write", json!({"path": "f.txt", "content": "x"})),
+            text_turn("done")
+        ]}),
+    );
+    let out = shard(
+        &sb,
+        &[
+            "new",
+            "--headless-policy",
+            "queue",
+            "--script",
+            script.to_str().unwrap(),
+            "--prompt",
+            "write it",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let mut child = Command::new(shard_bin())
+        .args(["attach", "--observer", &id])
+        .env("SHARD_HOME", sb.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    loop {
+        let line = rx
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|_| panic!("no waiting line; seen:\n{}", seen.join("\n")));
+        let done = line.contains("waiting for an interactive client");
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = seen.join("\n");
+    assert!(text.contains("[permission]"), "{text}");
+    assert!(!text.contains("answer with"), "{text}");
+    assert!(!text.contains("  1) "), "{text}");
+}
+
+#[test]
+fn attach_strips_terminal_control_sequences() {
+    let sb = Sandbox::new();
+    let _d = TestDaemon::start(&sb);
+    let evil = "clean\u{1b}]52;c;cm0gLXJmIH4K\u{7} words\u{1b}[2J here";
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            {"steps": [{"text": evil, "chunk_chars": 3}, {"usage": {"input": 1, "output": 1}}]},
+            {"steps": [{"text": "second answer"}, {"usage": {"input": 1, "output": 1}}]}
+        ]}),
+    );
+    let out = shard(&sb, &["new", "--script", script.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let mut child = Command::new(shard_bin())
+        .args(["attach", &id])
+        .env("SHARD_HOME", sb.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let mut seen = Vec::new();
+    let wait_for = |needle: &str, seen: &mut Vec<String>| loop {
+        let line = rx
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|_| panic!("no {needle:?}; seen:\n{}", seen.join("\n")));
+        let hit = line.contains(needle);
+        seen.push(line);
+        if hit {
+            return;
+        }
+    };
+    wait_for("attached to", &mut seen);
+    std::io::Write::write_all(&mut stdin, b"say it\n").unwrap();
+    wait_for("here", &mut seen);
+    drop(stdin);
+    let _ = child.wait();
+    let text = seen.join("\n");
+    assert!(text.contains("clean words here"), "{text:?}");
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    assert!(!text.contains('\u{7}'), "{text:?}");
+}

@@ -1,0 +1,554 @@
+//! `AgentView`: a sans-IO reducer, events in, one agent's state out (issue 11 §6).
+//!
+//! Every client needs the same bookkeeping — which messages are complete, which block is
+//! streaming, which tool calls ran with which render, which requests still wait for an
+//! answer, what the turn cost — and must get it right across a reconnect, where a `sync`
+//! restates part of what was already seen. The view keys everything by id, so a restated
+//! message or request is never duplicated, and reports what each event changed as
+//! [`Change`]s so a printer can show exactly the new part.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+use shard_protocol::Event;
+use shard_protocol::event::{DeltaKind, ErrorEvent, PendingRequest, PermissionRequest, UiRequest};
+use shard_protocol::types::{
+    AgentStatus, ContentBlock, Message, ModelDescriptor, RenderDescriptor, Role, ToolResultContent,
+    Usage,
+};
+
+/// A block of the message being streamed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamBlock {
+    /// Text so far.
+    Text(String),
+    /// Reasoning so far.
+    Thinking(String),
+    /// A tool call whose arguments are still arriving.
+    ToolCall {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// The JSON fragments so far.
+        args_json: String,
+    },
+}
+
+/// The assistant message being streamed, from its deltas.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamingMessage {
+    /// Message id.
+    pub message_id: String,
+    /// Blocks by index (a gap stays empty text).
+    pub blocks: Vec<StreamBlock>,
+}
+
+/// The result of a tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    /// Output.
+    pub content: ToolResultContent,
+    /// Failure or refusal.
+    pub is_error: bool,
+    /// Process exit code.
+    pub exit_code: Option<i64>,
+    /// Wall-clock duration.
+    pub duration_ms: Option<u64>,
+    /// Result render.
+    pub render: Option<RenderDescriptor>,
+}
+
+/// One tool call, from the model's message, its `tool_call` event and its result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallView {
+    /// Call id.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments.
+    pub args: Map<String, Value>,
+    /// Start-time render.
+    pub render: Option<RenderDescriptor>,
+    /// Read-only tool, when announced.
+    pub read_only: Option<bool>,
+    /// The gate let it run (a `tool_call` event was seen). A call that got a result
+    /// without one was refused before it ran (mode, rule, headless policy) or was invalid.
+    pub started: bool,
+    /// Its result, once there.
+    pub result: Option<ToolOutcome>,
+}
+
+/// A request waiting for an answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pending {
+    /// A permission request.
+    Permission(Box<PermissionRequest>),
+    /// A UI request.
+    Ui(UiRequest),
+}
+
+impl Pending {
+    /// Its request id.
+    pub fn request_id(&self) -> &str {
+        match self {
+            Pending::Permission(p) => &p.request_id,
+            Pending::Ui(u) => &u.request_id,
+        }
+    }
+}
+
+/// Usage added up over the provider calls this view saw.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UsageTotals {
+    /// Provider calls.
+    pub calls: u64,
+    /// Input tokens.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// Cache reads.
+    pub cache_read: u64,
+    /// Cache writes.
+    pub cache_write: u64,
+    /// Cost in US dollars, when every call's cost was known.
+    pub cost: Option<f64>,
+    /// Context size after the last call.
+    pub context_tokens: Option<u64>,
+}
+
+impl UsageTotals {
+    fn add(&mut self, u: &Usage) {
+        self.cost = match (self.calls, self.cost, u.cost) {
+            (0, _, c) => c,
+            (_, Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        self.calls += 1;
+        self.input += u.input;
+        self.output += u.output;
+        self.cache_read += u.cache_read.unwrap_or(0);
+        self.cache_write += u.cache_write.unwrap_or(0);
+        if u.context_tokens.is_some() {
+            self.context_tokens = u.context_tokens;
+        }
+    }
+}
+
+/// What one event changed, for printers that show only what is new.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// A `sync` replaced the state: redraw.
+    Synced,
+    /// Status (or its detail) changed.
+    Status,
+    /// A turn started.
+    TurnStarted(String),
+    /// A turn ended (with its usage when given).
+    TurnEnded(String),
+    /// A streamed block began.
+    BlockStarted {
+        /// Message.
+        message_id: String,
+        /// Block index.
+        block_index: u32,
+        /// Kind.
+        kind: DeltaKind,
+    },
+    /// Text or thinking arrived for a streaming block.
+    Delta {
+        /// Message.
+        message_id: String,
+        /// Block index.
+        block_index: u32,
+        /// Kind.
+        kind: DeltaKind,
+        /// The new text.
+        text: String,
+    },
+    /// A message is complete (new, or its streamed form reconciled).
+    MessageCompleted(String),
+    /// A tool call passed the gate and is running.
+    ToolStarted(String),
+    /// A tool call has its result.
+    ToolFinished(String),
+    /// A request now waits for an answer (first time seen).
+    RequestAdded(String),
+    /// A request was answered.
+    RequestResolved {
+        /// Request.
+        request_id: String,
+        /// Who answered.
+        source: Option<String>,
+    },
+    /// Mode, model or reasoning level changed.
+    Settings,
+    /// Usage arrived.
+    Usage,
+    /// An error event.
+    Error(ErrorEvent),
+}
+
+/// One agent's state, built from its events.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentView {
+    /// Session, from `sync`.
+    pub session_id: Option<String>,
+    /// Status.
+    pub status: Option<AgentStatus>,
+    /// The last status detail (e.g. a retry notice), cleared by the next status.
+    pub status_detail: Option<String>,
+    /// Active mode.
+    pub mode: Option<String>,
+    /// Active model, once a `model_changed` or a `usage` told it.
+    pub model: Option<ModelDescriptor>,
+    /// Active reasoning level.
+    pub reasoning_level: Option<String>,
+    /// Capabilities from `hello` / `sync` / `model_changed`.
+    pub capabilities: Vec<String>,
+    /// Complete messages in order (the live window and what followed).
+    pub messages: Vec<Message>,
+    /// The message being streamed.
+    pub streaming: Option<StreamingMessage>,
+    /// Tool calls in the order they were first seen.
+    pub tool_calls: Vec<ToolCallView>,
+    /// Requests waiting for an answer, oldest first.
+    pub pending: Vec<Pending>,
+    /// The running turn.
+    pub turn_id: Option<String>,
+    /// Usage of the last finished turn.
+    pub last_turn_usage: Option<Usage>,
+    /// Usage over every call seen (a `sync` does not restate usage).
+    pub usage: UsageTotals,
+    /// The last error event.
+    pub last_error: Option<ErrorEvent>,
+    /// Position of each complete message by id: deltas check it per event, so it must
+    /// not cost a scan of a long live window.
+    index: HashMap<String, usize>,
+}
+
+impl AgentView {
+    /// An empty view.
+    pub fn new() -> Self {
+        AgentView::default()
+    }
+
+    /// A tool call by id.
+    pub fn tool_call(&self, id: &str) -> Option<&ToolCallView> {
+        self.tool_calls.iter().find(|t| t.id == id)
+    }
+
+    /// A pending request by id.
+    pub fn pending_request(&self, request_id: &str) -> Option<&Pending> {
+        self.pending.iter().find(|p| p.request_id() == request_id)
+    }
+
+    /// Applies one event; returns what it changed.
+    pub fn apply(&mut self, ev: &Event) -> Vec<Change> {
+        let mut changes = Vec::new();
+        match ev {
+            Event::Hello(h) => self.capabilities = h.capabilities.clone(),
+            Event::Sync(s) => {
+                self.session_id = s.session_id.clone().or(self.session_id.take());
+                self.status = Some(s.status);
+                self.status_detail = None;
+                self.mode = Some(s.mode.clone());
+                if let Some(c) = &s.capabilities {
+                    self.capabilities = c.clone();
+                }
+                // The live window is authoritative for what is complete; a message that
+                // finished while disconnected replaces its streamed form.
+                self.messages.clear();
+                self.index.clear();
+                for m in &s.live_window.messages {
+                    self.complete(m);
+                }
+                if self
+                    .streaming
+                    .as_ref()
+                    .is_some_and(|st| self.index.contains_key(&st.message_id))
+                {
+                    self.streaming = None;
+                }
+                let before: Vec<String> = self
+                    .pending
+                    .iter()
+                    .map(|p| p.request_id().to_string())
+                    .collect();
+                self.pending = s
+                    .pending_requests
+                    .iter()
+                    .map(|p| match p {
+                        PendingRequest::Permission(p) => Pending::Permission(p.clone()),
+                        PendingRequest::Ui(u) => Pending::Ui(u.clone()),
+                    })
+                    .collect();
+                changes.push(Change::Synced);
+                for p in &self.pending {
+                    if !before.iter().any(|b| b == p.request_id()) {
+                        changes.push(Change::RequestAdded(p.request_id().to_string()));
+                    }
+                }
+            }
+            Event::Status(s) => {
+                self.status = Some(s.status);
+                self.status_detail = s.detail.clone();
+                changes.push(Change::Status);
+            }
+            Event::TurnStart(t) => {
+                self.turn_id = Some(t.turn_id.clone());
+                changes.push(Change::TurnStarted(t.turn_id.clone()));
+            }
+            Event::MessageDelta(d) => self.delta(d, &mut changes),
+            Event::MessageComplete(m) => {
+                let mut message = m.message.clone();
+                if message.id.is_empty() {
+                    message.id = m.message_id.clone();
+                }
+                if self
+                    .streaming
+                    .as_ref()
+                    .is_some_and(|s| s.message_id == message.id)
+                {
+                    self.streaming = None;
+                }
+                self.complete(&message);
+                changes.push(Change::MessageCompleted(message.id));
+            }
+            Event::ToolCall(t) => {
+                let call = self.call_entry(&t.tool_call_id, &t.name);
+                call.args = t.args.clone();
+                call.render = t.render.clone().or(call.render.take());
+                call.read_only = t.read_only;
+                if !call.started {
+                    call.started = true;
+                    changes.push(Change::ToolStarted(t.tool_call_id.clone()));
+                }
+            }
+            Event::ToolResult(r) => {
+                let call = self.call_entry(&r.tool_call_id, "");
+                let new = call.result.is_none();
+                call.result = Some(ToolOutcome {
+                    content: r.content.clone(),
+                    is_error: r.is_error,
+                    exit_code: r.exit_code,
+                    duration_ms: r.duration_ms,
+                    render: r.render.clone(),
+                });
+                if new {
+                    changes.push(Change::ToolFinished(r.tool_call_id.clone()));
+                }
+            }
+            Event::TurnEnd(t) => {
+                if self.turn_id.as_deref() == Some(t.turn_id.as_str()) {
+                    self.turn_id = None;
+                }
+                self.last_turn_usage = t.usage.clone();
+                self.streaming = None;
+                changes.push(Change::TurnEnded(t.turn_id.clone()));
+            }
+            Event::Usage(u) => {
+                self.usage.add(&u.usage);
+                // The model that answered, until a `model_changed` says more.
+                if let Some(id) = &u.usage.model
+                    && self.model.as_ref().is_none_or(|m| m.id != *id)
+                {
+                    let (provider, model) = id.split_once('/').unwrap_or(("", id));
+                    self.model = Some(ModelDescriptor {
+                        id: id.clone(),
+                        provider: provider.to_string(),
+                        model: model.to_string(),
+                        context_window: None,
+                    });
+                    changes.push(Change::Settings);
+                }
+                changes.push(Change::Usage);
+            }
+            Event::Error(e) => {
+                self.last_error = Some(e.clone());
+                changes.push(Change::Error(e.clone()));
+            }
+            // A request already pending (restated) is not added twice.
+            Event::PermissionRequest(p) if self.pending_request(&p.request_id).is_none() => {
+                self.pending.push(Pending::Permission(p.clone()));
+                changes.push(Change::RequestAdded(p.request_id.clone()));
+            }
+            Event::UiRequest(u) if self.pending_request(&u.request_id).is_none() => {
+                self.pending.push(Pending::Ui(u.clone()));
+                changes.push(Change::RequestAdded(u.request_id.clone()));
+            }
+            Event::PermissionResolved(r) => {
+                self.resolve(&r.request_id, r.source.clone(), &mut changes)
+            }
+            Event::UiResolved(r) => self.resolve(&r.request_id, None, &mut changes),
+            Event::ModelChanged(m) => {
+                self.model = Some(m.active.clone());
+                if let Some(c) = &m.capabilities {
+                    self.capabilities = c.clone();
+                }
+                changes.push(Change::Settings);
+            }
+            Event::ModeChanged(m) => {
+                self.mode = Some(m.mode.clone());
+                changes.push(Change::Settings);
+            }
+            Event::ReasoningLevelChanged(r) => {
+                self.reasoning_level = Some(r.active.clone());
+                changes.push(Change::Settings);
+            }
+            _ => {}
+        }
+        changes
+    }
+
+    fn resolve(&mut self, request_id: &str, source: Option<String>, changes: &mut Vec<Change>) {
+        let before = self.pending.len();
+        self.pending.retain(|p| p.request_id() != request_id);
+        if self.pending.len() != before {
+            changes.push(Change::RequestResolved {
+                request_id: request_id.to_string(),
+                source,
+            });
+        }
+    }
+
+    fn call_entry(&mut self, id: &str, name: &str) -> &mut ToolCallView {
+        let pos = match self.tool_calls.iter().position(|t| t.id == id) {
+            Some(p) => p,
+            None => {
+                self.tool_calls.push(ToolCallView {
+                    id: id.to_string(),
+                    name: name.to_string(),
+                    args: Map::new(),
+                    render: None,
+                    read_only: None,
+                    started: false,
+                    result: None,
+                });
+                self.tool_calls.len() - 1
+            }
+        };
+        let call = &mut self.tool_calls[pos];
+        if call.name.is_empty() {
+            call.name = name.to_string();
+        }
+        call
+    }
+
+    /// Records a complete message (replacing one with the same id) and the tool calls
+    /// and results it carries.
+    fn complete(&mut self, message: &Message) {
+        match self.index.get(&message.id) {
+            Some(&i) => self.messages[i] = message.clone(),
+            None => {
+                self.index.insert(message.id.clone(), self.messages.len());
+                self.messages.push(message.clone());
+            }
+        }
+        for block in &message.content {
+            match block {
+                ContentBlock::ToolCall { id, name, args } if message.role == Role::Assistant => {
+                    let call = self.call_entry(id, name);
+                    if call.args.is_empty() {
+                        call.args = args.clone();
+                    }
+                }
+                ContentBlock::ToolResult {
+                    tool_call_id,
+                    content,
+                    is_error,
+                    exit_code,
+                    duration_ms,
+                    render,
+                } => {
+                    let call = self.call_entry(tool_call_id, "");
+                    if call.result.is_none() {
+                        call.result = Some(ToolOutcome {
+                            content: content.clone(),
+                            is_error: is_error.unwrap_or(false),
+                            exit_code: *exit_code,
+                            duration_ms: *duration_ms,
+                            render: render.clone(),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn delta(&mut self, d: &shard_protocol::event::MessageDelta, changes: &mut Vec<Change>) {
+        // Deltas of a message already complete (restated after a sync) change nothing.
+        if self.index.contains_key(&d.message_id) {
+            return;
+        }
+        let st = match &mut self.streaming {
+            Some(s) if s.message_id == d.message_id => s,
+            slot => slot.insert(StreamingMessage {
+                message_id: d.message_id.clone(),
+                blocks: Vec::new(),
+            }),
+        };
+        let idx = d.block_index as usize;
+        let fresh = |kind: DeltaKind| match kind {
+            DeltaKind::Text => StreamBlock::Text(String::new()),
+            DeltaKind::Thinking => StreamBlock::Thinking(String::new()),
+            DeltaKind::ToolCall => StreamBlock::ToolCall {
+                id: String::new(),
+                name: String::new(),
+                args_json: String::new(),
+            },
+        };
+        while st.blocks.len() <= idx {
+            st.blocks.push(StreamBlock::Text(String::new()));
+        }
+        let started = match (&st.blocks[idx], d.kind) {
+            (StreamBlock::Text(t), DeltaKind::Text) => t.is_empty(),
+            (StreamBlock::Thinking(t), DeltaKind::Thinking) => t.is_empty(),
+            (StreamBlock::ToolCall { id, name, .. }, DeltaKind::ToolCall) => {
+                id.is_empty() && name.is_empty()
+            }
+            _ => {
+                st.blocks[idx] = fresh(d.kind);
+                true
+            }
+        };
+        if started {
+            changes.push(Change::BlockStarted {
+                message_id: d.message_id.clone(),
+                block_index: d.block_index,
+                kind: d.kind,
+            });
+        }
+        match &mut st.blocks[idx] {
+            StreamBlock::Text(t) | StreamBlock::Thinking(t) => {
+                if let Some(text) = &d.text_delta {
+                    t.push_str(text);
+                    changes.push(Change::Delta {
+                        message_id: d.message_id.clone(),
+                        block_index: d.block_index,
+                        kind: d.kind,
+                        text: text.clone(),
+                    });
+                }
+            }
+            StreamBlock::ToolCall {
+                id,
+                name,
+                args_json,
+            } => {
+                if let Some(i) = &d.tool_call_id {
+                    *id = i.clone();
+                }
+                if let Some(n) = &d.name {
+                    *name = n.clone();
+                }
+                if let Some(a) = &d.args_delta {
+                    args_json.push_str(a);
+                }
+            }
+        }
+    }
+}
+
+pub use crate::lines::LineDecoder;
