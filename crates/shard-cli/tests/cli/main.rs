@@ -9,6 +9,7 @@ mod config;
 mod daemon;
 mod harness;
 mod mock;
+mod provider_errors;
 mod run;
 mod run_terminal;
 mod runtime;
