@@ -141,11 +141,12 @@ pub(crate) async fn serve(replies: Vec<Reply>) -> Mock {
     Mock { addr, state }
 }
 
+/// The captured streams kept in this repository (their provenance and licenses are in
+/// `tests/fixtures/llm/README.md`).
+pub(crate) const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/llm");
+
 pub(crate) fn fixture(path: &str) -> Vec<u8> {
-    let full = format!(
-        "{}/../../../shared/fixtures/llm/{path}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let full = format!("{FIXTURES}/{path}");
     std::fs::read(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
 }
 
