@@ -18,6 +18,8 @@ pub struct Config {
     pub headless: HeadlessConfig,
     /// Tool limits.
     pub tools: ToolsConfig,
+    /// The sandbox for tool processes (docs/sandbox.md).
+    pub sandbox: shard_sandbox::SandboxConfig,
     /// The whole file as parsed, from which shard-ai reads its `[providers.*]` and
     /// `[[models]]` sections.
     #[serde(skip)]
