@@ -26,6 +26,7 @@ fn fixture() -> &'static Fixture {
         let spec = SandboxSpec {
             workspace_roots: vec![dir.path().join("work")],
             hidden: vec![dir.path().join("home")],
+            visible: Vec::new(),
             temp_parent: None,
         };
         let on = Sandbox::new(&SandboxConfig::default(), spec.clone()).unwrap();
@@ -86,6 +87,7 @@ fn prepare_and_probe() {
     let spec = SandboxSpec {
         workspace_roots: vec![f.dir.path().join("work")],
         hidden: vec![f.dir.path().join("home")],
+        visible: Vec::new(),
         temp_parent: None,
     };
     divan::black_box(Sandbox::new(&SandboxConfig::default(), spec).unwrap());

@@ -79,6 +79,9 @@ pub struct SandboxSpec {
     pub workspace_roots: Vec<PathBuf>,
     /// Paths made invisible (`SHARD_HOME`), except workspace roots inside them.
     pub hidden: Vec<PathBuf>,
+    /// Folders inside hidden paths that stay visible, read-only (the session's saved
+    /// tool outputs, which the model is told to search). Skipped while absent.
+    pub visible: Vec<PathBuf>,
     /// Where the private temp dir is created (default: the system temp dir).
     pub temp_parent: Option<PathBuf>,
 }

@@ -133,7 +133,12 @@ pub(crate) fn prepare(
     let mut writable: Vec<PathBuf> = roots.clone();
     writable.extend(config.allow_write.iter().map(|p| canon(p)));
     let mut reattach = Vec::new();
-    for root in &writable {
+    let visible: Vec<PathBuf> = spec.visible.iter().map(|p| canon(p)).collect();
+    let entries = writable
+        .iter()
+        .map(|p| (p, false))
+        .chain(visible.iter().map(|p| (p, true)));
+    for (root, optional) in entries {
         let Some(outer) = cover_targets
             .iter()
             .filter(|c| within(root, c))
@@ -153,6 +158,7 @@ pub(crate) fn prepare(
         }
         reattach.push(Reattach {
             path: cstring(root)?,
+            optional,
             mkdirs,
         });
     }

@@ -162,11 +162,16 @@ pub enum Cover {
     },
 }
 
-/// A workspace root that lies under a cover, mounted back at its own path.
+/// A workspace root (or a folder meant to stay visible) that lies under a cover, mounted
+/// back at its own path.
 #[derive(Debug)]
 pub struct Reattach {
     /// The root.
     pub path: CString,
+    /// A folder meant to stay visible, not a root: mounted read-only (a mount beneath a
+    /// writable folder would otherwise be writable to Landlock), and skipped, not fatal,
+    /// while it does not exist.
+    pub optional: bool,
     /// Directories to create under the cover, outermost first, so `path` exists.
     pub mkdirs: Vec<CString>,
 }
@@ -399,11 +404,15 @@ pub unsafe fn enter(plan: &Plan, cwd: &std::ffi::CStr) -> Result<(), Failure> {
                 .covers
                 .iter()
                 .filter_map(|c| match c {
-                    Cover::Bind { source, .. } => Some(source.as_c_str()),
+                    Cover::Bind { source, .. } => Some((source.as_c_str(), false)),
                     Cover::Tmpfs { .. } => None,
                 })
-                .chain(plan.reattach.iter().map(|r| r.path.as_c_str()));
-            for source in sources {
+                .chain(
+                    plan.reattach
+                        .iter()
+                        .map(|r| (r.path.as_c_str(), r.optional)),
+                );
+            for (source, optional) in sources {
                 if n == MAX_CLONES {
                     return Err(Failure {
                         stage: Stage::Reattach,
@@ -416,6 +425,11 @@ pub unsafe fn enter(plan: &Plan, cwd: &std::ffi::CStr) -> Result<(), Failure> {
                     source.as_ptr(),
                     OPEN_TREE_CLONE | AT_RECURSIVE | libc::O_CLOEXEC as c_uint,
                 );
+                if fd < 0 && optional {
+                    clones[n] = -1;
+                    n += 1;
+                    continue;
+                }
                 check(fd, Stage::Covers)?;
                 clones[n] = fd as c_int;
                 n += 1;
@@ -440,6 +454,10 @@ pub unsafe fn enter(plan: &Plan, cwd: &std::ffi::CStr) -> Result<(), Failure> {
                 }
             }
             for r in &plan.reattach {
+                if clones[next] < 0 {
+                    next += 1;
+                    continue;
+                }
                 for dir in &r.mkdirs {
                     if libc::mkdir(dir.as_ptr(), 0o755) < 0 && errno() != libc::EEXIST {
                         return Err(Failure {
@@ -448,10 +466,16 @@ pub unsafe fn enter(plan: &Plan, cwd: &std::ffi::CStr) -> Result<(), Failure> {
                         });
                     }
                 }
+                if r.optional && set_read_only(clones[next]) < 0 {
+                    return Err(Failure {
+                        stage: Stage::Reattach,
+                        errno: errno(),
+                    });
+                }
                 check(move_mount(clones[next], &r.path), Stage::Reattach)?;
                 next += 1;
             }
-            for fd in &clones[..n] {
+            for fd in clones[..n].iter().filter(|fd| **fd >= 0) {
                 libc::close(*fd);
             }
             if plan.proc_mount {
@@ -541,6 +565,39 @@ unsafe fn init(command: libc::pid_t) -> ! {
             libc::_exit(libc::WEXITSTATUS(status));
         }
         libc::_exit(128 + libc::WTERMSIG(status));
+    }
+}
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// Makes a detached mount tree read-only, leaving its other flags alone.
+///
+/// # Safety
+/// Async-signal-safe; `fd` is a detached mount from `open_tree`.
+unsafe fn set_read_only(fd: c_int) -> c_long {
+    const MOUNT_ATTR_RDONLY: u64 = 1;
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: `attr` is a live uapi struct of the size passed; `fd` is open.
+    unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            fd,
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH | AT_RECURSIVE as c_int,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
     }
 }
 

@@ -35,6 +35,7 @@ impl Env {
             SandboxSpec {
                 workspace_roots: vec![self.work()],
                 hidden: vec![self.home()],
+                visible: Vec::new(),
                 temp_parent: None,
             },
         )
@@ -310,6 +311,7 @@ fn a_workspace_inside_shard_home_stays_writable() {
         SandboxSpec {
             workspace_roots: vec![inner.clone()],
             hidden: vec![env.home()],
+            visible: Vec::new(),
             temp_parent: None,
         },
     )
@@ -337,4 +339,45 @@ fn a_workspace_inside_shard_home_stays_writable() {
         "{}",
         text(&out)
     );
+}
+
+#[test]
+fn a_visible_folder_inside_shard_home_is_readable_not_writable() {
+    let env = Env::new();
+    let out_dir = env.home().join("sessions/s1/tool-output");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join("bash-1.log"), "saved line\n").unwrap();
+    let sb = Sandbox::new(
+        &SandboxConfig::default(),
+        SandboxSpec {
+            workspace_roots: vec![env.work()],
+            hidden: vec![env.home()],
+            visible: vec![out_dir.clone(), env.home().join("absent")],
+            temp_parent: None,
+        },
+    )
+    .unwrap();
+    if !sb.missing().is_empty() {
+        eprintln!("skipped: the kernel lacks {:?}", sb.missing());
+        return;
+    }
+    let out = run(
+        &sb,
+        &env.work(),
+        &format!(
+            "cat {d}/bash-1.log; echo x > {d}/new.log; cat {h}/config.toml && echo LEAK",
+            d = out_dir.display(),
+            h = env.home().display()
+        ),
+    );
+    let t = text(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("saved line"),
+        "{t}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("LEAK"),
+        "{t}"
+    );
+    assert!(!out_dir.join("new.log").exists(), "{t}");
 }

@@ -213,11 +213,17 @@ impl Runtime {
             None => ProcessTracker::default(),
         };
 
+        // The saved outputs of cut results stay readable by `bash` inside the sandbox.
+        let tool_output = session.dir().join("tool-output");
+        if let Err(err) = shard_session::records::ensure_private_dir(&tool_output) {
+            tracing::warn!(%err, "cannot create the session's tool-output folder");
+        }
         let sandbox = shard_sandbox::Sandbox::new(
             &config.sandbox,
             shard_sandbox::SandboxSpec {
                 workspace_roots: vec![opts.cwd.clone()],
                 hidden: vec![opts.shard_home.clone()],
+                visible: vec![tool_output],
                 temp_parent: None,
             },
         )
@@ -515,7 +521,8 @@ impl Runtime {
             limits,
             env_remove: self.env_remove.clone(),
             processes: self.processes.clone(),
-            output_dir: self.opts.shard_home.join("tool-output"),
+            // Inside the session's folder: removed with it, bounded per session.
+            output_dir: self.session.dir().join("tool-output"),
             accepts_images: self.models.active().is_ok_and(|a| a.info.supports_images),
             sandbox: self.sandbox.clone(),
         }

@@ -11,6 +11,7 @@ mod mock;
 mod run;
 mod run_terminal;
 mod runtime;
+mod sandbox;
 
 use harness::*;
 use serde_json::{Value, json};
