@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Providers against an in-process mock HTTP server that replays the real captured SSE
-//! streams of /work/shared/fixtures/llm byte for byte. One test binary, split by topic.
+//! streams of `tests/fixtures/llm/` byte for byte. One test binary, split by topic.
 
 #[path = "providers/support.rs"]
 mod support;

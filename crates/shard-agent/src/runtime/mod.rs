@@ -7,9 +7,11 @@ mod commands;
 mod context;
 mod partial;
 mod permissions;
+mod serve;
 mod start;
 mod sync;
 mod tool_calls;
+mod tools;
 mod turn;
 
 use std::collections::VecDeque;
@@ -23,7 +25,7 @@ use shard_protocol::ids;
 use shard_protocol::types::{AgentStatus, ContentBlock, Image};
 use shard_protocol::{ClientMessage, ErrorCode};
 use shard_session::{Session, SessionStore};
-use shard_tools::{ProcessTracker, Tool, ToolContext, ToolLimits};
+use shard_tools::{ProcessTracker, ToolContext, ToolLimits};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -36,13 +38,16 @@ use shard_gate::rules::Rule;
 pub use permissions::PendingPermission;
 pub use start::{Prepared, prepare, validate_choice};
 use start::{restore_choices, session_start_error};
+pub use tools::{RuntimeGone, ToolChange, ToolsHandle};
 
 use crate::ask::{AskUser, UiAsk, UiHandle};
 
-/// What the actor waits for next: a transport input or a UI request from a tool.
+/// What the actor waits for next: a transport input, a UI request from a tool, or a
+/// change to its tools.
 pub(crate) enum Next {
     Input(Option<Input>),
     Ui(UiAsk),
+    Tools(tools::ToolChange),
 }
 
 /// How a Runtime is started (the flags of `shard agent`).
@@ -121,7 +126,13 @@ pub struct Runtime {
     session: Session,
     modes: ModeController,
     models: ModelController,
-    tools: Vec<Arc<dyn Tool>>,
+    tools: tools::Tools,
+    hook: Option<Arc<dyn crate::hooks::ModelCallHook>>,
+    /// The system prompt and the mode it was built for: built once per mode so
+    /// consecutive calls send the same bytes (its date is the day the mode was entered).
+    system: Option<(String, String)>,
+    /// Usage of the last model call, shown to the hook.
+    last_usage: Option<shard_protocol::types::Usage>,
     deny_rules: Vec<Rule>,
     headless_allow: Vec<Rule>,
     grants: GrantStore,
@@ -139,8 +150,9 @@ pub struct Runtime {
     instructions: String,
     /// The model's context (every message after the last compaction), read from the
     /// transcript once and then extended as messages are persisted, so a model call never
-    /// re-reads the session. A compaction must reset it.
-    context: Option<Vec<shard_protocol::types::Message>>,
+    /// re-reads the session. Shared: a call copies pointers, not messages. A compaction
+    /// replaces it (through the model-call hook).
+    context: Option<crate::hooks::SharedContext>,
     ui_rx: mpsc::Receiver<UiAsk>,
     pending_ui: Vec<(
         shard_protocol::event::UiRequest,
@@ -168,6 +180,18 @@ impl Runtime {
         events: mpsc::Sender<Event>,
         inputs: mpsc::Receiver<Input>,
     ) -> Result<Runtime, StartError> {
+        Runtime::open_with(prepared, events, inputs, crate::hooks::Seams::default())
+    }
+
+    /// [`Runtime::open`] with injected seams: a provider serving every model selection
+    /// and a hook before every model call. For embedders and the in-process test suite;
+    /// `shard agent` injects nothing.
+    pub fn open_with(
+        prepared: Prepared,
+        events: mpsc::Sender<Event>,
+        inputs: mpsc::Receiver<Input>,
+        seams: crate::hooks::Seams,
+    ) -> Result<Runtime, StartError> {
         let Prepared {
             opts,
             config,
@@ -189,6 +213,9 @@ impl Runtime {
             tracing::warn!(?torn, "a torn last line of the transcript was set aside");
         }
 
+        if let Some(provider) = seams.provider {
+            models.set_provider_override(provider);
+        }
         let mut modes = ModeController::new(&config.modes);
         let mut session = session;
         restore_choices(&opts, &mut session, &mut modes, &mut models);
@@ -198,9 +225,7 @@ impl Runtime {
         tools.push(Arc::new(shard_tools::Typed::new(AskUser::new(
             UiHandle::new(ui_tx),
         ))));
-        if let Some(allow) = &opts.tools {
-            tools.retain(|t| allow.iter().any(|a| a == t.name()));
-        }
+        let tools = tools::Tools::new(tools, opts.tools.clone());
 
         let mut env_remove = shard_ai::secret_env_vars(&ai_config);
         env_remove.extend(
@@ -243,6 +268,9 @@ impl Runtime {
             modes,
             models,
             tools,
+            hook: seams.model_call_hook,
+            system: None,
+            last_usage: None,
             deny_rules,
             headless_allow,
             grants,
@@ -361,9 +389,12 @@ impl Runtime {
     /// requests can arrive (and are answered with null at once).
     pub(crate) async fn next_input(&mut self) -> Next {
         let eof = self.eof;
+        // Tool changes first: one sent before a command is applied before it.
         tokio::select! {
-            input = self.inputs.recv(), if !eof => Next::Input(input),
+            biased;
+            Some(change) = self.tools.changes.recv() => Next::Tools(change),
             Some(ask) = self.ui_rx.recv() => Next::Ui(ask),
+            input = self.inputs.recv(), if !eof => Next::Input(input),
             else => std::future::pending().await,
         }
     }
@@ -377,6 +408,9 @@ impl Runtime {
                 }
             }
             Next::Ui(ask) => self.open_ui(ask).await,
+            // No client holds a tool list (PROTOCOL has none on the wire), so there is
+            // nothing to notify; docs/decisions.md, "Runtime seams".
+            Next::Tools(change) => self.tools.apply(change),
         }
     }
 
@@ -541,13 +575,9 @@ impl Runtime {
         if let (Some(context), shard_session::EntryKind::Message(m)) =
             (self.context.as_mut(), entry.kind)
         {
-            context.push(m.message);
+            context.push(Arc::new(m.message));
         }
         Ok(())
-    }
-
-    fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.tools.iter().find(|t| t.name() == name).cloned()
     }
 
     pub(crate) fn user_blocks(input: &UserInput) -> Vec<ContentBlock> {

@@ -44,11 +44,7 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
     }
     opts.cwd = cwd;
     let config = Config::load(&opts.shard_home).map_err(|e| StartError::Config(e.to_string()))?;
-    let ai_config: shard_ai::config::AiConfig = config
-        .raw
-        .clone()
-        .try_into()
-        .map_err(|e: toml::de::Error| StartError::Config(format!("config.toml: {e}")))?;
+    let ai_config = config.ai_config();
     let deny_rules = rules::compile_all(&config.permissions.deny)
         .map_err(|e| StartError::Config(format!("config.toml [permissions]: {e}")))?;
     let headless_allow = rules::compile_all(&config.headless.allow)
@@ -111,11 +107,7 @@ pub fn validate_choice(
     if provider.is_none() && model.is_none() {
         return Ok(());
     }
-    let ai_config: shard_ai::config::AiConfig = config
-        .raw
-        .clone()
-        .try_into()
-        .map_err(|e: toml::de::Error| format!("config.toml: {e}"))?;
+    let ai_config = config.ai_config();
     let mut models = ModelController::new(ai_config, env, script.map(Into::into));
     models.init(provider, model);
     models.active().map(|_| ())

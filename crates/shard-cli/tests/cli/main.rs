@@ -5,6 +5,7 @@
 
 mod choices;
 mod commands;
+mod config;
 mod daemon;
 mod harness;
 mod mock;
