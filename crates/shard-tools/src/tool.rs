@@ -128,11 +128,13 @@ pub struct ToolContext {
     pub output_dir: PathBuf,
     /// The active model accepts images (else `read` describes an image instead).
     pub accepts_images: bool,
+    /// The sandbox `bash` runs its commands in (docs/sandbox.md).
+    pub sandbox: Arc<shard_sandbox::Sandbox>,
 }
 
 impl ToolContext {
     /// A context with default limits, a fresh cancellation token and tracker, nothing
-    /// removed from the environment, and images accepted.
+    /// removed from the environment, images accepted and no sandbox.
     pub fn new(cwd: impl Into<PathBuf>, output_dir: impl Into<PathBuf>) -> Self {
         ToolContext {
             cwd: cwd.into(),
@@ -142,6 +144,7 @@ impl ToolContext {
             processes: ProcessTracker::default(),
             output_dir: output_dir.into(),
             accepts_images: true,
+            sandbox: Arc::new(shard_sandbox::Sandbox::off()),
         }
     }
 }

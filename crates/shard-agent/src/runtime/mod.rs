@@ -138,6 +138,7 @@ pub struct Runtime {
     grants: GrantStore,
     processes: ProcessTracker,
     env_remove: Arc<Vec<String>>,
+    sandbox: Arc<shard_sandbox::Sandbox>,
     status: AgentStatus,
     steers: Vec<UserInput>,
     follow_ups: VecDeque<UserInput>,
@@ -237,6 +238,25 @@ impl Runtime {
             None => ProcessTracker::default(),
         };
 
+        // The saved outputs of cut results stay readable by `bash` inside the sandbox.
+        let tool_output = session.dir().join("tool-output");
+        if let Err(err) = shard_session::records::ensure_private_dir(&tool_output) {
+            tracing::warn!(%err, "cannot create the session's tool-output folder");
+        }
+        let sandbox = shard_sandbox::Sandbox::new(
+            &config.sandbox,
+            shard_sandbox::SandboxSpec {
+                workspace_roots: vec![opts.cwd.clone()],
+                hidden: vec![opts.shard_home.clone()],
+                visible: vec![tool_output],
+                temp_parent: None,
+            },
+        )
+        .map_err(|e| StartError::Config(e.to_string()))?;
+        if let Some(warning) = sandbox.warning() {
+            tracing::warn!("{warning}");
+        }
+
         let cwd_for_prompt = opts.cwd.clone();
         Ok(Runtime {
             opts,
@@ -256,6 +276,7 @@ impl Runtime {
             grants,
             processes,
             env_remove: Arc::new(env_remove),
+            sandbox: Arc::new(sandbox),
             status: AgentStatus::Idle,
             steers: Vec::new(),
             follow_ups: VecDeque::new(),
@@ -273,6 +294,27 @@ impl Runtime {
         })
     }
 
+    /// What the sandbox lacks or refuses, to be said once on stderr; None when it is
+    /// complete or off.
+    pub fn sandbox_warning(&self) -> Option<String> {
+        self.sandbox.warning()
+    }
+
+    /// The capabilities announced in `hello` and after a model switch: the model's, then
+    /// the sandbox's (`sandbox`, `sandbox-off`, `sandbox-missing:<feature>`).
+    pub(crate) fn capabilities(&self) -> Vec<String> {
+        let mut caps = self.models.capabilities();
+        caps.extend(self.sandbox.capabilities());
+        caps
+    }
+
+    /// Environment variables that hold keys (the providers' and Shard's own), never
+    /// passed to tool processes; the binary also overwrites them in its initial
+    /// environment block.
+    pub fn secret_env_vars(&self) -> &[String] {
+        &self.env_remove
+    }
+
     /// The session id.
     pub fn session_id(&self) -> &str {
         self.session.id()
@@ -284,7 +326,7 @@ impl Runtime {
         let hello = Event::Hello(Hello {
             protocol_version: shard_protocol::PROTOCOL_VERSION.to_string(),
             server_version: env!("CARGO_PKG_VERSION").to_string(),
-            capabilities: self.models.capabilities(),
+            capabilities: self.capabilities(),
         });
         self.emit(hello).await;
         let sync = self.first_sync().await;
@@ -513,8 +555,10 @@ impl Runtime {
             limits,
             env_remove: self.env_remove.clone(),
             processes: self.processes.clone(),
-            output_dir: self.opts.shard_home.join("tool-output"),
+            // Inside the session's folder: removed with it, bounded per session.
+            output_dir: self.session.dir().join("tool-output"),
             accepts_images: self.models.active().is_ok_and(|a| a.info.supports_images),
+            sandbox: self.sandbox.clone(),
         }
     }
 
