@@ -10,6 +10,12 @@ use serde::Deserialize;
 pub struct PermissionsConfig {
     /// Calls matching any of these are always denied, even over grants.
     pub deny: Vec<RuleConfig>,
+    /// More workspace roots besides the cwd (absolute, `~/…`, or relative to the cwd):
+    /// read-only tools are free inside them.
+    pub additional_directories: Vec<String>,
+    /// Secret locations (SHARD_HOME, `~/.ssh`, …) a tool may nevertheless reach: each
+    /// rule names a tool (or `*`) and a `path` glob.
+    pub allow_secret: Vec<RuleConfig>,
 }
 
 /// `[headless]`.

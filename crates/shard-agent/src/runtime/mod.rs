@@ -31,7 +31,6 @@ use crate::config::Config;
 use crate::models::{EnvLookup, ModelController};
 use crate::modes::ModeController;
 use shard_gate::grants::GrantStore;
-use shard_gate::rules::Rule;
 
 pub use permissions::PendingPermission;
 pub use start::{Prepared, prepare, validate_choice};
@@ -122,8 +121,7 @@ pub struct Runtime {
     modes: ModeController,
     models: ModelController,
     tools: Vec<Arc<dyn Tool>>,
-    deny_rules: Vec<Rule>,
-    headless_allow: Vec<Rule>,
+    gate: shard_gate::gate::Gate,
     grants: GrantStore,
     processes: ProcessTracker,
     env_remove: Arc<Vec<String>>,
@@ -171,8 +169,7 @@ impl Runtime {
             opts,
             config,
             ai_config,
-            deny_rules,
-            headless_allow,
+            gate,
             grants,
             mut models,
         } = prepared;
@@ -223,8 +220,7 @@ impl Runtime {
             modes,
             models,
             tools,
-            deny_rules,
-            headless_allow,
+            gate,
             grants,
             processes,
             env_remove: Arc::new(env_remove),
