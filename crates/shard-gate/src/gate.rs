@@ -234,11 +234,17 @@ impl Gate {
         rules::allows(&self.headless_allow, tool, args, path.as_ref())
     }
 
-    /// True when a listing tool may show this file or directory (absolute): no path
-    /// deny rule of the read family binds it and it is not a secret location. `grep`,
-    /// `find` and `ls` filter every entry they would print through it.
-    pub fn visible(&self, tool: &str, abs: &Path) -> bool {
-        let p = self.workspace.describe(crate::paths::real(abs));
+    /// True when a listing tool may show this file or directory: no path deny rule of the
+    /// read family binds it and it is not a secret location. `grep`, `find` and `ls` filter
+    /// every entry they would print through it. `abs` has real directories; only a
+    /// symlink entry (`is_symlink`) is resolved, so most entries cost no system call.
+    pub fn visible(&self, tool: &str, abs: &Path, is_symlink: bool) -> bool {
+        let target = if is_symlink {
+            crate::paths::real(abs)
+        } else {
+            abs.to_path_buf()
+        };
+        let p = self.workspace.describe(target);
         self.secret(tool, &p).is_none() && !self.denied(tool, &Value::Null, Some(&p))
     }
 

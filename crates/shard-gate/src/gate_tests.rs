@@ -88,9 +88,13 @@ fn attack_path_spellings_and_symlinks() {
             assert!(refused(&d), "{tool} {spelling} not refused: {d:?}");
         }
     }
-    assert!(!f.gate.visible("grep", &f.cwd.join("secrets/key.txt")));
-    assert!(!f.gate.visible("find", &f.cwd.join("src/link/key.txt")));
-    assert!(f.gate.visible("grep", &f.cwd.join("src/main.rs")));
+    assert!(
+        !f.gate
+            .visible("grep", &f.cwd.join("secrets/key.txt"), false)
+    );
+    assert!(!f.gate.visible("find", &f.cwd.join("src/link"), true));
+    assert!(!f.gate.visible("ls", &f.cwd.join("secrets"), false));
+    assert!(f.gate.visible("grep", &f.cwd.join("src/main.rs"), false));
     let d = decide(&f, "read", true, json!({ "path": "src/main.rs" }));
     assert!(matches!(d, Decision::Allow(Allowed::ReadOnly)), "{d:?}");
 }
@@ -180,7 +184,11 @@ fn attack_reads_outside_and_secrets() {
             assert!(refused(&d), "{tool} {p}: {d:?}");
         }
     }
-    assert!(!f.gate.visible("find", &f.root.join("home/.ssh/id_ed25519")));
+    assert!(
+        !f.gate
+            .visible("find", &f.root.join("home/.ssh/id_ed25519"), false)
+    );
+    assert!(!f.gate.visible("ls", &f.cwd.join("key"), true));
     // SHARD_HOME's spill files are readable.
     let d = decide(
         &f,

@@ -121,7 +121,7 @@ pub struct Runtime {
     modes: ModeController,
     models: ModelController,
     tools: Vec<Arc<dyn Tool>>,
-    gate: shard_gate::gate::Gate,
+    gate: Arc<shard_gate::gate::Gate>,
     grants: GrantStore,
     processes: ProcessTracker,
     env_remove: Arc<Vec<String>>,
@@ -220,7 +220,7 @@ impl Runtime {
             modes,
             models,
             tools,
-            gate,
+            gate: Arc::new(gate),
             grants,
             processes,
             env_remove: Arc::new(env_remove),
@@ -477,6 +477,12 @@ impl Runtime {
             processes: self.processes.clone(),
             output_dir: self.opts.shard_home.join("tool-output"),
             accepts_images: self.models.active().is_ok_and(|a| a.info.supports_images),
+            path_filter: {
+                let gate = self.gate.clone();
+                shard_tools::PathFilter::new(Arc::new(move |tool, path, link| {
+                    gate.visible(tool, path, link)
+                }))
+            },
         }
     }
 
