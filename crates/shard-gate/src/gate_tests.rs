@@ -310,14 +310,19 @@ fn signatures_name_subcommands_and_all_flags() {
     assert_eq!(
         d,
         [
-            "git log with exactly the flags -- -x",
-            "git status with exactly the flags -s",
-            "grep with exactly the flags -n",
+            "git log (any operands, exactly the flags -- -x)",
+            "git status (any operands, exactly the flags -s)",
+            "grep (any operands, exactly the flags -n)",
         ]
     );
     let s = signature::signatures("npm run build").unwrap();
     assert_eq!(s[0].subcommand, ["run", "build"]);
-    assert!(signature::signatures("./test.sh --fast").is_some());
+    let s = signature::signatures("./test.sh --fast").unwrap();
+    assert_eq!(
+        s[0].describe(),
+        "./test.sh (no operands, exactly the flags --fast)"
+    );
+    assert!(signature::signatures("make").is_some());
 }
 
 #[test]
@@ -356,7 +361,7 @@ fn prompts_show_everything_and_headless_is_not_a_person() {
     assert!(
         ask.request
             .prompt
-            .contains("git status with exactly the flags -s"),
+            .contains("git status (any operands, exactly the flags -s)"),
         "{}",
         ask.request.prompt
     );

@@ -28,18 +28,28 @@ pub struct CommandSignature {
 }
 
 impl CommandSignature {
-    /// How a person reads it: `git status` / `cargo test [-q --lib]`.
+    /// How a person reads it, saying exactly what varies: `git status (any arguments
+    /// after it, no flags)`, `./test.sh (no arguments, exactly the flags --fast)`.
     pub fn describe(&self) -> String {
         let mut s = self.exe.clone();
         for w in &self.subcommand {
             s.push(' ');
             s.push_str(w);
         }
-        if self.flags.is_empty() {
-            s.push_str(" (no flags)");
+        let name = resolve::base_name(&self.exe);
+        let takes_operands =
+            PLAIN.contains(&name) || WITH_SUBCOMMANDS.iter().any(|(n, _, _)| *n == name);
+        s.push_str(if takes_operands {
+            " (any operands"
         } else {
-            s.push_str(" with exactly the flags ");
+            " (no operands"
+        });
+        if self.flags.is_empty() {
+            s.push_str(", no flags)");
+        } else {
+            s.push_str(", exactly the flags ");
             s.push_str(&self.flags.join(" "));
+            s.push(')');
         }
         s
     }
@@ -366,7 +376,11 @@ fn subcommand_of(
         }
         i += 1;
     }
-    let mut sub = vec![rest.get(i)?.text.clone()];
+    // No subcommand (`make`, `cargo --version`): only lines without one match.
+    let Some(first) = rest.get(i) else {
+        return Some(Vec::new());
+    };
+    let mut sub = vec![first.text.clone()];
     if name == "cargo" && sub[0].starts_with('+') {
         sub.push(rest.get(i + 1)?.text.clone());
         i += 1;
@@ -509,9 +523,9 @@ pub fn covered(line: &str, granted: &[CommandSignature]) -> bool {
 pub fn describe_scope(sigs: &[CommandSignature]) -> String {
     let parts: Vec<String> = sigs.iter().map(CommandSignature::describe).collect();
     format!(
-        "From now on in this project, bash may run without asking any line made only of: {} \
-         — with any other arguments, joined by pipes or lists. Different flags, another \
-         subcommand, redirections to files or expansions still ask.",
+        "From now on in this project, bash may run without asking any line made only of: {}; \
+         joined by pipes or lists. Different flags, another subcommand, redirections to \
+         files, variables, globs or commands that run other commands still ask.",
         parts.join("; ")
     )
 }

@@ -123,7 +123,7 @@ fn attack_signature_grants_cannot_be_widened() {
         .as_str()
         .unwrap()
         .to_string();
-    assert!(scope.contains("find (no flags)"), "{scope}");
+    assert!(scope.contains("find (any operands, no flags)"), "{scope}");
     for r in &requests[1..] {
         assert!(
             !r["choices"]
