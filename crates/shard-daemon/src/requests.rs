@@ -90,7 +90,19 @@ pub(crate) fn apply_headless(
                             .and_then(|t| t.as_str())
                             .is_some_and(|tool| {
                                 let input = p.value.get("input").cloned().unwrap_or_default();
-                                shard_gate::rules::allows(&shared.cfg.headless_allow, tool, &input)
+                                // Path globs match the resolved path, at the agent's cwd.
+                                let path = input.get("path").and_then(|p| p.as_str()).map(|p| {
+                                    shard_gate::paths::resolve_at(
+                                        std::path::Path::new(&entry.manifest.cwd),
+                                        p,
+                                    )
+                                });
+                                shard_gate::rules::allows(
+                                    &shared.cfg.headless_allow,
+                                    tool,
+                                    &input,
+                                    path.as_ref(),
+                                )
                             })
                 });
             let source = if allowed { HEADLESS_RULE } else { "headless" };

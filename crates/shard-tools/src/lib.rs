@@ -21,5 +21,5 @@ mod walk;
 pub mod write;
 
 pub use registry::{ToolRegistry, ToolSpec, builtin_tools};
-pub use tool::{ProcessTracker, Tool, ToolContext, ToolLimits, ToolOutput};
+pub use tool::{PathFilter, ProcessTracker, Tool, ToolContext, ToolLimits, ToolOutput};
 pub use typed::{Typed, TypedTool};

@@ -33,7 +33,6 @@ use crate::config::Config;
 use crate::models::{EnvLookup, ModelController};
 use crate::modes::ModeController;
 use shard_gate::grants::GrantStore;
-use shard_gate::rules::Rule;
 
 pub use permissions::PendingPermission;
 pub use start::{Prepared, prepare, validate_choice};
@@ -133,8 +132,7 @@ pub struct Runtime {
     system: Option<(String, String)>,
     /// Usage of the last model call, shown to the hook.
     last_usage: Option<shard_protocol::types::Usage>,
-    deny_rules: Vec<Rule>,
-    headless_allow: Vec<Rule>,
+    gate: Arc<shard_gate::gate::Gate>,
     grants: GrantStore,
     processes: ProcessTracker,
     env_remove: Arc<Vec<String>>,
@@ -196,8 +194,7 @@ impl Runtime {
             opts,
             config,
             ai_config,
-            deny_rules,
-            headless_allow,
+            gate,
             grants,
             mut models,
         } = prepared;
@@ -271,8 +268,7 @@ impl Runtime {
             hook: seams.model_call_hook,
             system: None,
             last_usage: None,
-            deny_rules,
-            headless_allow,
+            gate: Arc::new(gate),
             grants,
             processes,
             env_remove: Arc::new(env_remove),
@@ -559,6 +555,12 @@ impl Runtime {
             output_dir: self.session.dir().join("tool-output"),
             accepts_images: self.models.active().is_ok_and(|a| a.info.supports_images),
             sandbox: self.sandbox.clone(),
+            path_filter: {
+                let gate = self.gate.clone();
+                shard_tools::PathFilter::new(Arc::new(move |tool, path, link| {
+                    gate.visible(tool, path, link)
+                }))
+            },
         }
     }
 

@@ -7,6 +7,7 @@ mod choices;
 mod commands;
 mod config;
 mod daemon;
+mod gate;
 mod harness;
 mod mock;
 mod provider_errors;
