@@ -26,8 +26,8 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderConfig>,
     /// `[[models]]` entries.
     pub models: Vec<ModelConfig>,
-    /// `[sandbox]`: accepted as a table until its typed section lands.
-    pub sandbox: Option<toml::Table>,
+    /// `[sandbox]`: the sandbox for tool processes (docs/sandbox.md).
+    pub sandbox: shard_sandbox::SandboxConfig,
     /// The whole file as parsed, for readers of sections this crate does not own.
     #[serde(skip)]
     pub raw: toml::Table,
@@ -199,6 +199,6 @@ mod tests {
         );
         assert_eq!(ai.models.len(), 1);
         assert!(c.raw.contains_key("sandbox"));
-        assert!(c.sandbox.is_some());
+        assert_eq!(c.sandbox.mode, shard_sandbox::SandboxMode::Off);
     }
 }

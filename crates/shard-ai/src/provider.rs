@@ -2,6 +2,7 @@
 //! The Runtime sees providers only through this (ARCHITECTURE §4.6).
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
@@ -29,10 +30,11 @@ pub struct ModelRequest {
     /// System prompt.
     pub system: String,
     /// Conversation so far, oldest first. Tool results are `user` messages holding
-    /// `tool_result` blocks; thinking blocks keep their provider signatures.
-    pub messages: Vec<Message>,
-    /// Tools the model may call.
-    pub tools: Vec<ToolSpec>,
+    /// `tool_result` blocks; thinking blocks keep their provider signatures. Shared with
+    /// the caller's context: a request copies pointers, never message bodies or images.
+    pub messages: Vec<Arc<Message>>,
+    /// Tools the model may call; shared, since the list rarely changes between calls.
+    pub tools: Arc<[ToolSpec]>,
     /// Maximum output tokens.
     pub max_output_tokens: Option<u64>,
     /// Reasoning effort level id from the catalog, when the model supports it.

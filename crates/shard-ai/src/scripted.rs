@@ -291,7 +291,7 @@ fn split_chars(text: &str, chunk: usize) -> Vec<String> {
     chars.chunks(chunk).map(|c| c.iter().collect()).collect()
 }
 
-fn tool_result_text(messages: &[Message], id: &str) -> Option<String> {
+fn tool_result_text(messages: &[Arc<Message>], id: &str) -> Option<String> {
     messages
         .iter()
         .rev()
@@ -311,7 +311,7 @@ fn tool_result_text(messages: &[Message], id: &str) -> Option<String> {
         })
 }
 
-fn substitute_tool_results(text: &str, messages: &[Message]) -> String {
+fn substitute_tool_results(text: &str, messages: &[Arc<Message>]) -> String {
     const OPEN: &str = "{{tool_result:";
     if !text.contains(OPEN) {
         return text.to_string();

@@ -184,12 +184,12 @@ pub(crate) fn simple_request(model: &str) -> ModelRequest {
     ModelRequest {
         model: model.into(),
         system: "You are Shard.".into(),
-        messages: vec![Message {
+        messages: vec![std::sync::Arc::new(Message {
             id: "m1".into(),
             role: Role::User,
             content: vec![ContentBlock::Text { text: "hi".into() }],
-        }],
-        tools: vec![],
+        })],
+        tools: Vec::new().into(),
         max_output_tokens: None,
         reasoning_effort: None,
     }

@@ -13,6 +13,7 @@ mod provider_errors;
 mod run;
 mod run_terminal;
 mod runtime;
+mod sandbox;
 
 use harness::*;
 use serde_json::{Value, json};
