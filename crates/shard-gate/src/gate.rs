@@ -110,6 +110,9 @@ pub struct Gate {
     deny: Vec<Rule>,
     headless_allow: Vec<Rule>,
     allow_secret: Vec<Rule>,
+    /// The deny rules with a `path` that may bind a listing tool (its own, `*`, or the
+    /// read family's), for [`Gate::visible`], which runs once per entry of a search.
+    listing_rules: Vec<Rule>,
     workspace: Workspace,
 }
 
@@ -122,8 +125,15 @@ impl Gate {
         shard_home: &Path,
         home: Option<&Path>,
     ) -> Result<Gate, RuleError> {
+        let deny = rules::compile_all(&permissions.deny)?;
+        let listing_rules = deny
+            .iter()
+            .filter(|r| r.has_path() && r.command_free())
+            .cloned()
+            .collect();
         Ok(Gate {
-            deny: rules::compile_all(&permissions.deny)?,
+            listing_rules,
+            deny,
             headless_allow: rules::compile_all(headless_allow)?,
             allow_secret: rules::compile_all(&permissions.allow_secret)?,
             workspace: Workspace::new(cwd, &permissions.additional_directories, shard_home, home),
@@ -244,8 +254,18 @@ impl Gate {
         } else {
             abs.to_path_buf()
         };
+        if self.listing_rules.is_empty() && self.workspace.in_clean_root(&target) {
+            return true;
+        }
         let p = self.workspace.describe(target);
-        self.secret(tool, &p).is_none() && !self.denied(tool, &Value::Null, Some(&p))
+        if self.secret(tool, &p).is_some() {
+            return false;
+        }
+        let spellings = p.spellings();
+        !self.listing_rules.iter().any(|r| {
+            (r.tool_matches(tool) || READ_FAMILY.contains(&r.tool()))
+                && r.path_matches_spellings(&spellings)
+        })
     }
 
     fn secret(&self, tool: &str, p: &ResolvedPath) -> Option<String> {

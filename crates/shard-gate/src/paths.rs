@@ -23,13 +23,18 @@ pub struct ResolvedPath {
 
 impl ResolvedPath {
     /// The spellings rules are matched against: relative (when inside the cwd) and
-    /// absolute.
+    /// absolute, each also with a trailing `/` (so a rule on `dir/**` covers `dir`).
     pub fn spellings(&self) -> Vec<String> {
-        let mut v = Vec::with_capacity(2);
+        let mut v = Vec::with_capacity(4);
+        let mut add = |s: String| {
+            let slash = format!("{}/", s.trim_end_matches('/'));
+            v.push(s);
+            v.push(slash);
+        };
         if let Some(r) = &self.rel {
-            v.push(r.clone());
+            add(r.clone());
         }
-        v.push(self.abs.to_string_lossy().into_owned());
+        add(self.abs.to_string_lossy().into_owned());
         v
     }
 
@@ -128,6 +133,9 @@ pub struct Workspace {
     /// Readable inside SHARD_HOME: the spill files whose paths tool results name.
     tool_output: PathBuf,
     secrets: Vec<PathBuf>,
+    /// Roots that contain no secret location and lie in none (SHARD_HOME aside): nothing
+    /// under them is a secret.
+    clean_roots: Vec<PathBuf>,
 }
 
 impl Workspace {
@@ -146,10 +154,19 @@ impl Workspace {
             roots.push(resolve_in(&cwd, home.as_deref(), a));
         }
         let shard_home = real(&absolute(&cwd, shard_home));
-        let secrets = home
+        let secrets: Vec<PathBuf> = home
             .as_ref()
             .map(|h| HOME_SECRETS.iter().map(|s| h.join(s)).collect())
             .unwrap_or_default();
+        let clean_roots = roots
+            .iter()
+            .filter(|r| {
+                let holds = |s: &PathBuf| s.starts_with(r) || r.starts_with(s);
+                !secrets.iter().any(holds)
+                    && (!shard_home.starts_with(r) || r.starts_with(&shard_home))
+            })
+            .cloned()
+            .collect();
         Workspace {
             tool_output: shard_home.join("tool-output"),
             cwd,
@@ -157,6 +174,7 @@ impl Workspace {
             home,
             shard_home,
             secrets,
+            clean_roots,
         }
     }
 
@@ -192,6 +210,12 @@ impl Workspace {
         p.abs.starts_with(&self.tool_output)
     }
 
+    /// True when the path lies in a root that holds no secret location (nothing there can
+    /// be a secret).
+    pub fn in_clean_root(&self, abs: &Path) -> bool {
+        self.clean_roots.iter().any(|r| abs.starts_with(r))
+    }
+
     /// True when the path lies in one of the workspace roots.
     pub fn inside(&self, p: &ResolvedPath) -> bool {
         self.roots.iter().any(|r| p.abs.starts_with(r))
@@ -202,9 +226,16 @@ impl Workspace {
     /// home directory, or a `.env` file outside the workspace.
     pub fn secret(&self, p: &ResolvedPath) -> Option<String> {
         let abs = &p.abs;
+        // Most paths a search walks are in a root that holds no secret location.
+        if self.in_clean_root(abs) {
+            return None;
+        }
         if abs.starts_with(&self.shard_home)
             && !abs.starts_with(&self.tool_output)
-            && !self.inside(p)
+            && !self
+                .roots
+                .iter()
+                .any(|r| r.starts_with(&self.shard_home) && abs.starts_with(r))
         {
             return Some(format!(
                 "{} is inside SHARD_HOME (Shard's configuration, grants and sessions)",

@@ -118,6 +118,11 @@ impl Rule {
         self.path.is_some()
     }
 
+    /// True when it has no `command` glob (it may match a call that has no command).
+    pub fn command_free(&self) -> bool {
+        self.command.is_none()
+    }
+
     /// True when it applies to `tool`.
     pub fn tool_matches(&self, tool: &str) -> bool {
         self.tool == "*" || self.tool == tool
@@ -129,12 +134,17 @@ impl Rule {
         match (&self.path, path) {
             (None, _) => true,
             (Some(_), None) => false,
-            (Some(m), Some(p)) => p.spellings().iter().any(|s| {
-                m.is_match(s)
-                    // A rule on `dir/**` also covers `dir` itself.
-                    || m.is_match(format!("{}/", s.trim_end_matches('/')))
-            }),
+            (Some(_), Some(p)) => self.path_matches_spellings(&p.spellings()),
         }
+    }
+
+    /// True when its `path` glob (if any) matches one of these spellings of a resolved
+    /// path ([`ResolvedPath::spellings`]).
+    pub fn path_matches_spellings(&self, spellings: &[String]) -> bool {
+        let Some(m) = &self.path else {
+            return true;
+        };
+        spellings.iter().any(|s| m.is_match(s))
     }
 }
 
