@@ -4,6 +4,7 @@
 
 pub mod ask;
 pub mod config;
+pub mod hooks;
 pub mod images;
 pub mod models;
 pub mod modes;
@@ -11,4 +12,8 @@ pub mod prompt;
 pub mod runtime;
 pub mod transport;
 
-pub use runtime::{Input, Prepared, Runtime, RuntimeOptions, StartError, prepare, validate_choice};
+pub use hooks::{HookOutcome, ModelCallHook, ModelCallView, Seams, SharedContext};
+pub use runtime::{
+    Input, Prepared, Runtime, RuntimeGone, RuntimeOptions, StartError, ToolChange, ToolsHandle,
+    prepare, validate_choice,
+};

@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod config;
 mod convert;
 pub mod decode;
+pub mod errors;
 mod http;
 pub mod openai_chat;
 pub mod openai_responses;
@@ -30,7 +31,8 @@ pub use config::{
 pub use openai_chat::OpenAiChatProvider;
 pub use openai_responses::OpenAiResponsesProvider;
 pub use provider::{
-    EventStream, ModelRequest, Provider, ProviderError, StopReason, StreamEvent, ToolSpec,
+    ApiError, ErrorKind, EventStream, ModelRequest, Provider, ProviderError, StopReason,
+    StreamEvent, ToolSpec,
 };
 pub use scripted::ScriptedProvider;
 pub use secret::ApiKey;

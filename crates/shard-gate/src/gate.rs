@@ -140,6 +140,12 @@ impl Gate {
         })
     }
 
+    /// Names the folder where this Runtime's tool results spill their output (readable
+    /// inside SHARD_HOME).
+    pub fn set_tool_output(&mut self, dir: &Path) {
+        self.workspace.set_tool_output(dir);
+    }
+
     /// The workspace boundary.
     pub fn workspace(&self) -> &Workspace {
         &self.workspace

@@ -130,7 +130,8 @@ pub struct Workspace {
     roots: Vec<PathBuf>,
     home: Option<PathBuf>,
     shard_home: PathBuf,
-    /// Readable inside SHARD_HOME: the spill files whose paths tool results name.
+    /// Readable inside SHARD_HOME: the spill files whose paths tool results name
+    /// (`SHARD_HOME/tool-output` until [`Workspace::set_tool_output`] names the session's).
     tool_output: PathBuf,
     secrets: Vec<PathBuf>,
     /// Roots that contain no secret location and lie in none (SHARD_HOME aside): nothing
@@ -176,6 +177,12 @@ impl Workspace {
             secrets,
             clean_roots,
         }
+    }
+
+    /// Where this Runtime's tool results spill their full output (inside its session
+    /// folder under SHARD_HOME): readable although SHARD_HOME is not.
+    pub fn set_tool_output(&mut self, dir: &Path) {
+        self.tool_output = real(dir);
     }
 
     /// The working directory.

@@ -167,11 +167,13 @@ pub struct ToolContext {
     pub accepts_images: bool,
     /// What `grep`, `find` and `ls` may show.
     pub path_filter: PathFilter,
+    /// The sandbox `bash` runs its commands in (docs/sandbox.md).
+    pub sandbox: Arc<shard_sandbox::Sandbox>,
 }
 
 impl ToolContext {
     /// A context with default limits, a fresh cancellation token and tracker, nothing
-    /// removed from the environment, and images accepted.
+    /// removed from the environment, images accepted and no sandbox.
     pub fn new(cwd: impl Into<PathBuf>, output_dir: impl Into<PathBuf>) -> Self {
         ToolContext {
             cwd: cwd.into(),
@@ -182,6 +184,7 @@ impl ToolContext {
             output_dir: output_dir.into(),
             accepts_images: true,
             path_filter: PathFilter::default(),
+            sandbox: Arc::new(shard_sandbox::Sandbox::off()),
         }
     }
 }
@@ -235,15 +238,21 @@ impl ToolOutput {
 
 /// A tool the model can call. Implementations never panic: every failure is a
 /// [`ToolOutput`] with `is_error`.
+///
+/// The contract is open: names and descriptions are borrowed from the tool itself, so a
+/// tool discovered at run time (an MCP server's) owns them as `String`s, and the
+/// read-only classification is asked per call, so a tool whose effect depends on its
+/// arguments (an MCP tool with an annotation per action, a `git` tool) can say so.
 pub trait Tool: Send + Sync {
-    /// Name the model uses.
-    fn name(&self) -> &'static str;
+    /// Name the model uses; unique within a registry.
+    fn name(&self) -> &str;
     /// Description for the model.
-    fn description(&self) -> &'static str;
+    fn description(&self) -> &str;
     /// JSON Schema of the arguments object, derived from the argument type.
     fn input_schema(&self) -> Value;
-    /// Read-only tools run without asking and may run concurrently.
-    fn is_read_only(&self) -> bool;
+    /// Whether this call (with these arguments) only reads: read-only calls run without
+    /// asking and may run concurrently. When unsure, a tool answers `false`.
+    fn is_read_only(&self, args: &Value) -> bool;
     /// A preview shown before the tool runs.
     fn start_render(&self, _args: &Value, _ctx: &ToolContext) -> Option<RenderDescriptor> {
         None

@@ -11,6 +11,7 @@ use shard_protocol::event::{Event, PermissionRequest, PermissionResolved};
 use shard_protocol::types::{AgentStatus, PermissionDecision};
 
 use super::Runtime;
+use super::serve::sleep_until;
 use shard_gate::gate::{Ask, Call, Decision, ModePolicy};
 use shard_gate::grants::Grant;
 use shard_gate::prompt::{CHOICE_ALLOW, CHOICE_ALWAYS, CHOICE_SIGNATURE};
@@ -129,33 +130,24 @@ impl Runtime {
         self.emit(Event::PermissionRequest(Box::new(request.clone())))
             .await;
         let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-        while self.pending_answer.is_none() {
-            if self.turn.as_ref().is_some_and(|t| t.cancel.is_cancelled()) {
-                self.pending_answer = Some(Answer {
-                    kind: AnswerKind::Aborted,
-                    form: PermissionAnswer::Decision {
-                        decision: PermissionDecision::Deny,
-                    },
-                    source: Some("abort".into()),
-                });
-                break;
-            }
-            let sleep = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
+        let answered_or_aborted = |rt: &Runtime| rt.pending_answer.is_some() || rt.turn_cancelled();
+        let timed_out = self
+            .serve_while(sleep_until(deadline), answered_or_aborted)
+            .await
+            .is_some();
+        if self.pending_answer.is_none() {
+            let (kind, source) = if timed_out {
+                (AnswerKind::Timeout, "headless_timeout")
+            } else {
+                (AnswerKind::Aborted, "abort")
             };
-            tokio::select! {
-                next = self.next_input() => self.handle_next(next).await,
-                _ = sleep => {
-                    self.pending_answer = Some(Answer {
-                        kind: AnswerKind::Timeout,
-                        form: PermissionAnswer::Decision { decision: PermissionDecision::Deny },
-                        source: Some("headless_timeout".into()),
-                    });
-                }
-            }
+            self.pending_answer = Some(Answer {
+                kind,
+                form: PermissionAnswer::Decision {
+                    decision: PermissionDecision::Deny,
+                },
+                source: Some(source.into()),
+            });
         }
         let answer = self
             .pending_answer

@@ -43,11 +43,7 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
     }
     opts.cwd = cwd;
     let config = Config::load(&opts.shard_home).map_err(|e| StartError::Config(e.to_string()))?;
-    let ai_config: shard_ai::config::AiConfig = config
-        .raw
-        .clone()
-        .try_into()
-        .map_err(|e: toml::de::Error| StartError::Config(format!("config.toml: {e}")))?;
+    let ai_config = config.ai_config();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let gate = Gate::new(
         &config.permissions,
@@ -114,11 +110,7 @@ pub fn validate_choice(
     if provider.is_none() && model.is_none() {
         return Ok(());
     }
-    let ai_config: shard_ai::config::AiConfig = config
-        .raw
-        .clone()
-        .try_into()
-        .map_err(|e: toml::de::Error| format!("config.toml: {e}"))?;
+    let ai_config = config.ai_config();
     let mut models = ModelController::new(ai_config, env, script.map(Into::into));
     models.init(provider, model);
     models.active().map(|_| ())
