@@ -151,12 +151,18 @@ impl Gate {
         &self.workspace
     }
 
-    /// The resolved `path` of a call, when the tool has one.
+    /// The resolved `path` of a call, when the tool has one: what the tool will open.
     pub fn path_of(&self, tool: &str, args: &Value) -> Option<ResolvedPath> {
+        self.paths_of(tool, args).into_iter().next()
+    }
+
+    /// Every reading of a call's `path` ([`Workspace::resolve_all`]); empty when the tool
+    /// has none.
+    fn paths_of(&self, tool: &str, args: &Value) -> Vec<ResolvedPath> {
         match args.get("path").and_then(Value::as_str) {
-            Some(p) => Some(self.workspace.resolve(p)),
-            None if PATH_DEFAULTS_TO_CWD.contains(&tool) => Some(self.workspace.resolve(".")),
-            None => None,
+            Some(p) => self.workspace.resolve_all(p),
+            None if PATH_DEFAULTS_TO_CWD.contains(&tool) => self.workspace.resolve_all("."),
+            None => Vec::new(),
         }
     }
 
@@ -179,10 +185,9 @@ impl Gate {
                 message,
             };
         }
-        let path = self.path_of(tool, args);
-        if let Some(p) = &path
-            && let Some(why) = self.secret(tool, p)
-        {
+        let all = self.paths_of(tool, args);
+        let path = all.first().cloned();
+        if let Some(why) = all.iter().find_map(|p| self.secret(tool, p)) {
             return Decision::Refuse {
                 why: Refused::Secret,
                 message: format!(
@@ -192,7 +197,12 @@ impl Gate {
                 ),
             };
         }
-        if self.denied(tool, args, path.as_ref()) {
+        let denied = if all.is_empty() {
+            self.denied(tool, args, None)
+        } else {
+            all.iter().any(|p| self.denied(tool, args, Some(p)))
+        };
+        if denied {
             return Decision::Refuse {
                 why: Refused::DenyRule,
                 message: format!(
@@ -204,7 +214,7 @@ impl Gate {
                 ),
             };
         }
-        let outside = path.as_ref().is_some_and(|p| !self.readable(p));
+        let outside = all.iter().any(|p| !self.readable(p));
         if read_only && !outside {
             return Decision::Allow(Allowed::ReadOnly);
         }
@@ -218,7 +228,7 @@ impl Gate {
                 message: headless_message(tool, false),
             },
             Some(HeadlessPolicy::AllowIfRuleMatches) => {
-                if rules::allows(&self.headless_allow, tool, args, path.as_ref()) {
+                if self.headless_allows(tool, args) {
                     Decision::Allow(Allowed::HeadlessRule)
                 } else {
                     Decision::Refuse {
@@ -246,8 +256,12 @@ impl Gate {
     /// True when the headless allow rules cover a call (the daemon's
     /// `allow_if_rule_matches` for a request the Runtime raised).
     pub fn headless_allows(&self, tool: &str, args: &Value) -> bool {
-        let path = self.path_of(tool, args);
-        rules::allows(&self.headless_allow, tool, args, path.as_ref())
+        let all = self.paths_of(tool, args);
+        if all.is_empty() {
+            return rules::allows(&self.headless_allow, tool, args, None);
+        }
+        all.iter()
+            .all(|p| rules::allows(&self.headless_allow, tool, args, Some(p)))
     }
 
     /// True when a listing tool may show this file or directory: no path deny rule of the
@@ -317,6 +331,25 @@ impl Gate {
             _ => args.clone(),
         }
     }
+}
+
+/// True when `[[headless.allow]]` rules cover a call made at `cwd`, its `path` resolved
+/// as [`Gate::decide`] resolves it (both readings must be allowed). For the daemon, which
+/// answers a Runtime's request with `allow_if_rule_matches` and has no [`Gate`] of its own.
+pub fn headless_allows_at(rules: &[Rule], tool: &str, args: &Value, cwd: &Path) -> bool {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let workspace = Workspace::new(cwd, &[], cwd, home.as_deref());
+    let paths = match args.get("path").and_then(Value::as_str) {
+        Some(p) => workspace.resolve_all(p),
+        None if PATH_DEFAULTS_TO_CWD.contains(&tool) => workspace.resolve_all("."),
+        None => Vec::new(),
+    };
+    if paths.is_empty() {
+        return rules::allows(rules, tool, args, None);
+    }
+    paths
+        .iter()
+        .all(|p| rules::allows(rules, tool, args, Some(p)))
 }
 
 /// The refusal text when nobody could be asked: it says no person saw the request, so the

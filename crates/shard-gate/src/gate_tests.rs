@@ -95,6 +95,15 @@ fn attack_path_spellings_and_symlinks() {
     assert!(!f.gate.visible("find", &f.cwd.join("src/link"), true));
     assert!(!f.gate.visible("ls", &f.cwd.join("secrets"), false));
     assert!(f.gate.visible("grep", &f.cwd.join("src/main.rs"), false));
+    // `out/away/..` is the real `elsewhere/..` for the kernel but `out` for the tools,
+    // which open the lexically normalized path: both readings are checked.
+    let d = decide(
+        &f,
+        "read",
+        true,
+        json!({ "path": "out/away/../../secrets/key.txt" }),
+    );
+    assert!(refused(&d), "{d:?}");
     let d = decide(&f, "read", true, json!({ "path": "src/main.rs" }));
     assert!(matches!(d, Decision::Allow(Allowed::ReadOnly)), "{d:?}");
 }
@@ -116,6 +125,10 @@ fn attack_dotdot_out_of_an_allowed_folder() {
     .unwrap();
     assert!(gate.headless_allows("write", &json!({"path": "out/a.txt"})));
     assert!(!gate.headless_allows("write", &json!({"path": "out/../escape.txt"})));
+    let rules = [crate::rules::Rule::compile(&rule("write", None, Some("out/**"))).unwrap()];
+    let at = |p: &str| headless_allows_at(&rules, "write", &json!({ "path": p }), &cwd);
+    assert!(at("out/a.txt"));
+    assert!(!at("out/../escape.txt"));
     let f = fixture(vec![rule("write", None, Some("escape.txt"))], vec![]);
     let d = decide(
         &f,

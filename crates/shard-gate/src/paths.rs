@@ -195,9 +195,25 @@ impl Workspace {
         &self.roots
     }
 
-    /// Resolves a tool's `path` argument.
+    /// Resolves a tool's `path` argument the way the kernel does (a `..` after a symlink
+    /// goes to the target's parent).
     pub fn resolve(&self, arg: &str) -> ResolvedPath {
         self.describe(resolve_in(&self.cwd, self.home.as_deref(), arg))
+    }
+
+    /// Every file a `path` argument may name: what the tools open (the argument made
+    /// absolute and normalized lexically, then resolved) first, and the kernel's reading
+    /// ([`Workspace::resolve`]) when it differs — they differ only when a `..` follows a
+    /// symlink. The gate checks both, so neither reading slips past a rule.
+    pub fn resolve_all(&self, arg: &str) -> Vec<ResolvedPath> {
+        let expanded = expand(self.home.as_deref(), arg);
+        let opened = self.describe(real(&lexical(&absolute(&self.cwd, &expanded))));
+        let kernel = self.resolve(arg);
+        if kernel == opened {
+            vec![opened]
+        } else {
+            vec![opened, kernel]
+        }
     }
 
     /// Describes an already absolute, resolved path (a file `grep` or `find` would print).
@@ -266,22 +282,6 @@ impl Workspace {
     }
 }
 
-/// Resolves a `path` argument of a call made at `cwd`, for a process (the daemon) that has
-/// no [`Workspace`]: `~` is the `HOME` of this process.
-pub fn resolve_at(cwd: &Path, arg: &str) -> ResolvedPath {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let cwd = real(cwd);
-    let abs = resolve_in(&cwd, home.as_deref(), arg);
-    let rel = abs.strip_prefix(&cwd).ok().map(|r| {
-        if r.as_os_str().is_empty() {
-            ".".to_string()
-        } else {
-            r.to_string_lossy().into_owned()
-        }
-    });
-    ResolvedPath { abs, rel }
-}
-
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {
     if p.is_absolute() {
         p.to_path_buf()
@@ -292,12 +292,31 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
 
 /// `~` expansion, then relative to `cwd`, then [`real`].
 fn resolve_in(cwd: &Path, home: Option<&Path>, arg: &str) -> PathBuf {
-    let expanded = match (arg, home) {
+    real(&absolute(cwd, &expand(home, arg)))
+}
+
+/// `~` and `~/…` expanded with `home`.
+fn expand(home: Option<&Path>, arg: &str) -> PathBuf {
+    match (arg, home) {
         ("~", Some(h)) => h.to_path_buf(),
         (a, Some(h)) if a.starts_with("~/") => h.join(&a[2..]),
         (a, _) => PathBuf::from(a),
-    };
-    real(&absolute(cwd, &expanded))
+    }
+}
+
+/// Removes `.` and resolves `..` by text (as the tools do before opening a path).
+pub fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
