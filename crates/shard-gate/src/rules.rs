@@ -93,7 +93,7 @@ impl Rule {
         };
         let path = match &cfg.path {
             Some(g) => Some(
-                GlobBuilder::new(g)
+                GlobBuilder::new(&expand_home(g))
                     .literal_separator(true)
                     .build()
                     .map_err(err)?
@@ -145,6 +145,16 @@ impl Rule {
             return true;
         };
         spellings.iter().any(|s| m.is_match(s))
+    }
+}
+
+/// `~/…` at the start of a `path` glob is the user's home directory, as in tool arguments.
+fn expand_home(glob: &str) -> String {
+    match (glob.strip_prefix("~/"), std::env::var("HOME")) {
+        (Some(rest), Ok(home)) if !home.is_empty() => {
+            format!("{}/{rest}", home.trim_end_matches('/'))
+        }
+        _ => glob.to_string(),
     }
 }
 
