@@ -91,17 +91,11 @@ pub(crate) fn apply_headless(
                             .is_some_and(|tool| {
                                 let input = p.value.get("input").cloned().unwrap_or_default();
                                 // Path globs match the resolved path, at the agent's cwd.
-                                let path = input.get("path").and_then(|p| p.as_str()).map(|p| {
-                                    shard_gate::paths::resolve_at(
-                                        std::path::Path::new(&entry.manifest.cwd),
-                                        p,
-                                    )
-                                });
-                                shard_gate::rules::allows(
+                                shard_gate::gate::headless_allows_at(
                                     &shared.cfg.headless_allow,
                                     tool,
                                     &input,
-                                    path.as_ref(),
+                                    std::path::Path::new(&entry.manifest.cwd),
                                 )
                             })
                 });

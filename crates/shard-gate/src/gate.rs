@@ -110,6 +110,9 @@ pub struct Gate {
     deny: Vec<Rule>,
     headless_allow: Vec<Rule>,
     allow_secret: Vec<Rule>,
+    /// The deny rules with a `path` that may bind a listing tool (its own, `*`, or the
+    /// read family's), for [`Gate::visible`], which runs once per entry of a search.
+    listing_rules: Vec<Rule>,
     workspace: Workspace,
 }
 
@@ -122,12 +125,25 @@ impl Gate {
         shard_home: &Path,
         home: Option<&Path>,
     ) -> Result<Gate, RuleError> {
+        let deny = rules::compile_all(&permissions.deny)?;
+        let listing_rules = deny
+            .iter()
+            .filter(|r| r.has_path() && r.command_free())
+            .cloned()
+            .collect();
         Ok(Gate {
-            deny: rules::compile_all(&permissions.deny)?,
+            listing_rules,
+            deny,
             headless_allow: rules::compile_all(headless_allow)?,
             allow_secret: rules::compile_all(&permissions.allow_secret)?,
             workspace: Workspace::new(cwd, &permissions.additional_directories, shard_home, home),
         })
+    }
+
+    /// Names the folder where this Runtime's tool results spill their output (readable
+    /// inside SHARD_HOME).
+    pub fn set_tool_output(&mut self, dir: &Path) {
+        self.workspace.set_tool_output(dir);
     }
 
     /// The workspace boundary.
@@ -135,12 +151,18 @@ impl Gate {
         &self.workspace
     }
 
-    /// The resolved `path` of a call, when the tool has one.
+    /// The resolved `path` of a call, when the tool has one: what the tool will open.
     pub fn path_of(&self, tool: &str, args: &Value) -> Option<ResolvedPath> {
+        self.paths_of(tool, args).into_iter().next()
+    }
+
+    /// Every reading of a call's `path` ([`Workspace::resolve_all`]); empty when the tool
+    /// has none.
+    fn paths_of(&self, tool: &str, args: &Value) -> Vec<ResolvedPath> {
         match args.get("path").and_then(Value::as_str) {
-            Some(p) => Some(self.workspace.resolve(p)),
-            None if PATH_DEFAULTS_TO_CWD.contains(&tool) => Some(self.workspace.resolve(".")),
-            None => None,
+            Some(p) => self.workspace.resolve_all(p),
+            None if PATH_DEFAULTS_TO_CWD.contains(&tool) => self.workspace.resolve_all("."),
+            None => Vec::new(),
         }
     }
 
@@ -163,10 +185,9 @@ impl Gate {
                 message,
             };
         }
-        let path = self.path_of(tool, args);
-        if let Some(p) = &path
-            && let Some(why) = self.secret(tool, p)
-        {
+        let all = self.paths_of(tool, args);
+        let path = all.first().cloned();
+        if let Some(why) = all.iter().find_map(|p| self.secret(tool, p)) {
             return Decision::Refuse {
                 why: Refused::Secret,
                 message: format!(
@@ -176,7 +197,12 @@ impl Gate {
                 ),
             };
         }
-        if self.denied(tool, args, path.as_ref()) {
+        let denied = if all.is_empty() {
+            self.denied(tool, args, None)
+        } else {
+            all.iter().any(|p| self.denied(tool, args, Some(p)))
+        };
+        if denied {
             return Decision::Refuse {
                 why: Refused::DenyRule,
                 message: format!(
@@ -188,7 +214,7 @@ impl Gate {
                 ),
             };
         }
-        let outside = path.as_ref().is_some_and(|p| !self.readable(p));
+        let outside = all.iter().any(|p| !self.readable(p));
         if read_only && !outside {
             return Decision::Allow(Allowed::ReadOnly);
         }
@@ -202,7 +228,7 @@ impl Gate {
                 message: headless_message(tool, false),
             },
             Some(HeadlessPolicy::AllowIfRuleMatches) => {
-                if rules::allows(&self.headless_allow, tool, args, path.as_ref()) {
+                if self.headless_allows(tool, args) {
                     Decision::Allow(Allowed::HeadlessRule)
                 } else {
                     Decision::Refuse {
@@ -230,8 +256,12 @@ impl Gate {
     /// True when the headless allow rules cover a call (the daemon's
     /// `allow_if_rule_matches` for a request the Runtime raised).
     pub fn headless_allows(&self, tool: &str, args: &Value) -> bool {
-        let path = self.path_of(tool, args);
-        rules::allows(&self.headless_allow, tool, args, path.as_ref())
+        let all = self.paths_of(tool, args);
+        if all.is_empty() {
+            return rules::allows(&self.headless_allow, tool, args, None);
+        }
+        all.iter()
+            .all(|p| rules::allows(&self.headless_allow, tool, args, Some(p)))
     }
 
     /// True when a listing tool may show this file or directory: no path deny rule of the
@@ -244,8 +274,18 @@ impl Gate {
         } else {
             abs.to_path_buf()
         };
+        if self.listing_rules.is_empty() && self.workspace.in_clean_root(&target) {
+            return true;
+        }
         let p = self.workspace.describe(target);
-        self.secret(tool, &p).is_none() && !self.denied(tool, &Value::Null, Some(&p))
+        if self.secret(tool, &p).is_some() {
+            return false;
+        }
+        let spellings = p.spellings();
+        !self.listing_rules.iter().any(|r| {
+            (r.tool_matches(tool) || READ_FAMILY.contains(&r.tool()))
+                && r.path_matches_spellings(&spellings)
+        })
     }
 
     fn secret(&self, tool: &str, p: &ResolvedPath) -> Option<String> {
@@ -291,6 +331,25 @@ impl Gate {
             _ => args.clone(),
         }
     }
+}
+
+/// True when `[[headless.allow]]` rules cover a call made at `cwd`, its `path` resolved
+/// as [`Gate::decide`] resolves it (both readings must be allowed). For the daemon, which
+/// answers a Runtime's request with `allow_if_rule_matches` and has no [`Gate`] of its own.
+pub fn headless_allows_at(rules: &[Rule], tool: &str, args: &Value, cwd: &Path) -> bool {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let workspace = Workspace::new(cwd, &[], cwd, home.as_deref());
+    let paths = match args.get("path").and_then(Value::as_str) {
+        Some(p) => workspace.resolve_all(p),
+        None if PATH_DEFAULTS_TO_CWD.contains(&tool) => workspace.resolve_all("."),
+        None => Vec::new(),
+    };
+    if paths.is_empty() {
+        return rules::allows(rules, tool, args, None);
+    }
+    paths
+        .iter()
+        .all(|p| rules::allows(rules, tool, args, Some(p)))
 }
 
 /// The refusal text when nobody could be asked: it says no person saw the request, so the

@@ -95,6 +95,15 @@ fn attack_path_spellings_and_symlinks() {
     assert!(!f.gate.visible("find", &f.cwd.join("src/link"), true));
     assert!(!f.gate.visible("ls", &f.cwd.join("secrets"), false));
     assert!(f.gate.visible("grep", &f.cwd.join("src/main.rs"), false));
+    // `out/away/..` is the real `elsewhere/..` for the kernel but `out` for the tools,
+    // which open the lexically normalized path: both readings are checked.
+    let d = decide(
+        &f,
+        "read",
+        true,
+        json!({ "path": "out/away/../../secrets/key.txt" }),
+    );
+    assert!(refused(&d), "{d:?}");
     let d = decide(&f, "read", true, json!({ "path": "src/main.rs" }));
     assert!(matches!(d, Decision::Allow(Allowed::ReadOnly)), "{d:?}");
 }
@@ -116,6 +125,10 @@ fn attack_dotdot_out_of_an_allowed_folder() {
     .unwrap();
     assert!(gate.headless_allows("write", &json!({"path": "out/a.txt"})));
     assert!(!gate.headless_allows("write", &json!({"path": "out/../escape.txt"})));
+    let rules = [crate::rules::Rule::compile(&rule("write", None, Some("out/**"))).unwrap()];
+    let at = |p: &str| headless_allows_at(&rules, "write", &json!({ "path": p }), &cwd);
+    assert!(at("out/a.txt"));
+    assert!(!at("out/../escape.txt"));
     let f = fixture(vec![rule("write", None, Some("escape.txt"))], vec![]);
     let d = decide(
         &f,
@@ -385,4 +398,118 @@ fn prompts_show_everything_and_headless_is_not_a_person() {
     };
     assert!(!message.contains("The user denied"));
     assert!(message.contains("No person saw"));
+}
+
+/// `[permissions] additional_directories` are workspace roots: reads there are free.
+#[test]
+fn additional_directories_are_roots() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = crate::paths::real(dir.path());
+    std::fs::create_dir_all(root.join("project")).unwrap();
+    std::fs::create_dir_all(root.join("lib")).unwrap();
+    std::fs::create_dir_all(root.join("other")).unwrap();
+    let perms = PermissionsConfig {
+        deny: vec![],
+        additional_directories: vec!["../lib".into()],
+        allow_secret: vec![],
+    };
+    let gate = Gate::new(&perms, &[], &root.join("project"), &root.join("sh"), None).unwrap();
+    let d = |p: &str| {
+        gate.decide(
+            Call {
+                tool: "read",
+                read_only: true,
+                args: &json!({ "path": p }),
+            },
+            &AnyMode,
+            &[],
+            None,
+        )
+    };
+    assert!(matches!(
+        d("../lib/a.rs"),
+        Decision::Allow(Allowed::ReadOnly)
+    ));
+    assert!(matches!(d("../other/a.rs"), Decision::Ask(_)));
+}
+
+/// The headless policies: `allow_if_rule_matches` needs a rule, `queue` asks and says so,
+/// and a grant is checked before any of them.
+#[test]
+fn headless_policies() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = crate::paths::real(dir.path());
+    let gate = Gate::new(
+        &PermissionsConfig::default(),
+        &[rule("bash", Some("cargo test*"), None)],
+        &cwd,
+        &cwd.join(".sh"),
+        None,
+    )
+    .unwrap();
+    let decide = |line: &str, policy, grants: &[Grant]| {
+        gate.decide(
+            Call {
+                tool: "bash",
+                read_only: false,
+                args: &json!({ "command": line }),
+            },
+            &AnyMode,
+            grants,
+            Some(policy),
+        )
+    };
+    assert!(matches!(
+        decide("cargo test -q", HeadlessPolicy::AllowIfRuleMatches, &[]),
+        Decision::Allow(Allowed::HeadlessRule)
+    ));
+    assert!(matches!(
+        decide(
+            "cargo test; rm -rf x",
+            HeadlessPolicy::AllowIfRuleMatches,
+            &[]
+        ),
+        Decision::Refuse {
+            why: Refused::Headless,
+            ..
+        }
+    ));
+    let Decision::Ask(ask) = decide("ls", HeadlessPolicy::Queue, &[]) else {
+        panic!()
+    };
+    assert!(ask.queued);
+    let grant = crate::grants::signature_grant("ls").unwrap();
+    assert!(matches!(
+        decide("ls", HeadlessPolicy::Deny, &[grant]),
+        Decision::Allow(Allowed::Grant)
+    ));
+}
+
+/// An exact grant made through a symlink records the target: once the link points
+/// elsewhere, the same arguments ask again.
+#[test]
+fn exact_grants_follow_the_resolved_path() {
+    let f = fixture(vec![], vec![]);
+    let args = json!({"path": "out/away/x.txt", "content": "x"});
+    let Decision::Ask(ask) = decide(&f, "write", false, args.clone()) else {
+        panic!()
+    };
+    let grant = ask.exact.clone();
+    let run = |f: &Fixture| {
+        f.gate.decide(
+            Call {
+                tool: "write",
+                read_only: false,
+                args: &args,
+            },
+            &AnyMode,
+            std::slice::from_ref(&grant),
+            None,
+        )
+    };
+    assert!(matches!(run(&f), Decision::Allow(Allowed::Grant)));
+    std::fs::remove_file(f.cwd.join("out/away")).unwrap();
+    std::fs::create_dir_all(f.root.join("third")).unwrap();
+    std::os::unix::fs::symlink(f.root.join("third"), f.cwd.join("out/away")).unwrap();
+    assert!(matches!(run(&f), Decision::Ask(_)));
 }

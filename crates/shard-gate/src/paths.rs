@@ -23,13 +23,18 @@ pub struct ResolvedPath {
 
 impl ResolvedPath {
     /// The spellings rules are matched against: relative (when inside the cwd) and
-    /// absolute.
+    /// absolute, each also with a trailing `/` (so a rule on `dir/**` covers `dir`).
     pub fn spellings(&self) -> Vec<String> {
-        let mut v = Vec::with_capacity(2);
+        let mut v = Vec::with_capacity(4);
+        let mut add = |s: String| {
+            let slash = format!("{}/", s.trim_end_matches('/'));
+            v.push(s);
+            v.push(slash);
+        };
         if let Some(r) = &self.rel {
-            v.push(r.clone());
+            add(r.clone());
         }
-        v.push(self.abs.to_string_lossy().into_owned());
+        add(self.abs.to_string_lossy().into_owned());
         v
     }
 
@@ -125,9 +130,13 @@ pub struct Workspace {
     roots: Vec<PathBuf>,
     home: Option<PathBuf>,
     shard_home: PathBuf,
-    /// Readable inside SHARD_HOME: the spill files whose paths tool results name.
+    /// Readable inside SHARD_HOME: the spill files whose paths tool results name
+    /// (`SHARD_HOME/tool-output` until [`Workspace::set_tool_output`] names the session's).
     tool_output: PathBuf,
     secrets: Vec<PathBuf>,
+    /// Roots that contain no secret location and lie in none (SHARD_HOME aside): nothing
+    /// under them is a secret.
+    clean_roots: Vec<PathBuf>,
 }
 
 impl Workspace {
@@ -146,10 +155,19 @@ impl Workspace {
             roots.push(resolve_in(&cwd, home.as_deref(), a));
         }
         let shard_home = real(&absolute(&cwd, shard_home));
-        let secrets = home
+        let secrets: Vec<PathBuf> = home
             .as_ref()
             .map(|h| HOME_SECRETS.iter().map(|s| h.join(s)).collect())
             .unwrap_or_default();
+        let clean_roots = roots
+            .iter()
+            .filter(|r| {
+                let holds = |s: &PathBuf| s.starts_with(r) || r.starts_with(s);
+                !secrets.iter().any(holds)
+                    && (!shard_home.starts_with(r) || r.starts_with(&shard_home))
+            })
+            .cloned()
+            .collect();
         Workspace {
             tool_output: shard_home.join("tool-output"),
             cwd,
@@ -157,7 +175,14 @@ impl Workspace {
             home,
             shard_home,
             secrets,
+            clean_roots,
         }
+    }
+
+    /// Where this Runtime's tool results spill their full output (inside its session
+    /// folder under SHARD_HOME): readable although SHARD_HOME is not.
+    pub fn set_tool_output(&mut self, dir: &Path) {
+        self.tool_output = real(dir);
     }
 
     /// The working directory.
@@ -170,9 +195,25 @@ impl Workspace {
         &self.roots
     }
 
-    /// Resolves a tool's `path` argument.
+    /// Resolves a tool's `path` argument the way the kernel does (a `..` after a symlink
+    /// goes to the target's parent).
     pub fn resolve(&self, arg: &str) -> ResolvedPath {
         self.describe(resolve_in(&self.cwd, self.home.as_deref(), arg))
+    }
+
+    /// Every file a `path` argument may name: what the tools open (the argument made
+    /// absolute and normalized lexically, then resolved) first, and the kernel's reading
+    /// ([`Workspace::resolve`]) when it differs — they differ only when a `..` follows a
+    /// symlink. The gate checks both, so neither reading slips past a rule.
+    pub fn resolve_all(&self, arg: &str) -> Vec<ResolvedPath> {
+        let expanded = expand(self.home.as_deref(), arg);
+        let opened = self.describe(real(&lexical(&absolute(&self.cwd, &expanded))));
+        let kernel = self.resolve(arg);
+        if kernel == opened {
+            vec![opened]
+        } else {
+            vec![opened, kernel]
+        }
     }
 
     /// Describes an already absolute, resolved path (a file `grep` or `find` would print).
@@ -192,6 +233,12 @@ impl Workspace {
         p.abs.starts_with(&self.tool_output)
     }
 
+    /// True when the path lies in a root that holds no secret location (nothing there can
+    /// be a secret).
+    pub fn in_clean_root(&self, abs: &Path) -> bool {
+        self.clean_roots.iter().any(|r| abs.starts_with(r))
+    }
+
     /// True when the path lies in one of the workspace roots.
     pub fn inside(&self, p: &ResolvedPath) -> bool {
         self.roots.iter().any(|r| p.abs.starts_with(r))
@@ -202,9 +249,16 @@ impl Workspace {
     /// home directory, or a `.env` file outside the workspace.
     pub fn secret(&self, p: &ResolvedPath) -> Option<String> {
         let abs = &p.abs;
+        // Most paths a search walks are in a root that holds no secret location.
+        if self.in_clean_root(abs) {
+            return None;
+        }
         if abs.starts_with(&self.shard_home)
             && !abs.starts_with(&self.tool_output)
-            && !self.inside(p)
+            && !self
+                .roots
+                .iter()
+                .any(|r| r.starts_with(&self.shard_home) && abs.starts_with(r))
         {
             return Some(format!(
                 "{} is inside SHARD_HOME (Shard's configuration, grants and sessions)",
@@ -228,22 +282,6 @@ impl Workspace {
     }
 }
 
-/// Resolves a `path` argument of a call made at `cwd`, for a process (the daemon) that has
-/// no [`Workspace`]: `~` is the `HOME` of this process.
-pub fn resolve_at(cwd: &Path, arg: &str) -> ResolvedPath {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let cwd = real(cwd);
-    let abs = resolve_in(&cwd, home.as_deref(), arg);
-    let rel = abs.strip_prefix(&cwd).ok().map(|r| {
-        if r.as_os_str().is_empty() {
-            ".".to_string()
-        } else {
-            r.to_string_lossy().into_owned()
-        }
-    });
-    ResolvedPath { abs, rel }
-}
-
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {
     if p.is_absolute() {
         p.to_path_buf()
@@ -254,12 +292,31 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
 
 /// `~` expansion, then relative to `cwd`, then [`real`].
 fn resolve_in(cwd: &Path, home: Option<&Path>, arg: &str) -> PathBuf {
-    let expanded = match (arg, home) {
+    real(&absolute(cwd, &expand(home, arg)))
+}
+
+/// `~` and `~/…` expanded with `home`.
+fn expand(home: Option<&Path>, arg: &str) -> PathBuf {
+    match (arg, home) {
         ("~", Some(h)) => h.to_path_buf(),
         (a, Some(h)) if a.starts_with("~/") => h.join(&a[2..]),
         (a, _) => PathBuf::from(a),
-    };
-    real(&absolute(cwd, &expanded))
+    }
+}
+
+/// Removes `.` and resolves `..` by text (as the tools do before opening a path).
+pub fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -93,7 +93,7 @@ impl Rule {
         };
         let path = match &cfg.path {
             Some(g) => Some(
-                GlobBuilder::new(g)
+                GlobBuilder::new(&expand_home(g))
                     .literal_separator(true)
                     .build()
                     .map_err(err)?
@@ -118,6 +118,11 @@ impl Rule {
         self.path.is_some()
     }
 
+    /// True when it has no `command` glob (it may match a call that has no command).
+    pub fn command_free(&self) -> bool {
+        self.command.is_none()
+    }
+
     /// True when it applies to `tool`.
     pub fn tool_matches(&self, tool: &str) -> bool {
         self.tool == "*" || self.tool == tool
@@ -129,12 +134,27 @@ impl Rule {
         match (&self.path, path) {
             (None, _) => true,
             (Some(_), None) => false,
-            (Some(m), Some(p)) => p.spellings().iter().any(|s| {
-                m.is_match(s)
-                    // A rule on `dir/**` also covers `dir` itself.
-                    || m.is_match(format!("{}/", s.trim_end_matches('/')))
-            }),
+            (Some(_), Some(p)) => self.path_matches_spellings(&p.spellings()),
         }
+    }
+
+    /// True when its `path` glob (if any) matches one of these spellings of a resolved
+    /// path ([`ResolvedPath::spellings`]).
+    pub fn path_matches_spellings(&self, spellings: &[String]) -> bool {
+        let Some(m) = &self.path else {
+            return true;
+        };
+        spellings.iter().any(|s| m.is_match(s))
+    }
+}
+
+/// `~/…` at the start of a `path` glob is the user's home directory, as in tool arguments.
+fn expand_home(glob: &str) -> String {
+    match (glob.strip_prefix("~/"), std::env::var("HOME")) {
+        (Some(rest), Ok(home)) if !home.is_empty() => {
+            format!("{}/{rest}", home.trim_end_matches('/'))
+        }
+        _ => glob.to_string(),
     }
 }
 

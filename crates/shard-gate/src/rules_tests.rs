@@ -179,3 +179,16 @@ fn path_rules_match_resolved_paths_only() {
         None
     ));
 }
+
+#[test]
+fn path_globs_expand_the_home_directory() {
+    let Ok(home) = std::env::var("HOME") else {
+        return;
+    };
+    let rules = [rule("read", None, Some("~/.aws/config"))];
+    let p = ResolvedPath {
+        abs: std::path::PathBuf::from(format!("{home}/.aws/config")),
+        rel: None,
+    };
+    assert!(denies(&rules, "read", &json!({}), Some(&p)));
+}

@@ -349,6 +349,10 @@ impl Parser {
         if !w.started {
             return None;
         }
+        // A lone `[` or `]` (the `test` command) is never a pattern.
+        if w.text == "[" || w.text == "]" {
+            w.dynamic = false;
+        }
         Some(w)
     }
 
@@ -462,6 +466,8 @@ mod tests {
         let cmds = parse("echo $HOME \"$x\" '$y' *.rs ~/a a=b").unwrap();
         let dynamic: Vec<bool> = cmds[0].words.iter().map(|w| w.dynamic).collect();
         assert_eq!(dynamic, [false, true, true, false, true, true, false]);
+        let cmds = parse("[ -f x ] && ls").unwrap();
+        assert!(cmds[0].words.iter().all(|w| !w.dynamic));
         let cmds = parse("FOO=1 cargo test").unwrap();
         assert_eq!(cmds[0].assignments, ["FOO=1"]);
     }

@@ -203,7 +203,7 @@ impl Runtime {
             opts,
             config,
             ai_config,
-            gate,
+            mut gate,
             grants,
             mut models,
         } = prepared;
@@ -218,6 +218,8 @@ impl Runtime {
         if let Some(torn) = session.torn() {
             tracing::warn!(?torn, "a torn last line of the transcript was set aside");
         }
+        // The spill files tool results name are readable although SHARD_HOME is not.
+        gate.set_tool_output(&session.dir().join("tool-output"));
 
         if let Some(provider) = seams.provider {
             models.set_provider_override(provider);

@@ -263,3 +263,53 @@ fn headless_refusals_do_not_blame_a_person() {
     assert!(!text.contains("The user denied"), "{text}");
     assert!(text.contains("No person saw"), "{text}");
 }
+
+/// §2: `edit` through a symlink out of the workspace asks with the real target.
+#[test]
+fn attack_edit_through_a_symlink_asks_with_the_target() {
+    let sb = Sandbox::new();
+    let elsewhere = sb.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("x.txt"), "old\n").unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("x.txt"), sb.work().join("x.txt")).unwrap();
+    let calls = [(
+        "e1",
+        "edit",
+        json!({"path": "x.txt", "old_string": "old", "new_string": "new"}),
+    )];
+    let (results, requests) = run_calls(&sb, &calls, &[], |_| "deny");
+    let real = std::fs::canonicalize(elsewhere.join("x.txt")).unwrap();
+    assert_eq!(requests.len(), 1);
+    let prompt = requests[0]["prompt"].as_str().unwrap();
+    assert!(prompt.contains(&real.display().to_string()), "{prompt}");
+    assert_eq!(results[0]["is_error"], true);
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), "old\n");
+}
+
+/// §1: a version 1 signature grant already on disk is never matched; the person is asked.
+#[test]
+fn v1_signature_grants_on_disk_are_ignored() {
+    let sb = Sandbox::new();
+    let calls = [("s1", "bash", json!({"command": "ls -a"}))];
+    let (_, requests) = run_calls(&sb, &calls, &[], |_| "allow_signature");
+    assert_eq!(requests.len(), 1);
+    // The grant now on disk covers the call …
+    let (_, requests) = run_calls(&sb, &calls, &[], |_| "deny");
+    assert!(requests.is_empty(), "a v2 grant must cover its own line");
+    // … until it is rewritten as version 1.
+    let dir = sb.home().join("grants");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    for g in v["grants"].as_array_mut().unwrap() {
+        if g["kind"] == "bash_signature" {
+            g["version"] = json!(1);
+        }
+    }
+    std::fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+    let (_, requests) = run_calls(&sb, &calls, &[], |_| "deny");
+    assert_eq!(requests.len(), 1, "a v1 grant was honoured");
+}
