@@ -38,6 +38,9 @@ pub struct DaemonArgs {
     /// a clear error and the daemon carries on.
     #[arg(long, default_value_t = 4096)]
     max_connections: usize,
+    /// The web door's flags (HTTP and WebSocket, docs/web.md).
+    #[command(flatten)]
+    web: crate::cmd_web::WebFlags,
 }
 
 /// Arguments of `shard ls`.
@@ -105,8 +108,15 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
         max_messages: args.client_queue_messages.unwrap_or(d.max_messages),
         max_bytes: args.client_queue_bytes.unwrap_or(d.max_bytes),
     };
+    let web_cfg = match args.web.into_config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("shard: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     rt.block_on(async move {
-        let daemon = match Daemon::bind(cfg.clone()).await {
+        let mut daemon = match Daemon::bind(cfg.clone()).await {
             Ok(d) => d,
             Err(DaemonError::AlreadyRunning { home, .. }) => {
                 eprintln!("shard: a daemon is already running for {}", home.display());
@@ -117,6 +127,26 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        let door =
+            match shard_web::WebDoor::start(web_cfg, &cfg.home, &mut daemon, cfg.max_line).await {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("shard: cannot start the web door: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+        if let Some(w) = &door.info().warning {
+            eprintln!("shard: {w}");
+            tracing::warn!("{w}");
+        }
+        if let Err(e) = door.write_daemon_json() {
+            eprintln!("shard: {e}");
+            return ExitCode::FAILURE;
+        }
+        match &door.info().public_url {
+            Some(p) => eprintln!("shard daemon serving {} (public {p})", door.info().url),
+            None => eprintln!("shard daemon serving {}", door.info().url),
+        }
         let handle = daemon.shutdown_handle();
         tokio::spawn(async move {
             use tokio::signal::unix::{SignalKind, signal};
@@ -137,7 +167,9 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
             }
         });
         eprintln!("shard daemon listening on {}", cfg.socket_path().display());
-        match daemon.run().await {
+        let result = daemon.run().await;
+        door.stop();
+        match result {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("shard: daemon failed: {e}");

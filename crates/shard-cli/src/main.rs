@@ -8,6 +8,7 @@ mod cmd_info;
 mod cmd_new;
 mod cmd_protocol;
 mod cmd_run;
+mod cmd_web;
 mod common;
 mod prompter;
 mod run_print;
@@ -51,8 +52,8 @@ enum Commands {
     Kill(cmd_daemon::KillArgs),
     /// Attach to an agent: print its stream and answer its prompts.
     Attach(cmd_attach::AttachArgs),
-    /// Print the browser enrollment link.
-    Web,
+    /// Print a one-time browser enrollment link; list or revoke enrolled browsers.
+    Web(cmd_web::WebArgs),
     /// Protocol tools.
     Protocol(cmd_protocol::ProtocolArgs),
 }
@@ -81,7 +82,7 @@ fn main() -> ExitCode {
         Some(Commands::Sessions(args)) => cmd_info::sessions(args),
         Some(Commands::Models(args)) => cmd_info::models(args),
         Some(Commands::New(args)) => cmd_new::new(args),
-        Some(Commands::Web) => not_implemented("`shard web`"),
+        Some(Commands::Web(args)) => cmd_web::web(args),
         Some(Commands::Protocol(args)) => cmd_protocol::run(args),
     }
 }

@@ -43,6 +43,13 @@ impl ShutdownHandle {
     pub fn subscribe(&self, topic: Topic) -> Result<Subscription, String> {
         self.shared.subscribe(topic).map_err(|e| e.message)
     }
+
+    /// `Err(reason)` when local process `pid` descends from one of the daemon's Runtimes
+    /// (issue 10 §5), for side doors such as the web door's admin socket. Reads `/proc`:
+    /// call it from a blocking task.
+    pub fn check_peer(&self, pid: u32) -> Result<(), String> {
+        crate::peer::check_ancestry(pid, std::process::id(), &self.shared.runtime_pids())
+    }
 }
 
 impl Daemon {

@@ -98,7 +98,7 @@ struct TestDaemon(Child);
 impl TestDaemon {
     fn start(sb: &Sandbox) -> TestDaemon {
         let mut child = Command::new(shard_bin())
-            .arg("daemon")
+            .args(["daemon", "--port", "0"])
             .env("SHARD_HOME", sb.home())
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_API_KEY")

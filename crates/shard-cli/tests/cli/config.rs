@@ -149,7 +149,7 @@ fn shard_daemon_refuses_to_start_on_a_misspelt_key_in_any_section() {
         "[providers.local]\nbase_url = \"http://127.0.0.1:9/v1\"\ndefualt_model = \"qwen3\"\n",
     );
     let mut child = Command::new(shard_bin())
-        .arg("daemon")
+        .args(["daemon", "--port", "0"])
         .env("SHARD_HOME", sb.home())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

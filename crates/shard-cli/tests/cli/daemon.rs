@@ -27,7 +27,7 @@ struct Daemon {
 impl Daemon {
     fn start(home: &Path, extra: &[&str]) -> Daemon {
         let mut child = StdCommand::new(env!("CARGO_BIN_EXE_shard"))
-            .arg("daemon")
+            .args(["daemon", "--port", "0"])
             .args(extra)
             .env("SHARD_HOME", home)
             .env("SHARD_LOG", "shard_daemon=debug")
@@ -356,7 +356,7 @@ async fn daemon_restart_keeps_agents_and_attach_restores_the_session() {
         until(&mut e, |e| matches!(e, Event::TurnEnd(_))).await;
         // A second daemon for the same home refuses to start.
         let second = StdCommand::new(env!("CARGO_BIN_EXE_shard"))
-            .arg("daemon")
+            .args(["daemon", "--port", "0"])
             .env("SHARD_HOME", h.path())
             .output()
             .unwrap();

@@ -329,7 +329,7 @@ async fn a_daemon_agent_comes_back_from_idle_reaping_in_its_mode_and_model() {
     let home = tempfile::tempdir().unwrap();
     let api = MockApi::start(vec![]);
     let mut child = Command::new(shard_bin())
-        .args(["daemon", "--idle-runtime-timeout", "1"])
+        .args(["daemon", "--port", "0", "--idle-runtime-timeout", "1"])
         .env("SHARD_HOME", home.path())
         .envs(api.env())
         .stdin(std::process::Stdio::null())

@@ -1,0 +1,55 @@
+//! Errors of the web door. None of them ever carries a code, cookie or ticket.
+
+use std::path::PathBuf;
+
+/// Why the web door could not start or an operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WebError {
+    /// An unsafe or incomplete combination of flags (PROTOCOL §4.1.2); one line naming
+    /// what is missing.
+    #[error("{0}")]
+    Config(String),
+    /// The security store's file or directory is readable or writable by others.
+    #[error(
+        "{path} has mode {mode:o}; the security store must be owner-only (0700 directory, 0600 file): fix it with chmod or remove it"
+    )]
+    StorePermissions {
+        /// The offending path.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// The security store could not be parsed.
+    #[error("{path}: {message}")]
+    StoreCorrupt {
+        /// The store file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A file or socket operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The OS gave no randomness.
+    #[error("no randomness from the OS: {0}")]
+    Random(String),
+    /// The daemon answered the admin socket with an error.
+    #[error("{0}")]
+    Admin(String),
+}
+
+impl WebError {
+    /// An I/O error with context.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        WebError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
