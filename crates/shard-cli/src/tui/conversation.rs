@@ -206,9 +206,10 @@ pub fn tool(t: &ToolCallView, theme: &Theme) -> Vec<Line<'static>> {
     match &t.result {
         None if t.started => head.push(Span::styled(" running…", theme.dim())),
         None => head.push(Span::styled(" waiting", theme.dim())),
-        Some(r) if !t.started => {
+        // No `tool_call` event and no sign of a run: refused before it ran (a call from
+        // a restated history has run when it has an exit code, a duration or no error).
+        Some(r) if !t.started && r.is_error && r.exit_code.is_none() && r.duration_ms.is_none() => {
             head.push(Span::styled(" refused", theme.error()));
-            let _ = r;
         }
         Some(r) if r.is_error => head.push(Span::styled(" failed", theme.error())),
         Some(_) => {}

@@ -44,7 +44,9 @@ pub fn line(app: &App, width: u16) -> Line<'static> {
     }
     let mut segs: Vec<String> = Vec::new();
     segs.push(v.mode.clone().unwrap_or_else(|| "?".into()));
+    let mut model_seg = None;
     if let Some(m) = &v.model {
+        model_seg = Some((segs.len(), strip(&m.model)));
         segs.push(strip(&m.id));
     }
     let u = &v.usage;
@@ -78,8 +80,21 @@ pub fn line(app: &App, width: u16) -> Line<'static> {
     }
     let used: usize = left.iter().map(|s| s.width()).sum();
     let budget = (width as usize).saturating_sub(used);
-    // Keep the mode (first) and the connection (last); drop from the middle.
-    while segs.len() > 2 && segs.iter().map(|s| s.chars().count() + 3).sum::<usize>() > budget {
+    let fits = |segs: &[String]| {
+        segs.iter().map(|s| s.chars().count()).sum::<usize>() + 3 * segs.len().saturating_sub(1)
+            <= budget
+    };
+    // Narrow: the model without its provider first, then drop from the middle, keeping
+    // the mode (first) and the connection (last).
+    if !fits(&segs)
+        && let Some((i, short)) = model_seg
+    {
+        let i = i + usize::from(v.status_detail.is_some());
+        if let Some(s) = segs.get_mut(i) {
+            *s = short;
+        }
+    }
+    while segs.len() > 2 && !fits(&segs) {
         segs.remove(segs.len() - 2);
     }
     let mut text = segs.join(" · ");
