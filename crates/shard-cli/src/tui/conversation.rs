@@ -26,17 +26,70 @@ pub struct Note {
     pub lines: Vec<Line<'static>>,
 }
 
-/// Rendered complete messages, per width.
+/// Rendered complete messages, per width, and the finished lines of the streaming
+/// message's text blocks.
 #[derive(Default)]
 pub struct Cache {
     width: u16,
     by_id: HashMap<String, Vec<Line<'static>>>,
+    stream: Option<(String, Vec<StreamText>)>,
+}
+
+/// The part of a streaming text block rendered so far: up to its last newline.
+#[derive(Default, Clone)]
+struct StreamText {
+    stable: usize,
+    renderer: markdown::Renderer,
+    lines: Vec<Line<'static>>,
 }
 
 impl Cache {
     /// Forgets everything (a `sync`, a new agent).
     pub fn clear(&mut self) {
         self.by_id.clear();
+        self.stream = None;
+    }
+
+    /// The lines of streaming text block `idx` of `message_id`, rendering only what
+    /// arrived since the last frame.
+    fn stream_text(
+        &mut self,
+        message_id: &str,
+        idx: usize,
+        text: &str,
+        theme: &Theme,
+        w: usize,
+    ) -> Vec<Line<'static>> {
+        if self.stream.as_ref().is_none_or(|(id, _)| id != message_id) {
+            self.stream = Some((message_id.to_string(), Vec::new()));
+        }
+        let Some((_, blocks)) = &mut self.stream else {
+            return Vec::new();
+        };
+        while blocks.len() <= idx {
+            blocks.push(StreamText::default());
+        }
+        let b = &mut blocks[idx];
+        if b.stable > text.len() || !text.is_char_boundary(b.stable) {
+            *b = StreamText::default();
+        }
+        let stable = text.rfind('\n').map_or(0, |i| i + 1);
+        if stable > b.stable {
+            let mut fresh = Vec::new();
+            for raw in strip(&text[b.stable..stable - 1]).split('\n') {
+                b.renderer.line(raw, theme, &mut fresh);
+            }
+            b.lines.extend(wrap_all(fresh, w));
+            b.stable = stable;
+        }
+        let mut out = b.lines.clone();
+        // The line still arriving (empty after a newline, as a whole render has it).
+        let mut tail = Vec::new();
+        b.renderer
+            .clone()
+            .line(&strip(&text[stable..]), theme, &mut tail);
+        out.extend(wrap_all(tail, w));
+        out
     }
 
     /// Forgets one message (its tool calls changed).
@@ -78,10 +131,12 @@ pub fn tail_lines(
         };
     if let Some(st) = &view.streaming {
         let mut lines = Vec::new();
-        for b in &st.blocks {
+        for (idx, b) in st.blocks.iter().enumerate() {
             match b {
-                StreamBlock::Text(t) => lines.extend(markdown::render(&strip(t), theme)),
-                StreamBlock::Thinking(t) => lines.extend(thinking(t, theme, opts)),
+                StreamBlock::Text(t) => {
+                    lines.extend(cache.stream_text(&st.message_id, idx, t, theme, w))
+                }
+                StreamBlock::Thinking(t) => lines.extend(wrap_all(thinking(t, theme, opts), w)),
                 StreamBlock::ToolCall { name, .. } => lines.push(Line::from(vec![
                     Span::styled("⚙ ", theme.accent()),
                     Span::styled(strip(name), theme.accent()),
@@ -89,7 +144,7 @@ pub fn tail_lines(
                 ])),
             }
         }
-        push(wrap_all(lines, w), &mut chunks, &mut count);
+        push(lines, &mut chunks, &mut count);
     }
     let mut note_idx = notes.len();
     let mut reached_top = true;
@@ -485,6 +540,22 @@ mod tests {
         let mut out = Vec::new();
         wrap(Line::from("abcdefgh"), 3, &mut out);
         assert_eq!(out.len(), 3);
+    }
+
+    #[test]
+    fn incremental_streaming_renders_like_the_whole_text() {
+        let theme = Theme::plain();
+        let text =
+            "# T\nsome *words* here\n```rust\nlet a = 1;\n```\n- item one two three four five six";
+        let mut cache = Cache::default();
+        let mut so_far = String::new();
+        for c in text.chars() {
+            so_far.push(c);
+            let got = cache.stream_text("m", 0, &so_far, &theme, 12);
+            let want = wrap_all(markdown::render(&so_far, &theme), 12);
+            let s = |v: &[Line<'_>]| v.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+            assert_eq!(s(&got), s(&want), "after {so_far:?}");
+        }
     }
 
     #[test]

@@ -15,13 +15,28 @@ use super::theme::Theme;
 /// Renders markdown `text` into unwrapped lines.
 pub fn render(text: &str, theme: &Theme) -> Vec<Line<'static>> {
     let mut out = Vec::new();
-    let mut fence: Option<String> = None;
+    let mut r = Renderer::default();
     for raw in text.split('\n') {
+        r.line(raw, theme, &mut out);
+    }
+    out
+}
+
+/// A line-by-line renderer: its only state is whether a code fence is open, so a
+/// streaming message renders its finished lines once and only its last line per frame.
+#[derive(Debug, Clone, Default)]
+pub struct Renderer {
+    fence: Option<String>,
+}
+
+impl Renderer {
+    /// Renders one source line (without its newline).
+    pub fn line(&mut self, raw: &str, theme: &Theme, out: &mut Vec<Line<'static>>) {
         let trimmed = raw.trim_start();
         if let Some(rest) = trimmed.strip_prefix("```") {
-            match fence {
+            match self.fence {
                 Some(_) => {
-                    fence = None;
+                    self.fence = None;
                     out.push(Line::from(Span::styled("└─", theme.dim())));
                 }
                 None => {
@@ -32,20 +47,19 @@ pub fn render(text: &str, theme: &Theme) -> Vec<Line<'static>> {
                         format!("┌─ {lang}")
                     };
                     out.push(Line::from(Span::styled(label, theme.dim())));
-                    fence = Some(lang);
+                    self.fence = Some(lang);
                 }
             }
-            continue;
+            return;
         }
-        if let Some(lang) = &fence {
+        if let Some(lang) = &self.fence {
             let mut spans = vec![Span::styled("│ ", theme.dim())];
             spans.extend(highlight(raw, lang, theme));
             out.push(Line::from(spans));
-            continue;
+            return;
         }
         out.push(block_line(raw, theme));
     }
-    out
 }
 
 fn block_line(raw: &str, theme: &Theme) -> Line<'static> {

@@ -304,3 +304,60 @@ fn terminal_control_sequences_from_the_model_are_stripped() {
     assert!(f.contains("safe text"), "{f}");
     assert!(!f.contains('\u{1b}'));
 }
+
+/// Frame cost with a 10,000-message session and a stream of deltas, drawing after every
+/// delta (the loop batches a burst into one frame; this is the worst case). Run with
+/// `cargo test --release -p shard-cli --bin shard frame_time -- --ignored --nocapture`
+/// (bench/tui/run.sh does).
+#[test]
+#[ignore = "a benchmark: run by bench/tui/run.sh"]
+fn frame_time_with_ten_thousand_messages() {
+    let mut messages = Vec::new();
+    for i in 0..10_000 {
+        let (role, text) = if i % 2 == 0 {
+            ("user", format!("question {i}"))
+        } else {
+            (
+                "assistant",
+                format!(
+                    "## Answer {i}\n- a **point**\n- another `one`\n```rust\nfn f() -> u32 {{ {i} }}\n```"
+                ),
+            )
+        };
+        messages.push(json!({"id": format!("m{i}"), "role": role, "content": [{"type": "text", "text": text}]}));
+    }
+    let mut a = App::new(Editor::default(), Theme::from_env(), std::env::temp_dir());
+    let t0 = std::time::Instant::now();
+    a.apply(&ev(
+        json!({"type": "sync", "status": "idle", "mode": "build",
+        "live_window": {"messages": messages}, "pending_requests": []}),
+    ));
+    let sync_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    let t0 = std::time::Instant::now();
+    term.draw(|f| ui::draw(f, &mut a)).expect("draw");
+    let first_ms = t0.elapsed().as_secs_f64() * 1e3;
+    a.apply(&ev(json!({"type": "turn_start", "turn_id": "t1"})));
+    let mut times = Vec::new();
+    for i in 0..2_000 {
+        let text = if i % 40 == 39 {
+            "word\n".to_string()
+        } else {
+            format!("w{i} ")
+        };
+        a.apply(&ev(json!({"type": "message_delta", "message_id": "live", "block_index": 0, "kind": "text", "text_delta": text})));
+        let t = std::time::Instant::now();
+        term.draw(|f| ui::draw(f, &mut a)).expect("draw");
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    let p = |q: f64| times[((times.len() - 1) as f64 * q) as usize];
+    println!(
+        "sync of 10000 messages {sync_ms:.1} ms; first frame {first_ms:.2} ms; \
+         frame after a delta: median {:.3} ms, p95 {:.3} ms, max {:.3} ms",
+        p(0.5),
+        p(0.95),
+        p(1.0)
+    );
+    assert!(p(0.95) < 16.0, "p95 frame {:.2} ms", p(0.95));
+}
