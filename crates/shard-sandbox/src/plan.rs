@@ -219,7 +219,14 @@ pub(crate) fn prepare(
             .map(PathBuf::as_path)
             .unwrap_or(Path::new("/")),
     )?;
-    for _ in 0..6 {
+    let cache = spec
+        .probe_cache
+        .as_ref()
+        .map(|dir| (dir.join(PROBE_CACHE), probe_key(config, &roots)));
+    let cached = cache.as_ref().is_some_and(|(file, key)| {
+        missing.is_empty() && std::fs::read_to_string(file).is_ok_and(|k| k == *key)
+    });
+    for _ in 0..if cached { 0 } else { 6 } {
         let failure = sys::probe(&plan, &probe_cwd).map_err(io_err("probing the sandbox"))?;
         let Some(f) = failure else { break };
         let why = format!(
@@ -250,6 +257,12 @@ pub(crate) fn prepare(
             }
         }
     }
+    if !cached
+        && missing.is_empty()
+        && let Some((file, key)) = &cache
+    {
+        remember_probe(file, key);
+    }
     Ok((
         Prepared {
             plan: Arc::new(plan),
@@ -261,6 +274,39 @@ pub(crate) fn prepare(
         },
         missing,
     ))
+}
+
+/// File under the probe cache dir remembering a complete sandbox.
+const PROBE_CACHE: &str = "sandbox-probe";
+
+/// What a remembered probe is valid for: this boot, user, network setting, build and
+/// workspace roots.
+fn probe_key(config: &SandboxConfig, roots: &[PathBuf]) -> String {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let roots: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+    format!(
+        "complete boot={} uid={} network={} version={} roots={:?}\n",
+        boot.trim(),
+        nix::unistd::getuid().as_raw(),
+        config.network,
+        env!("CARGO_PKG_VERSION"),
+        roots
+    )
+}
+
+/// Writes the probe cache (0600, atomically); failures only cost a probe next time.
+fn remember_probe(file: &Path, key: &str) {
+    use std::io::Write;
+    let Some(dir) = file.parent() else { return };
+    let write = || -> std::io::Result<()> {
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        tmp.write_all(key.as_bytes())?;
+        tmp.persist(file).map_err(|e| e.error)?;
+        Ok(())
+    };
+    if let Err(err) = write() {
+        tracing::debug!(%err, "cannot remember the sandbox probe");
+    }
 }
 
 /// Private temp dirs are named `shard-tmp-<pid of the Runtime>-<random>`.

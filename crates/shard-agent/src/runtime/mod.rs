@@ -121,6 +121,7 @@ fn start_sandbox(
         hidden: vec![opts.shard_home.clone()],
         visible: vec![tool_output],
         temp_parent: None,
+        probe_cache: Some(opts.shard_home.clone()),
     };
     std::thread::spawn(move || shard_sandbox::Sandbox::new(&sandbox_config, spec))
 }
