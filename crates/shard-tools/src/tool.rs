@@ -165,10 +165,10 @@ pub struct ToolContext {
     pub output_dir: PathBuf,
     /// The active model accepts images (else `read` describes an image instead).
     pub accepts_images: bool,
-    /// What `grep`, `find` and `ls` may show.
-    pub path_filter: PathFilter,
     /// The sandbox `bash` runs its commands in (docs/sandbox.md).
     pub sandbox: Arc<shard_sandbox::Sandbox>,
+    /// What `grep`, `find` and `ls` may show.
+    pub path_filter: PathFilter,
 }
 
 impl ToolContext {
@@ -183,8 +183,8 @@ impl ToolContext {
             processes: ProcessTracker::default(),
             output_dir: output_dir.into(),
             accepts_images: true,
-            path_filter: PathFilter::default(),
             sandbox: Arc::new(shard_sandbox::Sandbox::off()),
+            path_filter: PathFilter::default(),
         }
     }
 }

@@ -556,13 +556,13 @@ impl Runtime {
             // Inside the session's folder: removed with it, bounded per session.
             output_dir: self.session.dir().join("tool-output"),
             accepts_images: self.models.active().is_ok_and(|a| a.info.supports_images),
+            sandbox: self.sandbox.clone(),
             path_filter: {
                 let gate = self.gate.clone();
                 shard_tools::PathFilter::new(Arc::new(move |tool, path, link| {
                     gate.visible(tool, path, link)
                 }))
             },
-            sandbox: self.sandbox.clone(),
         }
     }
 
