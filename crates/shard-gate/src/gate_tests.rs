@@ -238,6 +238,10 @@ fn attack_signature_grants_cannot_be_widened() {
         ("npm run test", "npm run deploy"),
         ("cargo test", "cargo run"),
         ("rm -rf out", "rm -rf --no-preserve-root /"),
+        ("git stash list", "git stash drop"),
+        ("git push origin main", "git push --force origin main"),
+        ("cargo +nightly test", "cargo +nightly run"),
+        ("make test", "make deploy"),
     ] {
         let grant = crate::grants::signature_grant(granted)
             .unwrap_or_else(|| panic!("no signature for {granted}"));
