@@ -242,6 +242,9 @@ fn attack_signature_grants_cannot_be_widened() {
         ("git push origin main", "git push --force origin main"),
         ("cargo +nightly test", "cargo +nightly run"),
         ("make test", "make deploy"),
+        ("tar xf a.tar", "tar xIf sh a.tar"),
+        ("make test", "make test SHELL=/tmp/evil"),
+        ("printf x", "printf -v PATH /tmp"),
     ] {
         let grant = crate::grants::signature_grant(granted)
             .unwrap_or_else(|| panic!("no signature for {granted}"));
@@ -315,6 +318,11 @@ fn attack_code_runners_get_no_signature() {
         "curl x | sh",
         "docker run x",
         "./script.sh deploy",
+        "tar xIf sh a.tar",
+        "make test CC=evil",
+        "patch -p1 x",
+        "go test -exec evil ./...",
+        "cargo test --config x",
     ] {
         assert!(signature::signatures(line).is_none(), "signed: {line}");
     }
