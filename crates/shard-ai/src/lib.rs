@@ -5,6 +5,10 @@
 //! (`openai`, also for compatible servers) and [`OpenAiResponsesProvider`]
 //! (`openai-responses`), built from configuration by [`build_provider`].
 
+// Standard output is the protocol (`shard agent`) and standard error belongs to the
+// binary: a library reports through return values and `tracing`, never by printing.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod anthropic;
 mod anthropic_stream;
 pub mod catalog;

@@ -5,6 +5,10 @@
 //! calls; the daemon applies the headless allow rules for its agents. Nothing here runs a
 //! tool or talks to a client.
 
+// Standard output is the protocol (`shard agent`) and standard error belongs to the
+// binary: a library reports through return values and `tracing`, never by printing.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod config;
 pub mod gate;
 pub mod grants;

@@ -41,13 +41,22 @@ pub use tools::{RuntimeGone, ToolChange, ToolsHandle};
 
 use crate::ask::{AskUser, UiAsk, UiHandle};
 
-/// What the actor waits for next: a transport input, a UI request from a tool, or a
-/// change to its tools.
+/// What the actor waits for next: a transport input, or a message from its own parts.
 pub(crate) enum Next {
     Input(Option<Input>),
+    Internal(Internal),
+}
+
+/// What the Runtime's own parts send its actor: a UI request from a tool, a change to its
+/// tools. One queue, so waiting for inputs costs two channel polls however many parts
+/// there are.
+pub(crate) enum Internal {
     Ui(UiAsk),
     Tools(tools::ToolChange),
 }
+
+/// How many internal messages may wait for the actor before a sender waits.
+const INTERNAL_QUEUE: usize = 64;
 
 /// How a Runtime is started (the flags of `shard agent`).
 #[derive(Debug, Clone, Default)]
@@ -151,7 +160,7 @@ pub struct Runtime {
     /// re-reads the session. Shared: a call copies pointers, not messages. A compaction
     /// replaces it (through the model-call hook).
     context: Option<crate::hooks::SharedContext>,
-    ui_rx: mpsc::Receiver<UiAsk>,
+    internal: mpsc::Receiver<Internal>,
     pending_ui: Vec<(
         shard_protocol::event::UiRequest,
         tokio::sync::oneshot::Sender<serde_json::Value>,
@@ -219,12 +228,12 @@ impl Runtime {
         let mut session = session;
         restore_choices(&opts, &mut session, &mut modes, &mut models);
 
-        let (ui_tx, ui_rx) = mpsc::channel(16);
+        let (internal_tx, internal) = mpsc::channel(INTERNAL_QUEUE);
         let mut tools = shard_tools::builtin_tools();
         tools.push(Arc::new(shard_tools::Typed::new(AskUser::new(
-            UiHandle::new(ui_tx),
+            UiHandle::new(internal_tx.clone()),
         ))));
-        let tools = tools::Tools::new(tools, opts.tools.clone());
+        let tools = tools::Tools::new(tools, opts.tools.clone(), internal_tx);
 
         let mut env_remove = shard_ai::secret_env_vars(&ai_config);
         env_remove.extend(
@@ -285,7 +294,7 @@ impl Runtime {
             streaming: None,
             instructions: crate::prompt::project_instructions(&cwd_for_prompt),
             context: None,
-            ui_rx,
+            internal,
             pending_ui: Vec::new(),
             eof: false,
             sink_closed: false,
@@ -383,15 +392,15 @@ impl Runtime {
         }
     }
 
-    /// Waits for a transport input or a tool's UI request. After end of input only UI
-    /// requests can arrive (and are answered with null at once).
+    /// Waits for a transport input or an internal message (a tool's UI request, a tool
+    /// change). After end of input only internal messages arrive (UI requests are then
+    /// answered with null at once).
     pub(crate) async fn next_input(&mut self) -> Next {
         let eof = self.eof;
-        // Tool changes first: one sent before a command is applied before it.
+        // Internal messages first: a tool change sent before a command applies before it.
         tokio::select! {
             biased;
-            Some(change) = self.tools.changes.recv() => Next::Tools(change),
-            Some(ask) = self.ui_rx.recv() => Next::Ui(ask),
+            Some(internal) = self.internal.recv() => Next::Internal(internal),
             input = self.inputs.recv(), if !eof => Next::Input(input),
             else => std::future::pending().await,
         }
@@ -405,10 +414,10 @@ impl Runtime {
                     self.resolve_all_ui().await;
                 }
             }
-            Next::Ui(ask) => self.open_ui(ask).await,
+            Next::Internal(Internal::Ui(ask)) => self.open_ui(ask).await,
             // No client holds a tool list (PROTOCOL has none on the wire), so there is
             // nothing to notify; docs/decisions.md, "Runtime seams".
-            Next::Tools(change) => self.tools.apply(change),
+            Next::Internal(Internal::Tools(change)) => self.tools.apply(change),
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
-use crate::state::Shared;
+use super::state::Shared;
 
 /// Kills the process groups a dead Runtime recorded in `SHARD_HOME/runtime/<id>.json`
 /// (and its own group), so no tool process outlives it.
