@@ -6,6 +6,7 @@
 mod choices;
 mod commands;
 mod daemon;
+mod daemon_security;
 mod harness;
 mod mock;
 mod run;
