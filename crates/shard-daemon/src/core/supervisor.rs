@@ -235,7 +235,15 @@ async fn run_generation(
             while let Some(item) = lines.next().await {
                 match item {
                     Ok(Ok(line)) => broker::on_runtime_line(&shared, &agent_id, epoch, &line),
-                    Ok(Err(e)) => tracing::warn!(agent_id, error = %e, "runtime line dropped"),
+                    Ok(Err(e)) => {
+                        tracing::warn!(agent_id, error = %e, "runtime line dropped");
+                        // A response too long to carry still answers its command, so no
+                        // client waits forever and idle reaping is not held up.
+                        let shard_protocol::LineError::TooLong { id, .. } = e;
+                        if let Some(id) = id {
+                            broker::on_overlong_response(&shared, &agent_id, epoch, &id);
+                        }
+                    }
                     Err(e) => {
                         tracing::debug!(agent_id, error = %e, "runtime stdout failed");
                         break;
