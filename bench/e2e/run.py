@@ -7,6 +7,8 @@ running `echo hello`, (3) a 2,000-word answer in small chunks. We measure the wh
 runs, plus the size of the first request body (system prompt + tool schemas).
 
 Usage: bench/e2e/run.py [path/to/shard] [runs]
+SHARD_BENCH_CONFIG: text written to the benchmark's config.toml (e.g. `[sandbox]
+mode = "off"` to compare with the tool sandbox disabled).
 """
 import json, os, shutil, statistics, subprocess, sys, tempfile, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -81,6 +83,9 @@ def main():
     os.makedirs(home); os.makedirs(work)
     with open(os.path.join(work, "notes.txt"), "w") as f:
         f.write("remember to benchmark\n" * 20)
+    if os.environ.get("SHARD_BENCH_CONFIG"):
+        with open(os.path.join(home, "config.toml"), "w") as f:
+            f.write(os.environ["SHARD_BENCH_CONFIG"])
     env = dict(os.environ, SHARD_HOME=home, ANTHROPIC_API_KEY="sk-bench", ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}")
     env.pop("OPENAI_API_KEY", None)
     walls, cpus, rss = [], [], []

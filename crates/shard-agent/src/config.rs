@@ -1,14 +1,18 @@
 //! `SHARD_HOME/config.toml`: the user's configuration of modes, permission rules,
-//! headless allow rules, providers and models (ARCHITECTURE §5, §11).
+//! headless allow rules, providers and models (ARCHITECTURE §5, §11). The whole file is
+//! read strictly: an unknown key anywhere is an error naming the file, the line and the
+//! key, and the program refuses to start with it.
 
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde::Deserialize;
-pub use shard_gate::config::{HeadlessConfig, PermissionsConfig, RuleConfig};
+use shard_ai::config::{AiConfig, ModelConfig, ProviderConfig};
+pub use shard_gate::config::{ConfigError, HeadlessConfig, PermissionsConfig, RuleConfig};
 
 /// The whole configuration file. Every section is optional.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Extension modes, listed after the built-ins in this order.
     pub modes: Vec<ModeConfig>,
@@ -18,14 +22,20 @@ pub struct Config {
     pub headless: HeadlessConfig,
     /// Tool limits.
     pub tools: ToolsConfig,
-    /// The whole file as parsed, from which shard-ai reads its `[providers.*]` and
-    /// `[[models]]` sections.
+    /// `[providers.NAME]` tables (shard-ai's types, checked here with the rest).
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// `[[models]]` entries.
+    pub models: Vec<ModelConfig>,
+    /// `[sandbox]`: the sandbox for tool processes (docs/sandbox.md).
+    pub sandbox: shard_sandbox::SandboxConfig,
+    /// The whole file as parsed, for readers of sections this crate does not own.
     #[serde(skip)]
     pub raw: toml::Table,
 }
 
 /// An extension mode.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ModeConfig {
     /// Mode name.
     pub name: String,
@@ -42,7 +52,7 @@ pub struct ModeConfig {
 
 /// `[tools]`.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ToolsConfig {
     /// Largest `bash` timeout a call may ask for, in seconds.
     pub bash_max_timeout_secs: Option<u64>,
@@ -50,47 +60,145 @@ pub struct ToolsConfig {
     pub bash_default_timeout_secs: Option<u64>,
 }
 
-/// A configuration file that could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// I/O error.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// Invalid TOML or shape.
-    #[error("invalid configuration in {path}: {message}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
-}
-
 impl Config {
     /// Loads `SHARD_HOME/config.toml`; a missing file is the default configuration.
     pub fn load(shard_home: &Path) -> Result<Config, ConfigError> {
         let path = shard_home.join("config.toml");
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
-            Err(source) => return Err(ConfigError::Read { path, source }),
-        };
-        Config::parse(&text).map_err(|message| ConfigError::Parse { path, message })
+        match shard_gate::config::strict::read(&path)? {
+            None => Ok(Config::default()),
+            Some(text) => Config::parse(&path, &text),
+        }
     }
 
-    /// Parses configuration text.
-    pub fn parse(text: &str) -> Result<Config, String> {
-        let raw: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
-        let mut config: Config = raw
-            .clone()
-            .try_into()
-            .map_err(|e: toml::de::Error| e.to_string())?;
-        config.raw = raw;
+    /// Parses configuration text read from `path` (named in errors).
+    pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+        let mut config: Config = shard_gate::config::strict::parse(path, text)?;
+        config.raw = shard_gate::config::strict::parse(path, text)?;
         Ok(config)
+    }
+
+    /// The providers and models sections, for shard-ai.
+    pub fn ai_config(&self) -> AiConfig {
+        AiConfig {
+            providers: self.providers.clone(),
+            models: self.models.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn err(text: &str) -> String {
+        Config::parse(Path::new("/home/u/.shard/config.toml"), text)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn every_section_rejects_unknown_keys_with_line_and_key() {
+        let cases = [
+            (
+                "colour = \"red\"\n",
+                "config.toml:1: unknown key `colour` at the top level (expected one of: modes, permissions, headless, tools, providers, models, sandbox)",
+            ),
+            (
+                "[[modes]]\nname = \"review\"\npromt = \"be terse\"\n",
+                "config.toml:3: unknown key `promt` in [[modes]] (expected one of: name, description, tools, prompt)",
+            ),
+            (
+                "[tools]\nbash_timeout = 5\n",
+                "config.toml:2: unknown key `bash_timeout` in [tools] (expected one of: bash_max_timeout_secs, bash_default_timeout_secs)",
+            ),
+            (
+                "[permissions]\n[[permissions.deny]]\ntool = \"bash\"\ncomand = \"git push*\"\n",
+                "config.toml:4: unknown key `comand` in [[permissions.deny]] (expected one of: tool, command, path)",
+            ),
+            (
+                "\n\n\n\n\n[[headless.allow]]\ncomand = \"cargo test*\"\n",
+                "config.toml:7: unknown key `comand` in [[headless.allow]] (expected one of: tool, command, path)",
+            ),
+            (
+                "[providers.ollama]\nbase_url = \"http://localhost:11434/v1\"\napi_key = \"x\"\n",
+                "config.toml:3: unknown key `api_key` in [providers.ollama]",
+            ),
+            (
+                "[[models]]\nid = \"ollama/qwen3\"\ncontext = 8000\n",
+                "config.toml:3: unknown key `context` in [[models]]",
+            ),
+            (
+                "[[models]]\nid = \"ollama/qwen3\"\nprices = { input = 1.0, ouput = 2.0 }\n",
+                "config.toml:3: unknown key `ouput` in `prices` of [[models]]",
+            ),
+        ];
+        for (text, want) in cases {
+            let got = err(text);
+            assert!(got.contains(want), "{text:?}\n got: {got}\nwant: {want}");
+            assert!(got.starts_with("/home/u/.shard/"), "{got}");
+            assert!(!got.contains('\n'), "{got}");
+        }
+        let level =
+            err("[[models]]\nid = \"a/b\"\nreasoning_levels = [{ id = \"x\", lable = \"X\" }]\n");
+        assert!(
+            level.starts_with("/home/u/.shard/config.toml:3: "),
+            "{level}"
+        );
+    }
+
+    #[test]
+    fn broad_allow_rule_is_refused_at_its_line() {
+        let e = err("[headless]\ntimeout_secs = 30\n\n[[headless.allow]]\ntool = \"bash\"\n");
+        assert!(e.contains("config.toml:4: "), "{e}");
+        assert!(e.contains("command = \"*\""), "{e}");
+    }
+
+    #[test]
+    fn full_file_parses_and_feeds_shard_ai() {
+        let text = r#"
+            [[modes]]
+            name = "review"
+            tools = ["read", "grep"]
+
+            [permissions]
+            [[permissions.deny]]
+            tool = "bash"
+            command = "git push*"
+
+            [headless]
+            timeout_secs = 30
+            [[headless.allow]]
+            tool = "bash"
+            command = "cargo test*"
+
+            [tools]
+            bash_max_timeout_secs = 60
+
+            [providers.ollama]
+            base_url = "http://localhost:11434/v1"
+            default_model = "qwen3"
+
+            [[models]]
+            id = "ollama/qwen3"
+            context_window = 32768
+            reasoning_levels = ["low", { id = "high", label = "High" }]
+
+            [sandbox]
+            mode = "off"
+        "#;
+        let c = Config::parse(Path::new("config.toml"), text).unwrap();
+        assert_eq!(c.modes[0].name, "review");
+        assert_eq!(c.headless.allow.len(), 1);
+        assert_eq!(c.headless.timeout_secs, 30);
+        assert_eq!(c.tools.bash_max_timeout_secs, Some(60));
+        let ai = c.ai_config();
+        assert_eq!(
+            shard_ai::config::default_model_for("ollama", &ai).as_deref(),
+            Some("qwen3")
+        );
+        assert_eq!(ai.models.len(), 1);
+        assert!(c.raw.contains_key("sandbox"));
+        assert_eq!(c.sandbox.mode, shard_sandbox::SandboxMode::Off);
     }
 }

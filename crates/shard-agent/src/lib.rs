@@ -2,8 +2,13 @@
 //! protocol. The turn loop, the PermissionGate, modes, the model controller and the
 //! direct stdio transport live here; the daemon's registry does not.
 
+// Standard output is the protocol (`shard agent`) and standard error belongs to the
+// binary: a library reports through return values and `tracing`, never by printing.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod ask;
 pub mod config;
+pub mod hooks;
 pub mod images;
 pub mod models;
 pub mod modes;
@@ -11,4 +16,8 @@ pub mod prompt;
 pub mod runtime;
 pub mod transport;
 
-pub use runtime::{Input, Prepared, Runtime, RuntimeOptions, StartError, prepare, validate_choice};
+pub use hooks::{HookOutcome, ModelCallHook, ModelCallView, Seams, SharedContext};
+pub use runtime::{
+    Input, Prepared, Runtime, RuntimeGone, RuntimeOptions, StartError, ToolChange, ToolsHandle,
+    prepare, validate_choice,
+};

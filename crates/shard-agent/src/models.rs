@@ -36,6 +36,8 @@ pub struct ModelController {
     active: Option<ActiveModel>,
     reasoning: Option<String>,
     unavailable: Option<String>,
+    /// An injected provider that serves every selection ([`crate::Seams::provider`]).
+    provider_override: Option<Arc<dyn Provider>>,
 }
 
 /// Why a selection failed.
@@ -55,7 +57,17 @@ impl ModelController {
             active: None,
             reasoning: None,
             unavailable: None,
+            provider_override: None,
         }
+    }
+
+    /// Makes `provider` serve the active selection and every later one; selections are
+    /// still resolved against the catalog, so model changes behave as in production.
+    pub fn set_provider_override(&mut self, provider: Arc<dyn Provider>) {
+        if let Some(active) = &mut self.active {
+            active.provider = provider.clone();
+        }
+        self.provider_override = Some(provider);
     }
 
     /// Selects the initial model (see [`ModelController::resolve`]). Failing that, the
@@ -238,6 +250,18 @@ impl ModelController {
     }
 
     fn build(&self, provider: &str, model: &str) -> Result<ActiveModel, SelectError> {
+        if let Some(injected) = &self.provider_override
+            && !model.is_empty()
+        {
+            let mut info = self.catalog.resolve(provider, model);
+            if provider == SCRIPTED {
+                info.id = format!("{SCRIPTED}/{model}");
+            }
+            return Ok(ActiveModel {
+                info,
+                provider: injected.clone(),
+            });
+        }
         if provider == SCRIPTED {
             let Some(path) = &self.script else {
                 return Err(SelectError(

@@ -234,11 +234,9 @@ fn responses_stream() -> Vec<u8> {
 }
 
 fn fixture(path: &str) -> Vec<u8> {
-    let full = format!(
-        "{}/../../../shared/fixtures/llm/{path}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read(&full).unwrap_or_default()
+    let full = format!("{}/tests/fixtures/llm/{path}", env!("CARGO_MANIFEST_DIR"));
+    // The captured streams ship with the repository: a missing one is a broken checkout.
+    std::fs::read(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
 }
 
 fn input(name: &str) -> (ProviderKind, Vec<u8>) {

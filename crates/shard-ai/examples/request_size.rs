@@ -27,14 +27,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let request = ModelRequest {
         model: "model-name".into(),
         system: system.trim_end().to_string(),
-        messages: vec![Message {
+        messages: vec![std::sync::Arc::new(Message {
             id: "m1".into(),
             role: Role::User,
             content: vec![ContentBlock::Text {
                 text: "Fix the failing test in crates/foo.".into(),
             }],
-        }],
-        tools,
+        })],
+        tools: tools.into(),
         max_output_tokens: Some(32_000),
         reasoning_effort: None,
     };

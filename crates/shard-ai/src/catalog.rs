@@ -16,6 +16,7 @@ pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
 
 /// List prices in US dollars per million tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Prices {
     /// Uncached input.
     #[serde(default)]

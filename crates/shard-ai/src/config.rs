@@ -93,7 +93,11 @@ pub struct ProviderConfig {
 
 /// A reasoning level as written in the configuration.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    deny_unknown_fields,
+    expecting = "a level id, or a table with `id` and `label`"
+)]
 pub enum ReasoningLevelConfig {
     /// Just the id; the label is the id.
     Id(String),
@@ -174,8 +178,10 @@ impl ModelConfig {
     }
 }
 
-/// The AI-related sections of `config.toml`, handed over by the Runtime.
+/// The AI-related sections of `config.toml`, handed over by the Runtime (which reads
+/// the whole file strictly). Standing alone it is strict too: any other key is refused.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AiConfig {
     /// `[providers.NAME]` tables.
     #[serde(default)]

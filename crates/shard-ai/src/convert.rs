@@ -1,5 +1,7 @@
 //! Conversation helpers shared by the request builders.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use shard_protocol::types::{ContentBlock, Message, Role, ToolResultContent};
 
@@ -39,7 +41,7 @@ pub(crate) fn args_json(args: &serde_json::Map<String, Value>) -> String {
 
 /// Runs of consecutive messages with the same role, oldest first: the APIs that need
 /// strict alternation get one entry per run.
-pub(crate) fn role_runs(messages: &[Message]) -> Vec<(Role, Vec<&ContentBlock>)> {
+pub(crate) fn role_runs(messages: &[Arc<Message>]) -> Vec<(Role, Vec<&ContentBlock>)> {
     let mut runs: Vec<(Role, Vec<&ContentBlock>)> = Vec::new();
     for m in messages {
         match runs.last_mut() {

@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Providers against an in-process mock HTTP server that replays the real captured SSE
-//! streams of /work/shared/fixtures/llm byte for byte. One test binary, split by topic.
+//! streams of `tests/fixtures/llm/` byte for byte. One test binary, split by topic.
 
 #[path = "providers/support.rs"]
 mod support;
@@ -9,6 +9,8 @@ mod support;
 mod anthropic;
 #[path = "providers/chunking.rs"]
 mod chunking;
+#[path = "providers/errors.rs"]
+mod errors;
 #[path = "providers/failures.rs"]
 mod failures;
 #[path = "providers/multi_turn.rs"]

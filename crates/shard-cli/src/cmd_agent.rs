@@ -146,6 +146,11 @@ async fn serve(opts: RuntimeOptions) -> ExitCode {
         Ok(r) => r,
         Err(e) => return report_start_failure(e).await,
     };
+    // Configured provider keys with names the start-up pass did not recognise.
+    if let Err(err) = shard_sandbox::hardening::scrub_initial_environment(runtime.secret_env_vars())
+    {
+        tracing::warn!(%err, "cannot overwrite keys in the initial environment");
+    }
     let writer = tokio::spawn(write_events(tokio::io::stdout(), event_rx));
     let reader = if daemon_managed() {
         // Under a daemon, end of input means the daemon is gone (or deliberately done

@@ -83,6 +83,12 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
         (Ok(h), Ok(r)) => (h, r),
         (Err(c), _) | (_, Err(c)) => return c,
     };
+    // The daemon reads only the gate's sections, but its agents read the rest: a file
+    // they would refuse is refused here, before anything listens.
+    if let Err(e) = shard_agent::config::Config::load(&home) {
+        eprintln!("shard: {e}");
+        return ExitCode::FAILURE;
+    }
     let mut cfg = DaemonConfig::new(home);
     if let Err(e) = cfg.load_headless() {
         eprintln!("shard: {e}");

@@ -123,11 +123,7 @@ struct Row {
 fn models_inner(args: ModelsArgs) -> anyhow::Result<ExitCode> {
     let home = common::shard_home()?;
     let config = shard_agent::config::Config::load(&home).map_err(|e| usage(e.to_string()))?;
-    let ai: shard_ai::config::AiConfig = config
-        .raw
-        .clone()
-        .try_into()
-        .map_err(|e: toml::de::Error| usage(format!("config.toml: {e}")))?;
+    let ai = config.ai_config();
     let env = common::process_env();
     let lookup = |k: &str| env(k);
     let catalog = shard_ai::Catalog::with_config(&ai);

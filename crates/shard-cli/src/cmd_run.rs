@@ -197,6 +197,10 @@ async fn drive(
     let mut sigterm = signal(SignalKind::terminate())?;
     let runtime =
         Runtime::open(prepared, event_tx, input_rx).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Err(err) = shard_sandbox::hardening::scrub_initial_environment(runtime.secret_env_vars())
+    {
+        tracing::warn!(%err, "cannot overwrite keys in the initial environment");
+    }
     let session_id = runtime.session_id().to_string();
     let actor = tokio::spawn(runtime.run());
     input_tx

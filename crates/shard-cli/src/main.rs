@@ -63,6 +63,12 @@ fn not_implemented(what: &str) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // First, while the process has one thread: provider keys move out of the initial
+    // environment block, which is then overwritten, and the process becomes
+    // non-dumpable, so no other process — root included — reads a key from
+    // /proc/PID/environ or /proc/PID/mem (issue 10 §5).
+    shard_sandbox::hardening::detach_environment();
+    shard_sandbox::hardening::harden(&[]);
     let cli = Cli::parse();
     match cli.command {
         None => not_implemented("the interactive terminal client"),

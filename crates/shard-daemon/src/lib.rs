@@ -8,6 +8,10 @@
 //! owner of registry state (broker, requests, supervisor behind its API); [`manifest`]
 //! is the durable registry; [`outbox`] bounds each client's queue.
 
+// Standard output is the protocol (`shard agent`) and standard error belongs to the
+// binary: a library reports through return values and `tracing`, never by printing.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 mod commands;
 pub mod config;
 mod conn;

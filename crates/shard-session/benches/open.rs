@@ -110,7 +110,7 @@ fn main() {
     let dir =
         tempfile::tempdir_in(std::env::var("SHARD_BENCH_DIR").unwrap_or("/tmp".into())).unwrap();
     let store = SessionStore::new(dir.path());
-    let cwd = Path::new("/work/project");
+    let cwd = Path::new("/home/user/project");
     let id = ids::new_id(ids::SESSION);
 
     let started = Instant::now();

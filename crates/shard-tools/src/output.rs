@@ -10,6 +10,13 @@ use tokio::io::AsyncWriteExt;
 /// The saved log stops growing here, so a runaway command cannot fill the disk.
 pub const SAVED_OUTPUT_MAX: u64 = 256 * 1024 * 1024;
 
+/// Most saved logs kept in one output folder (one per session); the oldest go first.
+pub const SPILL_MAX_FILES: usize = 64;
+
+/// Most bytes of saved logs kept in one output folder, counting room for the new log to
+/// reach [`SAVED_OUTPUT_MAX`]; the oldest go first.
+pub const SPILL_MAX_BYTES: u64 = 1024 * 1024 * 1024;
+
 /// Collects a stream of output bytes within a memory bound.
 ///
 /// Everything is kept in memory until the stream exceeds the limits; from then on the
@@ -202,19 +209,57 @@ impl OutputCollector {
     }
 }
 
-/// Creates `dir` (0700) and a fresh 0600 file in it.
+/// Creates `dir` (0700) and a fresh 0600 file in it, first removing the oldest saved
+/// logs beyond the folder's bounds.
 fn create_private_file(dir: &Path, prefix: &str) -> io::Result<(PathBuf, std::fs::File)> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
+    prune_saved(dir, SPILL_MAX_FILES - 1, SPILL_MAX_BYTES - SAVED_OUTPUT_MAX);
     let named = tempfile::Builder::new()
         .prefix(&format!("{prefix}-"))
         .suffix(".log")
         .tempfile_in(dir)?;
     let (file, path) = named.keep().map_err(|e| e.error)?;
     Ok((path, file))
+}
+
+/// Removes the oldest `*.log` files of `dir` until at most `max_files` remain and they
+/// hold at most `max_bytes`. Best effort: a file that cannot be removed is skipped.
+fn prune_saved(dir: &Path, max_files: usize, max_bytes: u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut logs: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .filter_map(|e| {
+            let meta = e.metadata().ok()?;
+            meta.is_file().then(|| {
+                let when = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+                (when, meta.len(), e.path())
+            })
+        })
+        .collect();
+    logs.sort();
+    let mut count = logs.len();
+    let mut bytes: u64 = logs.iter().map(|l| l.1).sum();
+    for (_, len, path) in logs {
+        if count <= max_files && bytes <= max_bytes {
+            break;
+        }
+        match std::fs::remove_file(&path) {
+            Ok(()) => {
+                count -= 1;
+                bytes = bytes.saturating_sub(len);
+            }
+            Err(err) => {
+                tracing::debug!(path = %path.display(), %err, "cannot remove an old saved log")
+            }
+        }
+    }
 }
 
 fn memchr_count(bytes: &[u8]) -> u64 {
@@ -384,6 +429,37 @@ mod tests {
         assert_eq!(mode, 0o600);
         let mode = std::fs::metadata(&out_dir).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700);
+    }
+
+    #[test]
+    fn old_saved_logs_are_removed_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(100);
+        for i in 0..5 {
+            let p = dir.path().join(format!("bash-{i}.log"));
+            std::fs::write(&p, vec![b'x'; 10]).unwrap();
+            let f = std::fs::File::options().write(true).open(&p).unwrap();
+            f.set_modified(old + std::time::Duration::from_secs(i))
+                .unwrap();
+        }
+        std::fs::write(dir.path().join("keep.txt"), "not a log").unwrap();
+        // By count: the two oldest go.
+        prune_saved(dir.path(), 3, u64::MAX);
+        let left = |d: &Path| {
+            let mut v: Vec<String> = std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            left(dir.path()),
+            ["bash-2.log", "bash-3.log", "bash-4.log", "keep.txt"]
+        );
+        // By bytes: 30 bytes held, 15 allowed, so two more go.
+        prune_saved(dir.path(), 100, 15);
+        assert_eq!(left(dir.path()), ["bash-4.log", "keep.txt"]);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The built-in tool set and a small registry the Runtime looks tools up in.
+//! The built-in tool set and the registry a Runtime owns: tools by name, in the order the
+//! model is shown them, added and removed while the Runtime runs (MCP servers come and go).
 
 use std::sync::Arc;
 
@@ -31,14 +32,15 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {
     /// Tool name.
-    pub name: &'static str,
+    pub name: String,
     /// Description for the model.
-    pub description: &'static str,
+    pub description: String,
     /// JSON Schema of the arguments.
     pub schema: Value,
 }
 
-/// Tools by name, in registration order.
+/// Tools by name, in registration order. Owned by one Runtime (never global), so two
+/// agents in one process can offer different tools.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
@@ -67,12 +69,20 @@ impl ToolRegistry {
         ToolRegistry::new(builtin_tools())
     }
 
-    /// Adds a tool, replacing one of the same name in place.
+    /// Adds a tool, replacing one of the same name in place (so the model's tool list
+    /// keeps its order, and its prompt-cache prefix, when a server re-announces a tool).
     pub fn insert(&mut self, tool: Arc<dyn Tool>) {
         match self.tools.iter_mut().find(|t| t.name() == tool.name()) {
             Some(slot) => *slot = tool,
             None => self.tools.push(tool),
         }
+    }
+
+    /// Removes the tool named `name`, returning it; calls already running keep their
+    /// own handle and finish.
+    pub fn remove(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
+        let pos = self.tools.iter().position(|t| t.name() == name)?;
+        Some(self.tools.remove(pos))
     }
 
     /// The tool named `name`.
@@ -81,8 +91,9 @@ impl ToolRegistry {
     }
 
     /// Keeps only the named tools (a mode's or `--tools` allow-list); order is kept.
-    pub fn retain(&mut self, names: &[&str]) {
-        self.tools.retain(|t| names.contains(&t.name()));
+    pub fn retain<S: AsRef<str>>(&mut self, names: &[S]) {
+        self.tools
+            .retain(|t| names.iter().any(|n| n.as_ref() == t.name()));
     }
 
     /// Name, description and schema of every tool, in order.
@@ -90,15 +101,15 @@ impl ToolRegistry {
         self.tools
             .iter()
             .map(|t| ToolSpec {
-                name: t.name(),
-                description: t.description(),
+                name: t.name().to_string(),
+                description: t.description().to_string(),
                 schema: t.input_schema(),
             })
             .collect()
     }
 
     /// Tool names, in order.
-    pub fn names(&self) -> Vec<&'static str> {
+    pub fn names(&self) -> Vec<&str> {
         self.tools.iter().map(|t| t.name()).collect()
     }
 

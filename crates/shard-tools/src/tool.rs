@@ -111,6 +111,43 @@ impl ProcessTracker {
     }
 }
 
+/// Which paths the listing tools (`grep`, `find`, `ls`) may show: the Runtime builds it
+/// from the gate's deny rules and secret locations (issue 10 §2), so a file the gate would
+/// refuse to `read` is never printed by a search either. The default shows everything.
+#[derive(Clone, Default)]
+pub struct PathFilter(Option<Arc<PathPredicate>>);
+
+/// `(tool, absolute path, the entry itself is a symlink) -> may be shown`. The path's
+/// directories are real (no symlinks); only its last component may be a link.
+pub type PathPredicate = dyn Fn(&str, &std::path::Path, bool) -> bool + Send + Sync;
+
+impl PathFilter {
+    /// A filter from a predicate.
+    pub fn new(f: Arc<PathPredicate>) -> Self {
+        PathFilter(Some(f))
+    }
+
+    /// True when the entry may be shown.
+    pub fn allows(&self, tool: &str, path: &std::path::Path, is_symlink: bool) -> bool {
+        self.0.as_ref().is_none_or(|f| f(tool, path, is_symlink))
+    }
+
+    /// True when it filters anything at all.
+    pub fn is_active(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+impl std::fmt::Debug for PathFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "PathFilter(active)"
+        } else {
+            "PathFilter(none)"
+        })
+    }
+}
+
 /// Everything a tool call may use besides its arguments.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
@@ -128,11 +165,15 @@ pub struct ToolContext {
     pub output_dir: PathBuf,
     /// The active model accepts images (else `read` describes an image instead).
     pub accepts_images: bool,
+    /// The sandbox `bash` runs its commands in (docs/sandbox.md).
+    pub sandbox: Arc<shard_sandbox::Sandbox>,
+    /// What `grep`, `find` and `ls` may show.
+    pub path_filter: PathFilter,
 }
 
 impl ToolContext {
     /// A context with default limits, a fresh cancellation token and tracker, nothing
-    /// removed from the environment, and images accepted.
+    /// removed from the environment, images accepted and no sandbox.
     pub fn new(cwd: impl Into<PathBuf>, output_dir: impl Into<PathBuf>) -> Self {
         ToolContext {
             cwd: cwd.into(),
@@ -142,6 +183,8 @@ impl ToolContext {
             processes: ProcessTracker::default(),
             output_dir: output_dir.into(),
             accepts_images: true,
+            sandbox: Arc::new(shard_sandbox::Sandbox::off()),
+            path_filter: PathFilter::default(),
         }
     }
 }
@@ -195,15 +238,21 @@ impl ToolOutput {
 
 /// A tool the model can call. Implementations never panic: every failure is a
 /// [`ToolOutput`] with `is_error`.
+///
+/// The contract is open: names and descriptions are borrowed from the tool itself, so a
+/// tool discovered at run time (an MCP server's) owns them as `String`s, and the
+/// read-only classification is asked per call, so a tool whose effect depends on its
+/// arguments (an MCP tool with an annotation per action, a `git` tool) can say so.
 pub trait Tool: Send + Sync {
-    /// Name the model uses.
-    fn name(&self) -> &'static str;
+    /// Name the model uses; unique within a registry.
+    fn name(&self) -> &str;
     /// Description for the model.
-    fn description(&self) -> &'static str;
+    fn description(&self) -> &str;
     /// JSON Schema of the arguments object, derived from the argument type.
     fn input_schema(&self) -> Value;
-    /// Read-only tools run without asking and may run concurrently.
-    fn is_read_only(&self) -> bool;
+    /// Whether this call (with these arguments) only reads: read-only calls run without
+    /// asking and may run concurrently. When unsure, a tool answers `false`.
+    fn is_read_only(&self, args: &Value) -> bool;
     /// A preview shown before the tool runs.
     fn start_render(&self, _args: &Value, _ctx: &ToolContext) -> Option<RenderDescriptor> {
         None

@@ -24,6 +24,12 @@ pub trait TypedTool: Send + Sync + 'static {
     /// Read-only tools run without asking and may run concurrently.
     const READ_ONLY: bool;
 
+    /// The classification of one call; [`Self::READ_ONLY`] unless a tool's effect
+    /// depends on its arguments.
+    fn is_read_only(&self, _args: &serde_json::Value) -> bool {
+        Self::READ_ONLY
+    }
+
     /// A preview shown before the tool runs.
     fn start_render(&self, _args: &Self::Args, _ctx: &ToolContext) -> Option<RenderDescriptor> {
         None
@@ -50,11 +56,11 @@ impl<T: TypedTool> Typed<T> {
 }
 
 impl<T: TypedTool> Tool for Typed<T> {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         T::NAME
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         T::DESCRIPTION
     }
 
@@ -62,8 +68,8 @@ impl<T: TypedTool> Tool for Typed<T> {
         self.schema.clone()
     }
 
-    fn is_read_only(&self) -> bool {
-        T::READ_ONLY
+    fn is_read_only(&self, args: &Value) -> bool {
+        self.inner.is_read_only(args)
     }
 
     fn start_render(&self, args: &Value, ctx: &ToolContext) -> Option<RenderDescriptor> {

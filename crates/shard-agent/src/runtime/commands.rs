@@ -218,7 +218,7 @@ impl Runtime {
             previous: previous.clone(),
             active: active.clone(),
             effective: Effective::NextProviderCall,
-            capabilities: Some(self.models.capabilities()),
+            capabilities: Some(self.capabilities()),
         })))
         .await;
         let data = SetModelData {

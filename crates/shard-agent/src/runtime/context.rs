@@ -36,7 +36,7 @@ impl Runtime {
                     }
                 }
             }
-            context.push(message);
+            context.push(std::sync::Arc::new(message));
         }
         self.context = Some(context);
         true

@@ -7,9 +7,11 @@ mod commands;
 mod context;
 mod partial;
 mod permissions;
+mod serve;
 mod start;
 mod sync;
 mod tool_calls;
+mod tools;
 mod turn;
 
 use std::collections::VecDeque;
@@ -23,7 +25,7 @@ use shard_protocol::ids;
 use shard_protocol::types::{AgentStatus, ContentBlock, Image};
 use shard_protocol::{ClientMessage, ErrorCode};
 use shard_session::{Session, SessionStore};
-use shard_tools::{ProcessTracker, Tool, ToolContext, ToolLimits};
+use shard_tools::{ProcessTracker, ToolContext, ToolLimits};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -31,19 +33,30 @@ use crate::config::Config;
 use crate::models::{EnvLookup, ModelController};
 use crate::modes::ModeController;
 use shard_gate::grants::GrantStore;
-use shard_gate::rules::Rule;
 
 pub use permissions::PendingPermission;
 pub use start::{Prepared, prepare, validate_choice};
 use start::{restore_choices, session_start_error};
+pub use tools::{RuntimeGone, ToolChange, ToolsHandle};
 
 use crate::ask::{AskUser, UiAsk, UiHandle};
 
-/// What the actor waits for next: a transport input or a UI request from a tool.
+/// What the actor waits for next: a transport input, or a message from its own parts.
 pub(crate) enum Next {
     Input(Option<Input>),
-    Ui(UiAsk),
+    Internal(Internal),
 }
+
+/// What the Runtime's own parts send its actor: a UI request from a tool, a change to its
+/// tools. One queue, so waiting for inputs costs two channel polls however many parts
+/// there are.
+pub(crate) enum Internal {
+    Ui(UiAsk),
+    Tools(tools::ToolChange),
+}
+
+/// How many internal messages may wait for the actor before a sender waits.
+const INTERNAL_QUEUE: usize = 64;
 
 /// How a Runtime is started (the flags of `shard agent`).
 #[derive(Debug, Clone, Default)]
@@ -121,12 +134,18 @@ pub struct Runtime {
     session: Session,
     modes: ModeController,
     models: ModelController,
-    tools: Vec<Arc<dyn Tool>>,
-    deny_rules: Vec<Rule>,
-    headless_allow: Vec<Rule>,
+    tools: tools::Tools,
+    hook: Option<Arc<dyn crate::hooks::ModelCallHook>>,
+    /// The system prompt and the mode it was built for: built once per mode so
+    /// consecutive calls send the same bytes (its date is the day the mode was entered).
+    system: Option<(String, String)>,
+    /// Usage of the last model call, shown to the hook.
+    last_usage: Option<shard_protocol::types::Usage>,
+    gate: Arc<shard_gate::gate::Gate>,
     grants: GrantStore,
     processes: ProcessTracker,
     env_remove: Arc<Vec<String>>,
+    sandbox: Arc<shard_sandbox::Sandbox>,
     status: AgentStatus,
     steers: Vec<UserInput>,
     follow_ups: VecDeque<UserInput>,
@@ -138,9 +157,10 @@ pub struct Runtime {
     instructions: String,
     /// The model's context (every message after the last compaction), read from the
     /// transcript once and then extended as messages are persisted, so a model call never
-    /// re-reads the session. A compaction must reset it.
-    context: Option<Vec<shard_protocol::types::Message>>,
-    ui_rx: mpsc::Receiver<UiAsk>,
+    /// re-reads the session. Shared: a call copies pointers, not messages. A compaction
+    /// replaces it (through the model-call hook).
+    context: Option<crate::hooks::SharedContext>,
+    internal: mpsc::Receiver<Internal>,
     pending_ui: Vec<(
         shard_protocol::event::UiRequest,
         tokio::sync::oneshot::Sender<serde_json::Value>,
@@ -167,12 +187,23 @@ impl Runtime {
         events: mpsc::Sender<Event>,
         inputs: mpsc::Receiver<Input>,
     ) -> Result<Runtime, StartError> {
+        Runtime::open_with(prepared, events, inputs, crate::hooks::Seams::default())
+    }
+
+    /// [`Runtime::open`] with injected seams: a provider serving every model selection
+    /// and a hook before every model call. For embedders and the in-process test suite;
+    /// `shard agent` injects nothing.
+    pub fn open_with(
+        prepared: Prepared,
+        events: mpsc::Sender<Event>,
+        inputs: mpsc::Receiver<Input>,
+        seams: crate::hooks::Seams,
+    ) -> Result<Runtime, StartError> {
         let Prepared {
             opts,
             config,
             ai_config,
-            deny_rules,
-            headless_allow,
+            mut gate,
             grants,
             mut models,
         } = prepared;
@@ -187,19 +218,22 @@ impl Runtime {
         if let Some(torn) = session.torn() {
             tracing::warn!(?torn, "a torn last line of the transcript was set aside");
         }
+        // The spill files tool results name are readable although SHARD_HOME is not.
+        gate.set_tool_output(&session.dir().join("tool-output"));
 
+        if let Some(provider) = seams.provider {
+            models.set_provider_override(provider);
+        }
         let mut modes = ModeController::new(&config.modes);
         let mut session = session;
         restore_choices(&opts, &mut session, &mut modes, &mut models);
 
-        let (ui_tx, ui_rx) = mpsc::channel(16);
+        let (internal_tx, internal) = mpsc::channel(INTERNAL_QUEUE);
         let mut tools = shard_tools::builtin_tools();
         tools.push(Arc::new(shard_tools::Typed::new(AskUser::new(
-            UiHandle::new(ui_tx),
+            UiHandle::new(internal_tx.clone()),
         ))));
-        if let Some(allow) = &opts.tools {
-            tools.retain(|t| allow.iter().any(|a| a == t.name()));
-        }
+        let tools = tools::Tools::new(tools, opts.tools.clone(), internal_tx);
 
         let mut env_remove = shard_ai::secret_env_vars(&ai_config);
         env_remove.extend(
@@ -212,6 +246,25 @@ impl Runtime {
             None => ProcessTracker::default(),
         };
 
+        // The saved outputs of cut results stay readable by `bash` inside the sandbox.
+        let tool_output = session.dir().join("tool-output");
+        if let Err(err) = shard_session::records::ensure_private_dir(&tool_output) {
+            tracing::warn!(%err, "cannot create the session's tool-output folder");
+        }
+        let sandbox = shard_sandbox::Sandbox::new(
+            &config.sandbox,
+            shard_sandbox::SandboxSpec {
+                workspace_roots: vec![opts.cwd.clone()],
+                hidden: vec![opts.shard_home.clone()],
+                visible: vec![tool_output],
+                temp_parent: None,
+            },
+        )
+        .map_err(|e| StartError::Config(e.to_string()))?;
+        if let Some(warning) = sandbox.warning() {
+            tracing::warn!("{warning}");
+        }
+
         let cwd_for_prompt = opts.cwd.clone();
         Ok(Runtime {
             opts,
@@ -223,11 +276,14 @@ impl Runtime {
             modes,
             models,
             tools,
-            deny_rules,
-            headless_allow,
+            hook: seams.model_call_hook,
+            system: None,
+            last_usage: None,
+            gate: Arc::new(gate),
             grants,
             processes,
             env_remove: Arc::new(env_remove),
+            sandbox: Arc::new(sandbox),
             status: AgentStatus::Idle,
             steers: Vec::new(),
             follow_ups: VecDeque::new(),
@@ -238,11 +294,32 @@ impl Runtime {
             streaming: None,
             instructions: crate::prompt::project_instructions(&cwd_for_prompt),
             context: None,
-            ui_rx,
+            internal,
             pending_ui: Vec::new(),
             eof: false,
             sink_closed: false,
         })
+    }
+
+    /// What the sandbox lacks or refuses, to be said once on stderr; None when it is
+    /// complete or off.
+    pub fn sandbox_warning(&self) -> Option<String> {
+        self.sandbox.warning()
+    }
+
+    /// The capabilities announced in `hello` and after a model switch: the model's, then
+    /// the sandbox's (`sandbox`, `sandbox-off`, `sandbox-missing:<feature>`).
+    pub(crate) fn capabilities(&self) -> Vec<String> {
+        let mut caps = self.models.capabilities();
+        caps.extend(self.sandbox.capabilities());
+        caps
+    }
+
+    /// Environment variables that hold keys (the providers' and Shard's own), never
+    /// passed to tool processes; the binary also overwrites them in its initial
+    /// environment block.
+    pub fn secret_env_vars(&self) -> &[String] {
+        &self.env_remove
     }
 
     /// The session id.
@@ -256,7 +333,7 @@ impl Runtime {
         let hello = Event::Hello(Hello {
             protocol_version: shard_protocol::PROTOCOL_VERSION.to_string(),
             server_version: env!("CARGO_PKG_VERSION").to_string(),
-            capabilities: self.models.capabilities(),
+            capabilities: self.capabilities(),
         });
         self.emit(hello).await;
         let sync = self.first_sync().await;
@@ -315,13 +392,16 @@ impl Runtime {
         }
     }
 
-    /// Waits for a transport input or a tool's UI request. After end of input only UI
-    /// requests can arrive (and are answered with null at once).
+    /// Waits for a transport input or an internal message (a tool's UI request, a tool
+    /// change). After end of input only internal messages arrive (UI requests are then
+    /// answered with null at once).
     pub(crate) async fn next_input(&mut self) -> Next {
         let eof = self.eof;
+        // Internal messages first: a tool change sent before a command applies before it.
         tokio::select! {
+            biased;
+            Some(internal) = self.internal.recv() => Next::Internal(internal),
             input = self.inputs.recv(), if !eof => Next::Input(input),
-            Some(ask) = self.ui_rx.recv() => Next::Ui(ask),
             else => std::future::pending().await,
         }
     }
@@ -334,7 +414,10 @@ impl Runtime {
                     self.resolve_all_ui().await;
                 }
             }
-            Next::Ui(ask) => self.open_ui(ask).await,
+            Next::Internal(Internal::Ui(ask)) => self.open_ui(ask).await,
+            // No client holds a tool list (PROTOCOL has none on the wire), so there is
+            // nothing to notify; docs/decisions.md, "Runtime seams".
+            Next::Internal(Internal::Tools(change)) => self.tools.apply(change),
         }
     }
 
@@ -479,8 +562,16 @@ impl Runtime {
             limits,
             env_remove: self.env_remove.clone(),
             processes: self.processes.clone(),
-            output_dir: self.opts.shard_home.join("tool-output"),
+            // Inside the session's folder: removed with it, bounded per session.
+            output_dir: self.session.dir().join("tool-output"),
             accepts_images: self.models.active().is_ok_and(|a| a.info.supports_images),
+            sandbox: self.sandbox.clone(),
+            path_filter: {
+                let gate = self.gate.clone();
+                shard_tools::PathFilter::new(Arc::new(move |tool, path, link| {
+                    gate.visible(tool, path, link)
+                }))
+            },
         }
     }
 
@@ -497,13 +588,9 @@ impl Runtime {
         if let (Some(context), shard_session::EntryKind::Message(m)) =
             (self.context.as_mut(), entry.kind)
         {
-            context.push(m.message);
+            context.push(Arc::new(m.message));
         }
         Ok(())
-    }
-
-    fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.tools.iter().find(|t| t.name() == name).cloned()
     }
 
     pub(crate) fn user_blocks(input: &UserInput) -> Vec<ContentBlock> {

@@ -64,7 +64,7 @@ impl Runtime {
             agent_id: None,
             status: self.status,
             mode: self.modes.active().name.clone(),
-            capabilities: Some(self.models.capabilities()),
+            capabilities: Some(self.capabilities()),
             runtime_epoch: None,
             session_id: Some(self.session.id().to_string()),
             live_window,

@@ -30,9 +30,10 @@ pub(super) struct CallRequest {
 impl Runtime {
     pub(super) async fn run_tools(&mut self, calls: Vec<CallRequest>) {
         let all_read_only = calls.len() > 1
-            && calls
-                .iter()
-                .all(|c| self.tool(&c.name).is_some_and(|t| t.is_read_only()));
+            && calls.iter().all(|c| {
+                self.tool(&c.name)
+                    .is_some_and(|t| t.is_read_only(&Value::Object(c.args.clone())))
+            });
         if all_read_only {
             self.run_concurrently(calls).await;
             return;
@@ -47,7 +48,7 @@ impl Runtime {
                 continue;
             };
             let args = Value::Object(call.args.clone());
-            match self.gate(&call.name, tool.is_read_only(), &args).await {
+            match self.gate(&call.name, tool.is_read_only(&args), &args).await {
                 Gate::Refuse(reason) => {
                     self.record_result(&call.id, ToolOutput::error(reason))
                         .await;
@@ -64,7 +65,7 @@ impl Runtime {
     /// returns `None` otherwise.
     async fn prepare(&mut self, call: &CallRequest) -> Option<Arc<dyn Tool>> {
         let Some(tool) = self.tool(&call.name) else {
-            let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+            let names = self.tools.registry.names();
             let msg = format!(
                 "There is no tool named `{}`. Available tools: {}.",
                 call.name,
@@ -90,7 +91,7 @@ impl Runtime {
             name: call.name.clone(),
             args: call.args.clone(),
             render,
-            read_only: Some(tool.is_read_only()),
+            read_only: Some(tool.is_read_only(args)),
         }))
         .await;
     }
@@ -107,28 +108,22 @@ impl Runtime {
         };
         let ctx = self.tool_context(cancel.clone());
         let mut task = tokio::spawn(async move { tool.execute(args, &ctx).await });
-        let mut deadline: Option<tokio::time::Instant> = None;
-        loop {
-            let grace = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                joined = &mut task => {
-                    return joined.unwrap_or_else(|e| ToolOutput::error(format!("the tool failed unexpectedly: {e}")));
-                }
-                next = self.next_input() => {
-                    self.handle_next(next).await;
-                    if cancel.is_cancelled() && deadline.is_none() {
-                        deadline = Some(tokio::time::Instant::now() + ABORT_GRACE);
-                    }
-                }
-                _ = grace => {
-                    task.abort();
-                    return aborted_output("Aborted by the user; the tool did not stop in time and was dropped.");
-                }
+        let failed = |e: tokio::task::JoinError| {
+            ToolOutput::error(format!("the tool failed unexpectedly: {e}"))
+        };
+        let stopped = |_: &Runtime| cancel.is_cancelled();
+        if let Some(joined) = self.serve_while(&mut task, stopped).await {
+            return joined.unwrap_or_else(failed);
+        }
+        // Aborted: the tool saw its token and gets a grace period to stop on its own.
+        let grace = tokio::time::timeout(ABORT_GRACE, &mut task);
+        match self.serve_while(grace, |_| false).await {
+            Some(Ok(joined)) => joined.unwrap_or_else(failed),
+            _ => {
+                task.abort();
+                aborted_output(
+                    "Aborted by the user; the tool did not stop in time and was dropped.",
+                )
             }
         }
     }
@@ -141,7 +136,7 @@ impl Runtime {
                 continue;
             };
             let args = Value::Object(call.args.clone());
-            match self.gate(&call.name, tool.is_read_only(), &args).await {
+            match self.gate(&call.name, tool.is_read_only(&args), &args).await {
                 Gate::Refuse(reason) => {
                     self.record_result(&call.id, ToolOutput::error(reason))
                         .await;
@@ -160,44 +155,60 @@ impl Runtime {
         }
         let mut deadline: Option<tokio::time::Instant> = None;
         while !set.is_empty() {
-            let grace = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
+            let joined = match deadline {
+                None => {
+                    let next = self
+                        .serve_while(set.join_next_with_id(), Runtime::cancelled)
+                        .await;
+                    if next.is_none() {
+                        // Aborted: the tools saw their tokens and get a grace period.
+                        deadline = Some(tokio::time::Instant::now() + ABORT_GRACE);
+                        continue;
+                    }
+                    next
+                }
+                Some(d) => {
+                    let next = tokio::time::timeout_at(d, set.join_next_with_id());
+                    match self.serve_while(next, |_| false).await {
+                        Some(Ok(joined)) => Some(joined),
+                        _ => {
+                            self.drop_late_tools(&mut set, &names).await;
+                            break;
+                        }
+                    }
                 }
             };
-            tokio::select! {
-                joined = set.join_next_with_id() => match joined {
-                    Some(Ok((_, (id, output)))) => self.record_result(&id, output).await,
-                    Some(Err(e)) => {
-                        if let Some(id) = names.get(&e.id()).cloned() {
-                            let out = ToolOutput::error(format!("the tool failed unexpectedly: {e}"));
-                            self.record_result(&id, out).await;
-                        }
-                    }
-                    None => break,
-                },
-                next = self.next_input() => {
-                    self.handle_next(next).await;
-                    if self.cancelled() && deadline.is_none() {
-                        deadline = Some(tokio::time::Instant::now() + ABORT_GRACE);
+            match joined.flatten() {
+                Some(Ok((_, (id, output)))) => self.record_result(&id, output).await,
+                Some(Err(e)) => {
+                    if let Some(id) = names.get(&e.id()).cloned() {
+                        let out = ToolOutput::error(format!("the tool failed unexpectedly: {e}"));
+                        self.record_result(&id, out).await;
                     }
                 }
-                _ = grace => {
-                    set.abort_all();
-                    while let Some(joined) = set.join_next_with_id().await {
-                        let id = match joined {
-                            Ok((_, (id, output))) => {
-                                self.record_result(&id, output).await;
-                                continue;
-                            }
-                            Err(e) => names.get(&e.id()).cloned(),
-                        };
-                        if let Some(id) = id {
-                            self.record_result(&id, aborted_output("Aborted by the user.")).await;
-                        }
-                    }
+                None => break,
+            }
+        }
+    }
+
+    /// Drops the tools that outlived the abort grace period; each still gets a result.
+    async fn drop_late_tools(
+        &mut self,
+        set: &mut tokio::task::JoinSet<(String, ToolOutput)>,
+        names: &HashMap<tokio::task::Id, String>,
+    ) {
+        set.abort_all();
+        while let Some(joined) = set.join_next_with_id().await {
+            let id = match joined {
+                Ok((_, (id, output))) => {
+                    self.record_result(&id, output).await;
+                    continue;
                 }
+                Err(e) => names.get(&e.id()).cloned(),
+            };
+            if let Some(id) = id {
+                self.record_result(&id, aborted_output("Aborted by the user."))
+                    .await;
             }
         }
     }

@@ -3,7 +3,7 @@
 //! persisted before its event is emitted.
 
 use futures::StreamExt;
-use shard_ai::{ModelRequest, ProviderError, StopReason, StreamEvent, ToolSpec};
+use shard_ai::{ModelRequest, ProviderError, StopReason, StreamEvent};
 use shard_protocol::ErrorCode;
 use shard_protocol::event::{
     DeltaKind, ErrorEvent, Event, MessageComplete, MessageDelta, StatusEvent, TurnEnd, TurnStart,
@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::partial::{PartialBlock, PartialMessage};
 use super::tool_calls::CallRequest;
 use super::{Runtime, UserInput};
+use crate::hooks::{HookOutcome, ModelCallView, SharedContext};
 
 /// Model calls one turn may make before it is stopped as runaway.
 const MAX_ITERATIONS: u32 = 500;
@@ -37,12 +38,19 @@ enum Call {
 enum StreamOutcome {
     Done(StopReason),
     Aborted,
-    Failed(String),
+    /// The protocol code of the failure (one per provider error kind) and its message.
+    Failed(ErrorCode, String),
 }
 
 impl Runtime {
+    /// No turn runs, or the running one was aborted.
     pub(super) fn cancelled(&self) -> bool {
         self.turn.as_ref().is_none_or(|t| t.cancel.is_cancelled())
+    }
+
+    /// A turn runs and was aborted (a permission asked outside a turn is not aborted).
+    pub(super) fn turn_cancelled(&self) -> bool {
+        self.turn.as_ref().is_some_and(|t| t.cancel.is_cancelled())
     }
 
     /// Cancels the provider stream and every running tool of the current turn.
@@ -143,15 +151,53 @@ impl Runtime {
         true
     }
 
-    fn tool_specs(&self) -> Vec<ToolSpec> {
-        self.tools
-            .iter()
-            .map(|t| ToolSpec {
-                name: t.name().to_string(),
-                description: t.description().to_string(),
-                input_schema: t.input_schema(),
-            })
-            .collect()
+    /// The system prompt of the active mode, built once per mode.
+    fn system_prompt(&mut self) -> String {
+        let mode = self.modes.active();
+        match &self.system {
+            Some((name, prompt)) if *name == mode.name => prompt.clone(),
+            _ => {
+                let prompt = crate::prompt::system_prompt(
+                    self.opts.system_prompt.as_deref(),
+                    &self.opts.cwd,
+                    mode,
+                    &self.instructions,
+                );
+                self.system = Some((mode.name.clone(), prompt.clone()));
+                prompt
+            }
+        }
+    }
+
+    /// The context for the next call, after the model-call hook saw it (and perhaps
+    /// replaced it). `None` after an error event, or when the turn was aborted meanwhile.
+    async fn context_for_call(&mut self, model: &shard_ai::ModelInfo) -> Option<SharedContext> {
+        if !self.ensure_context().await {
+            return None;
+        }
+        let messages = self.context.clone().unwrap_or_default();
+        let Some(hook) = self.hook.clone() else {
+            return Some(messages);
+        };
+        let view = ModelCallView {
+            messages,
+            model: model.clone(),
+            last_usage: self.last_usage.clone(),
+        };
+        let decided = self
+            .serve_while(hook.before_model_call(view), Runtime::cancelled)
+            .await?;
+        match decided {
+            Ok(HookOutcome::Keep) => self.context.clone(),
+            Ok(HookOutcome::Replace(messages)) => {
+                self.context = Some(messages.clone());
+                Some(messages)
+            }
+            Err(e) => {
+                self.emit_error(ErrorCode::InternalError, e).await;
+                None
+            }
+        }
     }
 
     async fn model_call(&mut self) -> Call {
@@ -162,20 +208,14 @@ impl Runtime {
                 return Call::Stop;
             }
         };
-        if !self.ensure_context().await {
+        let Some(messages) = self.context_for_call(&active.info).await else {
             return Call::Stop;
-        }
-        let messages = self.context.clone().unwrap_or_default();
+        };
         let request = ModelRequest {
             model: active.info.model.clone(),
-            system: crate::prompt::system_prompt(
-                self.opts.system_prompt.as_deref(),
-                &self.opts.cwd,
-                self.modes.active(),
-                &self.instructions,
-            ),
+            system: self.system_prompt(),
             messages,
-            tools: self.tool_specs(),
+            tools: self.tools.specs(),
             max_output_tokens: active.info.max_output.filter(|m| *m > 0),
             reasoning_effort: self.models.reasoning().map(str::to_string),
         };
@@ -188,35 +228,39 @@ impl Runtime {
         self.streaming = Some(PartialMessage::new(message_id.clone()));
         let mut usage: Option<Usage> = None;
         let outcome = loop {
-            tokio::select! {
-                biased;
-                next = self.next_input() => {
-                    self.handle_next(next).await;
-                    if self.cancelled() {
-                        break StreamOutcome::Aborted;
-                    }
+            let Some(ev) = self.serve_while(stream.next(), Runtime::cancelled).await else {
+                break StreamOutcome::Aborted;
+            };
+            match ev {
+                None => {
+                    break StreamOutcome::Failed(
+                        ErrorCode::ProviderError,
+                        "the model's stream ended before it finished".into(),
+                    );
                 }
-                ev = stream.next() => match ev {
-                    None => break StreamOutcome::Failed(
-                        "the model's stream ended before it finished".into()),
-                    Some(Err(ProviderError::Cancelled)) => break StreamOutcome::Aborted,
-                    Some(Err(e)) => break StreamOutcome::Failed(e.to_string()),
-                    Some(Ok(StreamEvent::Done { stop_reason })) => {
-                        break StreamOutcome::Done(stop_reason)
-                    }
-                    Some(Ok(StreamEvent::Usage(u))) => usage = Some(u),
-                    Some(Ok(StreamEvent::Retrying { attempt, delay_ms, reason })) => {
-                        let detail = format!("retrying (attempt {attempt}, in {delay_ms} ms): {reason}");
-                        self.emit(Event::Status(StatusEvent {
-                            agent_id: None,
-                            status: self.status,
-                            detail: Some(detail),
-                        })).await;
-                    }
-                    Some(Ok(ev)) => {
-                        if let Some(delta) = self.apply_delta(ev) {
-                            self.emit(Event::MessageDelta(delta)).await;
-                        }
+                Some(Err(ProviderError::Cancelled)) => break StreamOutcome::Aborted,
+                Some(Err(e)) => break StreamOutcome::Failed(e.error_code(), e.to_string()),
+                Some(Ok(StreamEvent::Done { stop_reason })) => {
+                    break StreamOutcome::Done(stop_reason);
+                }
+                Some(Ok(StreamEvent::Usage(u))) => usage = Some(u),
+                Some(Ok(StreamEvent::Retrying {
+                    attempt,
+                    delay_ms,
+                    reason,
+                })) => {
+                    let detail =
+                        format!("retrying (attempt {attempt}, in {delay_ms} ms): {reason}");
+                    self.emit(Event::Status(StatusEvent {
+                        agent_id: None,
+                        status: self.status,
+                        detail: Some(detail),
+                    }))
+                    .await;
+                }
+                Some(Ok(ev)) => {
+                    if let Some(delta) = self.apply_delta(ev) {
+                        self.emit(Event::MessageDelta(delta)).await;
                     }
                 }
             }
@@ -228,7 +272,7 @@ impl Runtime {
         let (stop_reason, error) = match outcome {
             StreamOutcome::Done(r) => (Some(r), None),
             StreamOutcome::Aborted => (None, None),
-            StreamOutcome::Failed(e) => (None, Some(e)),
+            StreamOutcome::Failed(code, e) => (None, Some((code, e))),
         };
         let (blocks, calls) = partial.finish();
         let stop_text = match (&stop_reason, &error) {
@@ -271,6 +315,7 @@ impl Runtime {
             u.model = Some(active.info.id.clone());
             u.context_tokens =
                 Some(u.input + u.output + u.cache_read.unwrap_or(0) + u.cache_write.unwrap_or(0));
+            self.last_usage = Some(u.clone());
             if let Some(t) = &mut self.turn {
                 add_usage(&mut t.usage, &u);
             }
@@ -280,8 +325,8 @@ impl Runtime {
             }))
             .await;
         }
-        if let Some(e) = error {
-            self.emit_error(ErrorCode::ProviderError, e).await;
+        if let Some((code, e)) = error {
+            self.emit_error(code, e).await;
             return Call::Stop;
         }
         match stop_reason {

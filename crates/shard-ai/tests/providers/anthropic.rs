@@ -231,10 +231,7 @@ async fn every_fixture_decodes_without_error() {
         ("anthropic", "anthropic/vercel-ai"),
         ("openai", "openai-chat"),
     ];
-    let root = format!(
-        "{}/../../../shared/fixtures/llm",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let root = crate::support::FIXTURES;
     for (kind, dir) in dirs {
         for entry in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {
             let path = entry.unwrap().path();

@@ -5,10 +5,7 @@ use shard_ai::config::ProviderKind;
 use shard_ai::decode::decode;
 
 fn all_fixtures() -> Vec<(ProviderKind, String, Vec<u8>)> {
-    let root = format!(
-        "{}/../../../shared/fixtures/llm",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let root = crate::support::FIXTURES;
     let mut out = Vec::new();
     for (kind, dir) in [
         (ProviderKind::Anthropic, "anthropic/sdk-python"),

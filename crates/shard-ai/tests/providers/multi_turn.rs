@@ -82,7 +82,7 @@ async fn two_turn_tool_conversations() {
         .await;
         let p = provider(name, &mock);
         let mut req = simple_request("m");
-        req.tools = tools();
+        req.tools = tools().into();
         let f1 = collect(&p, req.clone()).await;
         assert_eq!(f1.stop, Some(StopReason::ToolUse), "{name}");
         let call = f1.blocks.values().find_map(|b| match b {
@@ -90,8 +90,10 @@ async fn two_turn_tool_conversations() {
             _ => None,
         });
         let (call_id, args) = call.unwrap();
-        req.messages.push(assistant_from(&f1, "a1"));
-        req.messages.push(tool_result(&call_id, "sunny"));
+        req.messages
+            .push(std::sync::Arc::new(assistant_from(&f1, "a1")));
+        req.messages
+            .push(std::sync::Arc::new(tool_result(&call_id, "sunny")));
         let f2 = collect(&p, req).await;
         assert!(f2.error.is_none(), "{name}: {:?}", f2.error);
         assert_eq!(f2.stop, Some(StopReason::EndTurn), "{name}");
@@ -170,14 +172,15 @@ async fn anthropic_thinking_signature_round_trip() {
     else {
         panic!("{:?}", f1.blocks)
     };
-    req.messages.push(assistant_from(&f1, "a1"));
-    req.messages.push(Message {
+    req.messages
+        .push(std::sync::Arc::new(assistant_from(&f1, "a1")));
+    req.messages.push(std::sync::Arc::new(Message {
         id: "u2".into(),
         role: Role::User,
         content: vec![ContentBlock::Text {
             text: "more".into(),
         }],
-    });
+    }));
     let _ = collect(&p, req).await;
     let body = mock.body(1);
     assert_eq!(

@@ -25,10 +25,12 @@ pub(crate) fn tools() -> Vec<ToolSpec> {
 
 fn conversation() -> ModelRequest {
     let args = |v: Value| v.as_object().unwrap().clone();
-    let msg = |id: &str, role, content| Message {
-        id: id.into(),
-        role,
-        content,
+    let msg = |id: &str, role, content| {
+        std::sync::Arc::new(Message {
+            id: id.into(),
+            role,
+            content,
+        })
     };
     ModelRequest {
         model: "the-model".into(),
@@ -110,7 +112,7 @@ fn conversation() -> ModelRequest {
                 }],
             ),
         ],
-        tools: tools(),
+        tools: tools().into(),
         max_output_tokens: Some(16000),
         reasoning_effort: Some("low".into()),
     }
@@ -287,8 +289,11 @@ async fn tool_result_images_reach_each_api() {
                     render: None,
                 }],
             },
-        ],
-        tools: vec![],
+        ]
+        .into_iter()
+        .map(std::sync::Arc::new)
+        .collect(),
+        tools: Vec::new().into(),
         ..simple_request("m")
     };
     let a = sent_body(

@@ -141,11 +141,12 @@ pub(crate) async fn serve(replies: Vec<Reply>) -> Mock {
     Mock { addr, state }
 }
 
+/// The captured streams kept in this repository (their provenance and licenses are in
+/// `tests/fixtures/llm/README.md`).
+pub(crate) const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/llm");
+
 pub(crate) fn fixture(path: &str) -> Vec<u8> {
-    let full = format!(
-        "{}/../../../shared/fixtures/llm/{path}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let full = format!("{FIXTURES}/{path}");
     std::fs::read(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
 }
 
@@ -183,12 +184,12 @@ pub(crate) fn simple_request(model: &str) -> ModelRequest {
     ModelRequest {
         model: model.into(),
         system: "You are Shard.".into(),
-        messages: vec![Message {
+        messages: vec![std::sync::Arc::new(Message {
             id: "m1".into(),
             role: Role::User,
             content: vec![ContentBlock::Text { text: "hi".into() }],
-        }],
-        tools: vec![],
+        })],
+        tools: Vec::new().into(),
         max_output_tokens: None,
         reasoning_effort: None,
     }

@@ -238,3 +238,28 @@ pub fn tool_turn(id: &str, name: &str, args: Value) -> Value {
         {"usage": {"input": 20, "output": 8}}
     ]})
 }
+
+/// A live (non-zombie) host process with `arg` as one of its arguments.
+pub fn process_with_arg(arg: &str) -> Option<u32> {
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if !cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        if !state.starts_with('Z') && !state.starts_with('X') {
+            return Some(pid);
+        }
+    }
+    None
+}

@@ -5,13 +5,17 @@
 
 mod choices;
 mod commands;
+mod config;
 mod daemon;
 mod daemon_security;
+mod gate;
 mod harness;
 mod mock;
+mod provider_errors;
 mod run;
 mod run_terminal;
 mod runtime;
+mod sandbox;
 
 use harness::*;
 use serde_json::{Value, json};

@@ -224,10 +224,13 @@ fn ctrl_c_aborts_the_turn_saves_the_partial_answer_and_exits_130() {
 #[test]
 fn ctrl_c_kills_the_tool_processes() {
     let sb = Sandbox::new();
+    let marker = format!("600.{}", std::process::id());
     let script = sb.script(
         "s.json",
         json!({"turns": [
-            tool_turn("b", "bash", json!({"command": "echo $$ > pid.txt; exec sleep 600"})),
+            // A pid printed inside the sandbox is the PID namespace's, so the sleep is
+            // found on the host by its unique argument.
+            tool_turn("b", "bash", json!({"command": format!("touch started.txt; exec sleep {marker}")})),
             text_turn("never")
         ]}),
     );
@@ -242,12 +245,9 @@ fn ctrl_c_kills_the_tool_processes() {
             "go",
         ],
     );
-    let pid_file = sb.work().join("pid.txt");
     let deadline = Instant::now() + WAIT;
     let pid = loop {
-        if let Ok(s) = std::fs::read_to_string(&pid_file)
-            && let Ok(p) = s.trim().parse::<u32>()
-        {
+        if let Some(p) = crate::harness::process_with_arg(&marker) {
             break p;
         }
         assert!(

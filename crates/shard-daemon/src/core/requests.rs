@@ -90,7 +90,13 @@ pub(crate) fn apply_headless(
                             .and_then(|t| t.as_str())
                             .is_some_and(|tool| {
                                 let input = p.value.get("input").cloned().unwrap_or_default();
-                                shard_gate::rules::allows(&shared.cfg.headless_allow, tool, &input)
+                                // Path globs match the resolved path, at the agent's cwd.
+                                shard_gate::gate::headless_allows_at(
+                                    &shared.cfg.headless_allow,
+                                    tool,
+                                    &input,
+                                    std::path::Path::new(&entry.manifest.cwd),
+                                )
                             })
                 });
             let source = if allowed { HEADLESS_RULE } else { "headless" };

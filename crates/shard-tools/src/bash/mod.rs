@@ -1,5 +1,6 @@
-//! `bash`: runs `bash -c` in the agent's cwd, in its own process group, with stdout and
-//! stderr interleaved on one pipe, bounded in time and output size.
+//! `bash`: runs `bash -c` in the agent's cwd, in its own process group and in the
+//! agent's sandbox (shard-sandbox), with stdout and stderr interleaved on one pipe,
+//! bounded in time and output size.
 
 pub mod process;
 
@@ -48,7 +49,9 @@ impl TypedTool for BashTool {
     const DESCRIPTION: &'static str = "Run a shell command with `bash -c` in the working directory (stdin \
         closed, no pager, TERM=dumb). stdout and stderr are interleaved. Output over 50 KB or 2000 lines keeps \
         its head and tail and the full output is saved to a file named in the result. Default timeout 120 s; \
-        a timeout kills the command and everything it started. A non-zero exit code is reported, not an error.";
+        a timeout kills the command and everything it started. In the sandbox (the default on Linux) writes are \
+        allowed only in the workspace and /tmp, and processes left in the background end when the command ends. \
+        A non-zero exit code is reported, not an error.";
     const READ_ONLY: bool = false;
 
     fn run<'a>(&'a self, args: BashArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
@@ -89,7 +92,7 @@ async fn run_bash(args: BashArgs, ctx: &ToolContext) -> ToolOutput {
 
     let started = Instant::now();
     let elapsed_ms = |s: Instant| s.elapsed().as_millis() as u64;
-    let (mut child, reader) = match spawn(&args.command, ctx) {
+    let (mut child, reader, sandboxed) = match spawn(&args.command, ctx) {
         Ok(spawned) => spawned,
         Err(err) => {
             let mut out = ToolOutput::error(format!("Could not start bash: {err}"));
@@ -179,12 +182,15 @@ async fn run_bash(args: BashArgs, ctx: &ToolContext) -> ToolOutput {
         }
     };
 
-    // The main process ended on its own: what it left running in the background stays
-    // (a deliberate `server &`), tracked so that the Runtime ends it on exit.
+    // The main process ended on its own. In the sandbox the kernel has killed what it
+    // left behind; otherwise what it left running in the background stays (a deliberate
+    // `server &`), tracked so that the Runtime ends it on exit.
     guard.armed = false;
-    let still_running = tokio::task::spawn_blocking(move || process::group_alive(pgid))
-        .await
-        .unwrap_or(false);
+    let contained = sandboxed.is_some_and(|s| s.contained);
+    let still_running = !contained
+        && tokio::task::spawn_blocking(move || process::group_alive(pgid))
+            .await
+            .unwrap_or(false);
     if !still_running {
         ctx.processes.unregister(pgid);
     }
@@ -241,6 +247,7 @@ impl Drop for DropGuard<'_> {
 type Spawned = (
     tokio::process::Child,
     std::io::Result<tokio::net::unix::pipe::Receiver>,
+    Option<shard_sandbox::Applied>,
 );
 
 /// Spawns `bash -c` from the current (runtime worker) thread: the parent-death signal
@@ -269,12 +276,18 @@ fn spawn(command: &str, ctx: &ToolContext) -> std::io::Result<Spawned> {
     {
         cmd.env_remove(name);
     }
-    process::set_parent_death_signal(&mut cmd);
+    let sandboxed = ctx
+        .sandbox
+        .apply(cmd.as_std_mut(), &ctx.cwd)
+        .map_err(std::io::Error::other)?;
+    if sandboxed.is_none() {
+        process::set_parent_death_signal(&mut cmd);
+    }
     let child = cmd.spawn()?;
     // Dropping the command closes our copies of the write end, so EOF can arrive.
     drop(cmd);
     let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(read_end));
-    Ok((child, receiver))
+    Ok((child, receiver, sandboxed))
 }
 
 /// Reads a chunk; None at end of output or on error. Pends forever without a reader so

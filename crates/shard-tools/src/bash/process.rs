@@ -1,7 +1,6 @@
 //! Process-group plumbing for `bash`: spawning with a parent-death signal, checking
 //! whether a group still has live members, and killing a group (TERM, grace, KILL).
 
-use std::io;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
@@ -11,34 +10,10 @@ use nix::unistd::Pid;
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 /// Makes the kernel SIGKILL the child when the thread that spawned it dies, so a tool
-/// process never outlives a Runtime that was killed with `kill -9`.
-#[allow(unsafe_code)]
+/// process never outlives a Runtime that was killed with `kill -9` (the `unsafe` part
+/// lives in shard-sandbox).
 pub fn set_parent_death_signal(cmd: &mut tokio::process::Command) {
-    let parent = std::process::id();
-    // SAFETY: ARCHITECTURE §16 item 15 requires a parent-death signal on tool children
-    // and std offers no safe way to run code between fork and exec. The closure runs in
-    // the forked child, where only async-signal-safe calls are allowed: it calls only
-    // prctl(2), getppid(2) and reads errno, all async-signal-safe, allocates nothing and
-    // takes no locks. The getppid check closes the race where the parent died before
-    // prctl ran (the child would otherwise have been reparented and never signalled).
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) == -1
-            {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::getppid() as u32 != parent {
-                return Err(io::Error::other("parent exited before exec"));
-            }
-            Ok(())
-        });
-    }
+    shard_sandbox::set_parent_death_signal(cmd.as_std_mut());
 }
 
 /// True while some non-zombie process is in group `pgid`.

@@ -1,0 +1,10 @@
+//! Test modules of the in-process Runtime suite.
+
+pub mod support;
+
+mod hook;
+mod modes;
+mod permissions;
+mod resume;
+mod tools;
+mod turns;

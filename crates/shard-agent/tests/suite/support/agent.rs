@@ -1,0 +1,195 @@
+//! A harness around one in-process Runtime: commands in through its channel, events out
+//! as JSON values, with a recording provider injected.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use shard_agent::models::EnvLookup;
+use shard_agent::{Input, ModelCallHook, Runtime, RuntimeOptions, Seams, ToolsHandle};
+use tokio::sync::mpsc;
+
+use super::recorder::Recorder;
+
+/// Generous bound for any one wait: a hung Runtime fails the test instead of hanging it.
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The directories of one test: `SHARD_HOME` and the agent's working directory.
+pub struct Dirs {
+    _root: tempfile::TempDir,
+    /// `SHARD_HOME`.
+    pub home: PathBuf,
+    /// The working directory.
+    pub cwd: PathBuf,
+}
+
+impl Dirs {
+    /// Fresh, empty directories.
+    pub fn new() -> Dirs {
+        let root = tempfile::tempdir().expect("tempdir");
+        let home = root.path().join("home");
+        let cwd = root.path().join("work");
+        std::fs::create_dir_all(&home).expect("home");
+        std::fs::create_dir_all(&cwd).expect("cwd");
+        Dirs {
+            _root: root,
+            home,
+            cwd,
+        }
+    }
+}
+
+/// How to start a Runtime in a test.
+pub struct Start<'a> {
+    /// The directories.
+    pub dirs: &'a Dirs,
+    /// The injected provider.
+    pub recorder: Arc<Recorder>,
+    /// A session to resume.
+    pub session_id: Option<String>,
+    /// A hook before every model call.
+    pub hook: Option<Arc<dyn ModelCallHook>>,
+}
+
+impl<'a> Start<'a> {
+    /// A new session with no hook.
+    pub fn new(dirs: &'a Dirs, recorder: &Arc<Recorder>) -> Start<'a> {
+        Start {
+            dirs,
+            recorder: recorder.clone(),
+            session_id: None,
+            hook: None,
+        }
+    }
+}
+
+/// One running Runtime.
+pub struct Agent {
+    inputs: mpsc::Sender<Input>,
+    events: mpsc::Receiver<shard_protocol::Event>,
+    task: tokio::task::JoinHandle<()>,
+    /// Adds and removes tools while it runs.
+    pub tools: ToolsHandle,
+    /// Its session.
+    pub session_id: String,
+    /// Every event received so far, as JSON.
+    pub seen: Vec<Value>,
+    next_id: u64,
+}
+
+fn env() -> EnvLookup {
+    Arc::new(|k: &str| (k == "ANTHROPIC_API_KEY").then(|| "sk-test-not-a-key".to_string()))
+}
+
+impl Agent {
+    /// Starts a Runtime on `claude-sonnet-4-5` served by the recorder, and waits for its
+    /// `sync`.
+    pub async fn start(s: Start<'_>) -> Agent {
+        let opts = RuntimeOptions {
+            shard_home: s.dirs.home.clone(),
+            cwd: s.dirs.cwd.clone(),
+            provider: Some("anthropic".into()),
+            model: Some("claude-sonnet-4-5".into()),
+            session_id: s.session_id,
+            ..RuntimeOptions::default()
+        };
+        let prepared = shard_agent::prepare(opts, env()).expect("prepare");
+        let (ev_tx, events) = mpsc::channel(1024);
+        let (inputs, in_rx) = mpsc::channel(64);
+        let seams = Seams {
+            provider: Some(s.recorder),
+            model_call_hook: s.hook,
+        };
+        let rt = Runtime::open_with(prepared, ev_tx, in_rx, seams).expect("open");
+        let session_id = rt.session_id().to_string();
+        let tools = rt.tools_handle();
+        let task = tokio::spawn(rt.run());
+        let mut agent = Agent {
+            inputs,
+            events,
+            task,
+            tools,
+            session_id,
+            seen: Vec::new(),
+            next_id: 0,
+        };
+        agent.until_type("sync").await;
+        agent
+    }
+
+    /// Sends a command (a JSON object with `type`) with a fresh id; returns the id.
+    pub async fn send(&mut self, mut command: Value) -> String {
+        self.next_id += 1;
+        let id = format!("c{}", self.next_id);
+        command["id"] = json!(id);
+        let msg = shard_protocol::decode_command(command.to_string().as_bytes())
+            .expect("a valid command");
+        self.inputs
+            .send(Input::Command(msg))
+            .await
+            .expect("the Runtime is running");
+        id
+    }
+
+    /// Sends a command and returns its successful response's `data`.
+    pub async fn call(&mut self, command: Value) -> Value {
+        let id = self.send(command).await;
+        let resp = self
+            .until(|e| e["type"] == "response" && e["id"] == json!(id))
+            .await;
+        assert_eq!(resp["success"], json!(true), "{resp}");
+        resp.get("data").cloned().unwrap_or(Value::Null)
+    }
+
+    /// The next event matching `pred` (earlier ones are kept in `seen`).
+    pub async fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        let wait = async {
+            loop {
+                let ev = self.events.recv().await.expect("the Runtime stopped");
+                let v = serde_json::to_value(&ev).expect("events serialize");
+                self.seen.push(v.clone());
+                if pred(&v) {
+                    return v;
+                }
+            }
+        };
+        tokio::time::timeout(WAIT, wait)
+            .await
+            .expect("the awaited event never came")
+    }
+
+    /// The next event of type `t`.
+    pub async fn until_type(&mut self, t: &str) -> Value {
+        self.until(|e| e["type"] == t).await
+    }
+
+    /// Sends a prompt and waits for its turn to end.
+    pub async fn prompt(&mut self, text: &str) -> Value {
+        self.send(json!({"type": "prompt", "message": text})).await;
+        self.until_type("turn_end").await
+    }
+
+    /// Events of type `t` seen so far.
+    pub fn seen_of(&self, t: &str) -> Vec<&Value> {
+        self.seen.iter().filter(|e| e["type"] == t).collect()
+    }
+
+    /// Ends input and waits for the Runtime to finish persisting.
+    pub async fn close(self) {
+        let _ = self.inputs.send(Input::Eof).await;
+        drop(self.inputs);
+        let mut events = self.events;
+        let drain = async move { while events.recv().await.is_some() {} };
+        let _ = tokio::time::timeout(WAIT, drain).await;
+        tokio::time::timeout(WAIT, self.task)
+            .await
+            .expect("the Runtime did not stop")
+            .expect("the Runtime task panicked");
+    }
+}
+
+/// Writes `text` to `name` in `dir`.
+pub fn write(dir: &Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).expect("write");
+}

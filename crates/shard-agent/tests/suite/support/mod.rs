@@ -1,0 +1,9 @@
+//! Shared test support: the recording provider and a harness around one Runtime.
+
+pub mod agent;
+pub mod blocker;
+pub mod recorder;
+
+pub use agent::*;
+pub use blocker::*;
+pub use recorder::*;

@@ -1,0 +1,268 @@
+//! Attack suite (issue 10 §4, §5): a real `shard agent` runs `bash` in its sandbox, and
+//! the command tries to get out, read the Runtime's keys or outlive its call.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::harness::*;
+
+/// A key that must never be seen outside the Runtime's own memory.
+const KEY: &str = "sk-ant-test-6f1c0ffee2sandbox";
+
+fn result_text(v: &Value) -> String {
+    v["content"]["text"]
+        .as_str()
+        .or_else(|| v["content"]["message"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Runs one scripted `bash` call per command (each allowed when asked) and returns the
+/// results in order.
+fn run_bash(sb: &Sandbox, commands: &[&str], envs: &[(&str, &str)]) -> (Value, Vec<String>) {
+    let mut turns: Vec<Value> = commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| tool_turn(&format!("b{i}"), "bash", json!({"command": c})))
+        .collect();
+    turns.push(text_turn("done"));
+    let script = sb.script("s.json", json!({ "turns": turns }));
+    let mut a = Agent::spawn_env(sb, Some(&script), &[], envs);
+    let hello = a.until_type("hello");
+    a.until_type("sync");
+    a.send(prompt("go"));
+    let mut out = Vec::new();
+    for i in 0..commands.len() {
+        let req = a.until_type("permission_request");
+        a.send(json!({"type": "permission_response", "request_id": req["request_id"], "decision": "allow"}));
+        let id = format!("b{i}");
+        let r = a.until(|v| v["type"] == "tool_result" && v["tool_call_id"] == id.as_str());
+        out.push(result_text(&r));
+    }
+    a.until_type("turn_end");
+    assert!(a.finish().success());
+    (hello, out)
+}
+
+fn caps(hello: &Value) -> Vec<String> {
+    hello["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c.as_str().map(str::to_string))
+        .collect()
+}
+
+/// True when this machine's sandbox is complete; prints why a test is skipped otherwise.
+fn complete(hello: &Value) -> bool {
+    let caps = caps(hello);
+    let missing: Vec<&String> = caps
+        .iter()
+        .filter(|c| c.starts_with("sandbox-missing:"))
+        .collect();
+    if !caps.contains(&"sandbox".to_string()) || !missing.is_empty() {
+        eprintln!("skipped: the kernel's sandbox is incomplete here: {caps:?}");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn bash_cannot_reach_shard_home_write_outside_or_read_the_runtime() {
+    let sb = Sandbox::new();
+    sb.config("[permissions]\n");
+    let outside = sb.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(sb.home().join("grants")).unwrap();
+    let sock = sb.home().join("daemon.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let h = sb.home().display().to_string();
+    let cmd1 = format!(
+        "cat {h}/config.toml && echo READ_CONFIG; echo '{{}}' >> {h}/grants/x.json && echo WROTE_GRANT; \
+         test -e {h}/daemon.sock && echo SEES_SOCKET; echo x > {o}/escape.txt && echo ESCAPED; \
+         echo inside > inside.txt",
+        o = outside.display()
+    );
+    let cmd2 = "cat /proc/$PPID/environ | tr '\\0' '\\n'; env | grep -c ANT_TEST; echo END";
+    let cmd3 = format!(
+        "python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"{}\"); print(\"CONNECTED\")' 2>&1 || true",
+        sock.display()
+    );
+    let (hello, out) = run_bash(
+        &sb,
+        &[&cmd1, cmd2, &cmd3],
+        &[("ANTHROPIC_API_KEY", KEY), ("ANT_TEST", "1")],
+    );
+    if !complete(&hello) {
+        return;
+    }
+    for bad in ["READ_CONFIG", "WROTE_GRANT", "SEES_SOCKET", "ESCAPED"] {
+        assert!(!out[0].contains(bad), "{bad}: {}", out[0]);
+    }
+    assert!(!outside.join("escape.txt").exists());
+    assert!(!sb.home().join("grants/x.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("inside.txt")).unwrap(),
+        "inside\n"
+    );
+    assert!(!out[1].contains(KEY), "{}", out[1]);
+    assert!(out[1].contains("END"), "{}", out[1]);
+    assert!(!out[2].contains("CONNECTED"), "{}", out[2]);
+}
+
+#[test]
+fn the_runtime_environ_holds_no_key() {
+    let sb = Sandbox::new();
+    sb.config("[providers.custom]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9\"\napi_key_env = \"ODDLY_NAMED_VAR\"\n");
+    let script = sb.script("s.json", json!({"turns": []}));
+    let mut a = Agent::spawn_env(
+        &sb,
+        Some(&script),
+        &[],
+        &[
+            ("ANTHROPIC_API_KEY", KEY),
+            ("ODDLY_NAMED_VAR", "custom-secret-77aa"),
+        ],
+    );
+    a.until_type("sync");
+    let pid = a.child.id();
+    // Read as the test's user (root here, who reads any process's environ).
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(!environ.contains(KEY), "{environ}");
+    assert!(!environ.contains("custom-secret-77aa"), "{environ}");
+    a.close_stdin();
+    assert!(a.finish().success());
+}
+
+/// Polls (generously) until no live process has `marker` as an argument.
+fn gone(marker: &str) -> bool {
+    let deadline = Instant::now() + WAIT;
+    while process_with_arg(marker).is_some() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+fn orphans(marker: &str) -> String {
+    format!(
+        "setsid -f sleep {marker}; nohup sleep {marker} >/dev/null 2>&1 & (sleep {marker} &); touch started"
+    )
+}
+
+#[test]
+fn orphans_die_when_the_call_ends() {
+    let sb = Sandbox::new();
+    let marker = format!("601.{}", std::process::id());
+    let (hello, out) = run_bash(&sb, &[&orphans(&marker)], &[]);
+    if !complete(&hello) {
+        return;
+    }
+    assert!(sb.work().join("started").exists(), "{}", out[0]);
+    // The namespace is gone before the call's result is sent: no waiting needed.
+    assert_eq!(process_with_arg(&marker), None);
+}
+
+/// Starts orphans and a long foreground command, returns the agent once they run.
+fn start_orphans(sb: &Sandbox, marker: &str) -> Option<Agent> {
+    let cmd = format!("{}; sleep 600", orphans(marker));
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [tool_turn("b", "bash", json!({"command": cmd})), text_turn("x")]}),
+    );
+    let mut a = Agent::spawn(sb, Some(&script), &[]);
+    let hello = a.until_type("hello");
+    if !complete(&hello) {
+        a.close_stdin();
+        let _ = a.finish();
+        return None;
+    }
+    a.until_type("sync");
+    a.send(prompt("go"));
+    let req = a.until_type("permission_request");
+    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "decision": "allow"}));
+    let deadline = Instant::now() + WAIT;
+    while !sb.work().join("started").exists() || process_with_arg(marker).is_none() {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some(a)
+}
+
+#[test]
+fn orphans_die_when_the_call_is_aborted() {
+    let sb = Sandbox::new();
+    let marker = format!("602.{}", std::process::id());
+    let Some(mut a) = start_orphans(&sb, &marker) else {
+        return;
+    };
+    a.send(json!({"type": "abort"}));
+    let r = a.until_type("tool_result");
+    assert_eq!(r["is_error"], true);
+    assert!(gone(&marker), "orphans outlived the abort");
+    a.until_type("turn_end");
+    assert!(a.finish().success());
+}
+
+#[test]
+fn orphans_die_when_the_runtime_is_killed() {
+    let sb = Sandbox::new();
+    let marker = format!("603.{}", std::process::id());
+    let Some(mut a) = start_orphans(&sb, &marker) else {
+        return;
+    };
+    a.child.kill().unwrap(); // SIGKILL
+    let _ = a.child.wait();
+    assert!(gone(&marker), "orphans outlived the Runtime's kill -9");
+}
+
+#[test]
+fn network_off_blocks_a_local_listener() {
+    let sb = Sandbox::new();
+    sb.config("[sandbox]\nnetwork = false\n");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let cmd = format!("echo hi > /dev/tcp/127.0.0.1/{port} && echo CONNECTED; echo END");
+    let (hello, out) = run_bash(&sb, &[&cmd], &[]);
+    if !complete(&hello) {
+        return;
+    }
+    assert!(out[0].contains("END"), "{}", out[0]);
+    assert!(!out[0].contains("CONNECTED"), "{}", out[0]);
+    assert!(listener.accept().is_err(), "a connection got through");
+}
+
+#[test]
+fn mode_off_runs_as_before() {
+    let sb = Sandbox::new();
+    sb.config("[sandbox]\nmode = \"off\"\n");
+    let outside = sb.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let cmd = format!("echo x > {}/plain.txt && echo WROTE", outside.display());
+    let (hello, out) = run_bash(&sb, &[&cmd], &[]);
+    assert!(caps(&hello).contains(&"sandbox-off".to_string()), "{hello}");
+    assert!(out[0].contains("WROTE"), "{}", out[0]);
+    assert!(outside.join("plain.txt").exists());
+}
+
+#[test]
+fn an_unknown_sandbox_setting_is_a_configuration_error() {
+    let sb = Sandbox::new();
+    sb.config("[sandbox]\nmode = \"sometimes\"\n");
+    let script = sb.script("s.json", json!({"turns": []}));
+    let mut a = Agent::spawn(&sb, Some(&script), &[]);
+    let err = a.until(|v| v["type"] == "error");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("sandbox"),
+        "{err}"
+    );
+    let _ = a.finish();
+}

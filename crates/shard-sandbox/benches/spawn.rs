@@ -1,0 +1,94 @@
+//! Cost of the sandbox per spawn: `bash -c true` direct (with the parent-death signal,
+//! as `bash` spawns today) vs sandboxed, with the network on and off.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use shard_sandbox::{Sandbox, SandboxConfig, SandboxSpec};
+
+fn main() {
+    divan::main();
+}
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    on: Sandbox,
+    off_net: Sandbox,
+}
+
+fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("work")).unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        let spec = SandboxSpec {
+            workspace_roots: vec![dir.path().join("work")],
+            hidden: vec![dir.path().join("home")],
+            visible: Vec::new(),
+            temp_parent: None,
+        };
+        let on = Sandbox::new(&SandboxConfig::default(), spec.clone()).unwrap();
+        let off_net = Sandbox::new(
+            &SandboxConfig {
+                network: false,
+                ..SandboxConfig::default()
+            },
+            spec,
+        )
+        .unwrap();
+        Fixture { dir, on, off_net }
+    })
+}
+
+fn command() -> Command {
+    use std::os::unix::process::CommandExt;
+    let f = fixture();
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg("true")
+        .current_dir(f.dir.path().join("work"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .process_group(0);
+    cmd
+}
+
+#[divan::bench(sample_count = 200)]
+fn direct() {
+    let mut cmd = command();
+    // As `bash` spawns with the sandbox off: a pre_exec arms the parent-death signal.
+    shard_sandbox::set_parent_death_signal(&mut cmd);
+    assert!(cmd.status().unwrap().success());
+}
+
+#[divan::bench(sample_count = 200)]
+fn sandboxed() {
+    let f = fixture();
+    let mut cmd = command();
+    f.on.apply(&mut cmd, &f.dir.path().join("work")).unwrap();
+    assert!(cmd.status().unwrap().success());
+}
+
+#[divan::bench(sample_count = 200)]
+fn sandboxed_no_network() {
+    let f = fixture();
+    let mut cmd = command();
+    f.off_net
+        .apply(&mut cmd, &f.dir.path().join("work"))
+        .unwrap();
+    assert!(cmd.status().unwrap().success());
+}
+
+#[divan::bench(sample_count = 20)]
+fn prepare_and_probe() {
+    let f = fixture();
+    let spec = SandboxSpec {
+        workspace_roots: vec![f.dir.path().join("work")],
+        hidden: vec![f.dir.path().join("home")],
+        visible: Vec::new(),
+        temp_parent: None,
+    };
+    divan::black_box(Sandbox::new(&SandboxConfig::default(), spec).unwrap());
+}

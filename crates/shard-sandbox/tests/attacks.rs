@@ -1,0 +1,383 @@
+//! Attack suite for the sandbox itself: a real `bash` spawned through [`Sandbox::apply`]
+//! tries to get out.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use shard_sandbox::{Sandbox, SandboxConfig, SandboxMode, SandboxSpec};
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("work")).unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::fs::create_dir_all(dir.path().join("outside")).unwrap();
+        std::fs::write(dir.path().join("home/config.toml"), "secret = 1\n").unwrap();
+        Env { dir }
+    }
+    fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+    fn outside(&self) -> PathBuf {
+        self.dir.path().join("outside")
+    }
+    fn sandbox(&self, config: SandboxConfig) -> Sandbox {
+        Sandbox::new(
+            &config,
+            SandboxSpec {
+                workspace_roots: vec![self.work()],
+                hidden: vec![self.home()],
+                visible: Vec::new(),
+                temp_parent: None,
+            },
+        )
+        .unwrap()
+    }
+}
+
+fn run(sb: &Sandbox, cwd: &Path, script: &str) -> Output {
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(script)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .process_group(0);
+    use std::os::unix::process::CommandExt;
+    sb.apply(&mut cmd, cwd).unwrap();
+    cmd.output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The full sandbox, or None (with the reason printed) where this kernel lacks a part.
+fn full(env: &Env, config: SandboxConfig) -> Option<Sandbox> {
+    let sb = env.sandbox(config);
+    if !sb.missing().is_empty() {
+        eprintln!("skipped: the kernel lacks {:?}", sb.missing());
+        return None;
+    }
+    Some(sb)
+}
+
+#[test]
+fn writes_only_inside_the_workspace_and_temp() {
+    let env = Env::new();
+    let Some(sb) = full(&env, SandboxConfig::default()) else {
+        return;
+    };
+    let out = run(
+        &sb,
+        &env.work(),
+        &format!(
+            "echo ok > inside.txt && echo t > /tmp/t.txt && echo t > \"$TMPDIR/u.txt\" && cat /tmp/t.txt; \
+             echo x > {o}/escape.txt; echo $? ; ln -s /etc {o}/link; echo $?; mkdir {o}/d; echo $?",
+            o = env.outside().display()
+        ),
+    );
+    let t = text(&out);
+    assert_eq!(
+        std::fs::read_to_string(env.work().join("inside.txt")).unwrap(),
+        "ok\n",
+        "{t}"
+    );
+    assert!(!env.outside().join("escape.txt").exists(), "{t}");
+    assert!(!env.outside().join("link").exists(), "{t}");
+    assert!(!env.outside().join("d").exists(), "{t}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("t\n"),
+        "{t}"
+    );
+    // /tmp is private: the host's /tmp did not get the file.
+    assert!(
+        !Path::new("/tmp/t.txt").exists()
+            || std::fs::read_to_string("/tmp/t.txt").unwrap() != "t\n"
+    );
+}
+
+#[test]
+fn shard_home_is_invisible() {
+    let env = Env::new();
+    let Some(sb) = full(&env, SandboxConfig::default()) else {
+        return;
+    };
+    let sock_path = env.home().join("daemon.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock_path).unwrap();
+    let out = run(
+        &sb,
+        &env.work(),
+        &format!(
+            "cat {h}/config.toml; echo \"ls=[$(ls -A {h})]\"; test -S {s} && echo SOCKET; \
+             echo grant >> {h}/grants.json; echo rc=$?",
+            h = env.home().display(),
+            s = sock_path.display()
+        ),
+    );
+    let t = text(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("secret"), "{t}");
+    assert!(stdout.contains("ls=[]"), "{t}");
+    assert!(!stdout.contains("SOCKET"), "{t}");
+    assert!(!env.home().join("grants.json").exists(), "{t}");
+    if which("python3") {
+        let out = run(
+            &sb,
+            &env.work(),
+            &format!(
+                "python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"{}\"); print(\"CONNECTED\")'",
+                sock_path.display()
+            ),
+        );
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("CONNECTED"),
+            "{}",
+            text(&out)
+        );
+    } else {
+        eprintln!("python3 absent: socket connect attempt skipped");
+    }
+}
+
+#[test]
+fn shard_processes_are_out_of_view() {
+    let env = Env::new();
+    let Some(sb) = full(&env, SandboxConfig::default()) else {
+        return;
+    };
+    let me = std::process::id();
+    let out = run(
+        &sb,
+        &env.work(),
+        &format!(
+            "echo pid=$$ ppid=$PPID; cat /proc/$PPID/environ && echo READ_PARENT; \
+             test -e /proc/{me} && echo SEES_RUNTIME; cat /proc/{me}/environ && echo READ_RUNTIME; \
+             head -c1 /proc/{me}/mem && echo READ_MEM; (exec 3</proc/$PPID/mem) && echo READ_INIT_MEM; ls /proc | grep -c '^[0-9]'"
+        ),
+    );
+    let t = text(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The command runs under the namespace's init, a copy of the spawning process.
+    assert!(stdout.contains("pid=2 ppid=1"), "{t}");
+    for bad in [
+        "READ_PARENT",
+        "SEES_RUNTIME",
+        "READ_RUNTIME",
+        "READ_MEM",
+        "READ_INIT_MEM",
+    ] {
+        assert!(!stdout.contains(bad), "{bad}: {t}");
+    }
+}
+
+fn which(prog: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {prog}"))
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Host processes whose command line holds `marker`.
+fn processes_with(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let zombie = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|s| s == "Z" || s == "X");
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(marker) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn orphans_die_when_the_command_ends() {
+    let env = Env::new();
+    let Some(sb) = full(&env, SandboxConfig::default()) else {
+        return;
+    };
+    let marker = format!("{}.{}", 900 + std::process::id() % 97, std::process::id());
+    let out = run(
+        &sb,
+        &env.work(),
+        &format!(
+            "setsid -f sleep {marker}; nohup sleep {marker} >/dev/null 2>&1 & disown; (sleep {marker} &); echo started"
+        ),
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("started"),
+        "{}",
+        text(&out)
+    );
+    // The kernel kills the namespace before the first process is reaped: no wait needed.
+    let left = processes_with(&marker);
+    for pid in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(left.is_empty(), "orphans survived: {left:?}");
+}
+
+#[test]
+fn network_off_blocks_a_local_listener() {
+    let env = Env::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!("echo hi > /dev/tcp/127.0.0.1/{port} && echo CONNECTED");
+    let Some(on) = full(&env, SandboxConfig::default()) else {
+        return;
+    };
+    let out = run(&on, &env.work(), &script);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("CONNECTED"),
+        "{}",
+        text(&out)
+    );
+    let config = SandboxConfig {
+        network: false,
+        ..SandboxConfig::default()
+    };
+    let Some(off) = full(&env, config) else {
+        return;
+    };
+    let out = run(&off, &env.work(), &script);
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("CONNECTED"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn mode_off_behaves_as_before() {
+    let env = Env::new();
+    let sb = env.sandbox(SandboxConfig {
+        mode: SandboxMode::Off,
+        ..SandboxConfig::default()
+    });
+    assert!(!sb.is_active());
+    assert_eq!(sb.capabilities(), vec!["sandbox-off".to_string()]);
+    let out = run(
+        &sb,
+        &env.work(),
+        &format!(
+            "echo x > {}/escape.txt && cat {}/config.toml",
+            env.outside().display(),
+            env.home().display()
+        ),
+    );
+    assert!(env.outside().join("escape.txt").exists(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("secret"));
+}
+
+#[test]
+fn a_workspace_inside_shard_home_stays_writable() {
+    let env = Env::new();
+    let inner = env.home().join("projects/p");
+    std::fs::create_dir_all(&inner).unwrap();
+    let sb = Sandbox::new(
+        &SandboxConfig::default(),
+        SandboxSpec {
+            workspace_roots: vec![inner.clone()],
+            hidden: vec![env.home()],
+            visible: Vec::new(),
+            temp_parent: None,
+        },
+    )
+    .unwrap();
+    if !sb.missing().is_empty() {
+        eprintln!("skipped: the kernel lacks {:?}", sb.missing());
+        return;
+    }
+    let out = run(
+        &sb,
+        &inner,
+        &format!(
+            "echo ok > file.txt; cat {}/config.toml && echo LEAK",
+            env.home().display()
+        ),
+    );
+    assert_eq!(
+        std::fs::read_to_string(inner.join("file.txt")).unwrap(),
+        "ok\n",
+        "{}",
+        text(&out)
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("LEAK"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_visible_folder_inside_shard_home_is_readable_not_writable() {
+    let env = Env::new();
+    let out_dir = env.home().join("sessions/s1/tool-output");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    std::fs::write(out_dir.join("bash-1.log"), "saved line\n").unwrap();
+    let sb = Sandbox::new(
+        &SandboxConfig::default(),
+        SandboxSpec {
+            workspace_roots: vec![env.work()],
+            hidden: vec![env.home()],
+            visible: vec![out_dir.clone(), env.home().join("absent")],
+            temp_parent: None,
+        },
+    )
+    .unwrap();
+    if !sb.missing().is_empty() {
+        eprintln!("skipped: the kernel lacks {:?}", sb.missing());
+        return;
+    }
+    let out = run(
+        &sb,
+        &env.work(),
+        &format!(
+            "cat {d}/bash-1.log; echo x > {d}/new.log; cat {h}/config.toml && echo LEAK",
+            d = out_dir.display(),
+            h = env.home().display()
+        ),
+    );
+    let t = text(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("saved line"),
+        "{t}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("LEAK"),
+        "{t}"
+    );
+    assert!(!out_dir.join("new.log").exists(), "{t}");
+}
