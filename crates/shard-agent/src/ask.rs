@@ -11,6 +11,8 @@ use shard_protocol::types::{NotifyType, UiKind};
 use shard_tools::{ToolContext, ToolOutput, TypedTool};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::runtime::Internal;
+
 /// A UI request from a tool or an extension, answered through the Runtime.
 #[derive(Debug)]
 pub struct UiAsk {
@@ -23,12 +25,12 @@ pub struct UiAsk {
 /// A cloneable handle for asking the user something.
 #[derive(Debug, Clone)]
 pub struct UiHandle {
-    tx: mpsc::Sender<UiAsk>,
+    tx: mpsc::Sender<Internal>,
 }
 
 impl UiHandle {
-    /// A handle that feeds the Runtime's UI queue.
-    pub fn new(tx: mpsc::Sender<UiAsk>) -> Self {
+    /// A handle that feeds the Runtime's internal queue.
+    pub(crate) fn new(tx: mpsc::Sender<Internal>) -> Self {
         UiHandle { tx }
     }
 
@@ -37,7 +39,12 @@ impl UiHandle {
     /// of the turn) resolves the request later.
     pub async fn notify(&self, request: UiRequest) {
         let (reply, shown) = oneshot::channel();
-        if self.tx.send(UiAsk { request, reply }).await.is_ok() {
+        if self
+            .tx
+            .send(Internal::Ui(UiAsk { request, reply }))
+            .await
+            .is_ok()
+        {
             let _ = shown.await;
         }
     }
@@ -45,7 +52,12 @@ impl UiHandle {
     /// Asks and waits for the answer; `Value::Null` when nobody can answer.
     pub async fn ask(&self, request: UiRequest) -> Value {
         let (reply, rx) = oneshot::channel();
-        if self.tx.send(UiAsk { request, reply }).await.is_err() {
+        if self
+            .tx
+            .send(Internal::Ui(UiAsk { request, reply }))
+            .await
+            .is_err()
+        {
             return Value::Null;
         }
         rx.await.unwrap_or(Value::Null)

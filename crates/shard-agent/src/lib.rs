@@ -2,6 +2,10 @@
 //! protocol. The turn loop, the PermissionGate, modes, the model controller and the
 //! direct stdio transport live here; the daemon's registry does not.
 
+// Standard output is the protocol (`shard agent`) and standard error belongs to the
+// binary: a library reports through return values and `tracing`, never by printing.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod ask;
 pub mod config;
 pub mod hooks;

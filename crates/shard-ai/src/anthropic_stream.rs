@@ -9,8 +9,9 @@ use serde_json::Value;
 use shard_protocol::types::Usage;
 
 use crate::anthropic::REDACTED_PREFIX;
+use crate::errors::classify_event;
 use crate::http::{DecodeError, Decoder};
-use crate::provider::{ProviderError, StopReason, StreamEvent};
+use crate::provider::{StopReason, StreamEvent};
 use crate::sse::SseEvent;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -130,9 +131,7 @@ impl AnthropicDecoder {
 
 fn bad_json(e: &serde_json::Error, data: &str) -> DecodeError {
     let head: String = data.chars().take(120).collect();
-    DecodeError::Fatal(ProviderError::Stream(format!(
-        "invalid JSON in the event stream ({e}): {head}"
-    )))
+    DecodeError::malformed(format!("invalid JSON in the event stream ({e}): {head}"))
 }
 
 impl Decoder for AnthropicDecoder {
@@ -320,13 +319,7 @@ impl Decoder for AnthropicDecoder {
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 let text = format!("anthropic stream error: {etype}: {msg}");
-                return Err(
-                    if matches!(etype, "overloaded_error" | "api_error" | "rate_limit_error") {
-                        DecodeError::Retryable(text)
-                    } else {
-                        DecodeError::Fatal(ProviderError::Stream(text))
-                    },
-                );
+                return Err(DecodeError::event(classify_event(&v), text));
             }
             "ping" => {}
             other => tracing::debug!(event = other, "ignoring an unknown event"),
@@ -340,8 +333,8 @@ impl Decoder for AnthropicDecoder {
             self.finish(out);
             return Ok(());
         }
-        Err(DecodeError::Retryable(
-            "anthropic stream ended before the message was complete".to_string(),
+        Err(DecodeError::truncated(
+            "anthropic stream ended before the message was complete",
         ))
     }
 }

@@ -24,7 +24,7 @@ pub fn decode<'a>(
     let mut sse = Vec::new();
     let mut out = Vec::new();
     let convert = |e: DecodeError| match e {
-        DecodeError::Retryable(msg) => ProviderError::Stream(msg),
+        DecodeError::Retryable(err) => ProviderError::Api(err),
         DecodeError::Fatal(e) => e,
     };
     for chunk in chunks {

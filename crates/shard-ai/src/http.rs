@@ -13,7 +13,8 @@ use futures::StreamExt;
 use reqwest::header::HeaderMap;
 use tokio_util::sync::CancellationToken;
 
-use crate::provider::{EventStream, ProviderError, StreamEvent};
+use crate::errors::{ErrorFields, classify_http};
+use crate::provider::{ApiError, ErrorKind, EventStream, ProviderError, StreamEvent};
 use crate::retry::{self, RetryPolicy};
 use crate::secret::ApiKey;
 use crate::sse::{SseEvent, SseParser};
@@ -22,9 +23,36 @@ use crate::sse::{SseEvent, SseParser};
 #[derive(Debug)]
 pub(crate) enum DecodeError {
     /// A transient provider condition (overloaded); retried when no content was yielded.
-    Retryable(String),
+    Retryable(ApiError),
     /// Final.
     Fatal(ProviderError),
+}
+
+impl DecodeError {
+    /// An error event inside the stream: retried when its kind is.
+    pub(crate) fn event(kind: ErrorKind, message: String) -> DecodeError {
+        let err = ApiError {
+            kind,
+            status: None,
+            message,
+        };
+        if retry::is_retryable(kind) {
+            DecodeError::Retryable(err)
+        } else {
+            DecodeError::Fatal(ProviderError::Api(err))
+        }
+    }
+
+    /// The body ended before the response was complete: a broken connection, retried
+    /// while nothing was yielded.
+    pub(crate) fn truncated(message: &str) -> DecodeError {
+        DecodeError::Retryable(network(message.to_string()))
+    }
+
+    /// A stream that cannot be understood (invalid JSON, missing events): final.
+    pub(crate) fn malformed(message: String) -> DecodeError {
+        DecodeError::Fatal(ProviderError::api(ErrorKind::Server, None, message))
+    }
 }
 
 /// Turns one provider's SSE events into normalized events.
@@ -224,22 +252,24 @@ impl Driver {
         self.finished = true;
     }
 
-    /// Schedules another attempt, or fails when the budget is spent.
-    fn retry_or_fail(&mut self, reason: String, headers: Option<&HeaderMap>, status: bool) {
+    /// Schedules another attempt, or fails with `err` when the budget is spent.
+    fn retry_or_fail(&mut self, mut err: ApiError, headers: Option<&HeaderMap>) {
         self.response = None;
         let policy = self.transport.policy;
         if self.attempt > policy.max_retries {
             let attempts = self.attempt;
-            let msg = format!("{reason} (gave up after {attempts} attempts)");
-            tracing::warn!(provider = %self.call.provider, "{msg}");
-            self.fail(if status {
-                ProviderError::Http(msg)
-            } else {
-                ProviderError::Stream(msg)
-            });
+            err.message = format!("{} (gave up after {attempts} attempts)", err.message);
+            tracing::warn!(provider = %self.call.provider, kind = err.kind.as_str(), "{}", err.message);
+            self.fail(ProviderError::Api(err));
             return;
         }
-        let delay = policy.delay(self.attempt, headers);
+        let server = match err.kind {
+            ErrorKind::RateLimited { retry_after } => retry_after,
+            _ => None,
+        }
+        .or_else(|| headers.and_then(retry::server_delay));
+        let delay = policy.delay(self.attempt, server);
+        let reason = err.message;
         tracing::info!(provider = %self.call.provider, attempt = self.attempt, ?delay, "retrying: {reason}");
         self.queue.push_back(Ok(StreamEvent::Retrying {
             attempt: self.attempt,
@@ -266,7 +296,7 @@ impl Driver {
                     self.call.provider,
                     idle.as_secs_f64()
                 );
-                self.retry_or_fail(reason, None, true);
+                self.retry_or_fail(network(reason), None);
                 return;
             }
             Ok(Err(e)) => {
@@ -275,7 +305,7 @@ impl Driver {
                 if e.is_builder() {
                     self.fail(ProviderError::Config(reason));
                 } else {
-                    self.retry_or_fail(reason, None, true);
+                    self.retry_or_fail(network(reason), None);
                 }
                 return;
             }
@@ -291,19 +321,20 @@ impl Driver {
         let headers = response.headers().clone();
         let body = read_error_body(response, idle).await;
         let detail = self.call.key.scrub(&error_detail(&body));
+        let kind = classify_http(status, &body, retry::server_delay(&headers));
         if status == 401 || status == 403 {
             // Only the error type: auth messages may quote a masked form of the key.
-            let kind = error_kind(&body)
+            let named = error_kind(&body)
                 .map(|k| format!(" {k}"))
                 .unwrap_or_default();
             let msg = format!(
-                "{} rejected the credentials (HTTP {status}{}); check {}",
+                "authentication failed: {} rejected the credentials (HTTP {status}{}); check {}",
                 self.call.provider,
-                self.call.key.scrub(&kind),
+                self.call.key.scrub(&named),
                 self.call.key_source
             );
             tracing::warn!(provider = %self.call.provider, status, "authentication failed");
-            self.fail(ProviderError::Auth(msg));
+            self.fail(ProviderError::api(kind, Some(status), msg));
             return;
         }
         let reason = format!(
@@ -315,13 +346,18 @@ impl Driver {
                 format!(": {detail}")
             }
         );
-        let retryable = retry::should_retry_header(&headers)
-            .unwrap_or_else(|| retry::status_is_retryable(status));
+        let err = ApiError {
+            kind,
+            status: Some(status),
+            message: reason,
+        };
+        let retryable =
+            retry::should_retry_header(&headers).unwrap_or_else(|| retry::is_retryable(kind));
         if retryable {
-            self.retry_or_fail(reason, Some(&headers), true);
+            self.retry_or_fail(err, Some(&headers));
         } else {
-            tracing::warn!(provider = %self.call.provider, status, "request failed");
-            self.fail(ProviderError::Http(reason));
+            tracing::warn!(provider = %self.call.provider, status, kind = kind.as_str(), "request failed");
+            self.fail(ProviderError::Api(err));
         }
     }
 
@@ -339,13 +375,13 @@ impl Driver {
                     self.call.provider,
                     idle.as_secs_f64()
                 );
-                self.stream_failure(reason, true);
+                self.stream_failure(network(reason), true);
                 return;
             }
             Ok(Err(e)) => {
                 let msg = self.call.key.scrub(&describe_reqwest_error(&e));
                 self.stream_failure(
-                    format!("connection to {} broke: {msg}", self.call.provider),
+                    network(format!("connection to {} broke: {msg}", self.call.provider)),
                     true,
                 );
                 return;
@@ -379,7 +415,7 @@ impl Driver {
             }
         }
         match failure {
-            Some(DecodeError::Retryable(reason)) => self.stream_failure(reason, true),
+            Some(DecodeError::Retryable(err)) => self.stream_failure(err, true),
             Some(DecodeError::Fatal(err)) => {
                 self.flush_out();
                 self.fail(err);
@@ -400,7 +436,7 @@ impl Driver {
 
     /// A failure after HTTP 200: retried only while nothing of this call reached the
     /// consumer (events still waiting in `out` are discarded with the attempt).
-    fn stream_failure(&mut self, reason: String, retryable: bool) {
+    fn stream_failure(&mut self, err: ApiError, retryable: bool) {
         let content_pending = self.out.iter().any(is_content)
             || self
                 .queue
@@ -410,12 +446,21 @@ impl Driver {
             self.out.clear();
             self.queue
                 .retain(|i| matches!(i, Ok(StreamEvent::Retrying { .. })));
-            self.retry_or_fail(reason, None, false);
+            self.retry_or_fail(err, None);
         } else {
-            tracing::warn!(provider = %self.call.provider, "stream failed: {reason}");
+            tracing::warn!(provider = %self.call.provider, kind = err.kind.as_str(), "stream failed: {}", err.message);
             self.flush_out();
-            self.fail(ProviderError::Stream(reason));
+            self.fail(ProviderError::Api(err));
         }
+    }
+}
+
+/// A failure to reach the provider or to keep the connection.
+fn network(message: String) -> ApiError {
+    ApiError {
+        kind: ErrorKind::Network,
+        status: None,
+        message,
     }
 }
 
@@ -459,26 +504,18 @@ async fn read_error_body(mut response: reqwest::Response, idle: Duration) -> Str
 
 /// The `error.type` (or `error.code`) of a JSON error body.
 fn error_kind(body: &str) -> Option<String> {
-    let v = serde_json::from_str::<serde_json::Value>(body).ok()?;
-    let err = v.get("error").unwrap_or(&v);
-    let kind = err.get("type").or_else(|| err.get("code"))?.as_str()?;
-    Some(short(kind, 60))
+    let f = ErrorFields::parse(body)?;
+    Some(short(&f.kind.or(f.code)?, 60))
 }
 
 /// The useful part of an error body: `error.type: error.message` when it is the JSON
 /// both APIs use, else the first line of the text.
 fn error_detail(body: &str) -> String {
-    if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
-        let err = v.get("error").unwrap_or(&v);
-        let kind = err
-            .get("type")
-            .or_else(|| err.get("code"))
-            .and_then(|t| t.as_str());
-        let message = err.get("message").and_then(|m| m.as_str());
-        return match (kind, message) {
+    if let Some(f) = ErrorFields::parse(body) {
+        return match (f.kind.or(f.code), f.message) {
             (Some(k), Some(m)) => format!("{k}: {m}"),
-            (None, Some(m)) => m.to_string(),
-            (Some(k), None) => k.to_string(),
+            (None, Some(m)) => m,
+            (Some(k), None) => k,
             (None, None) => short(body.trim(), 300),
         };
     }

@@ -5,12 +5,17 @@
 //! (`openai`, also for compatible servers) and [`OpenAiResponsesProvider`]
 //! (`openai-responses`), built from configuration by [`build_provider`].
 
+// Standard output is the protocol (`shard agent`) and standard error belongs to the
+// binary: a library reports through return values and `tracing`, never by printing.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod anthropic;
 mod anthropic_stream;
 pub mod catalog;
 pub mod config;
 mod convert;
 pub mod decode;
+pub mod errors;
 mod http;
 pub mod openai_chat;
 pub mod openai_responses;
@@ -30,7 +35,8 @@ pub use config::{
 pub use openai_chat::OpenAiChatProvider;
 pub use openai_responses::OpenAiResponsesProvider;
 pub use provider::{
-    EventStream, ModelRequest, Provider, ProviderError, StopReason, StreamEvent, ToolSpec,
+    ApiError, ErrorKind, EventStream, ModelRequest, Provider, ProviderError, StopReason,
+    StreamEvent, ToolSpec,
 };
 pub use scripted::ScriptedProvider;
 pub use secret::ApiKey;

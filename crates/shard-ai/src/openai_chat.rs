@@ -15,6 +15,7 @@ use shard_protocol::types::{ContentBlock, Role, ToolResultContent, Usage};
 use tokio_util::sync::CancellationToken;
 
 use crate::convert::{args_json, data_url, flagged_tool_text, role_runs};
+use crate::errors::classify_event;
 use crate::http::{self, Call, DecodeError, Decoder, DecoderFactory, Transport};
 use crate::provider::{
     EventStream, ModelRequest, Provider, ProviderError, StopReason, StreamEvent,
@@ -418,9 +419,7 @@ impl Decoder for ChatDecoder {
         }
         let v: Value = serde_json::from_str(data).map_err(|e| {
             let head: String = data.chars().take(120).collect();
-            DecodeError::Fatal(ProviderError::Stream(format!(
-                "invalid JSON in the event stream ({e}): {head}"
-            )))
+            DecodeError::malformed(format!("invalid JSON in the event stream ({e}): {head}"))
         })?;
         if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
             let msg = err
@@ -429,16 +428,7 @@ impl Decoder for ChatDecoder {
                 .unwrap_or("unknown error");
             let code = err.get("code").map(|c| c.to_string()).unwrap_or_default();
             let text = format!("stream error {code}: {msg}");
-            let transient = err
-                .get("code")
-                .and_then(Value::as_u64)
-                .is_some_and(|c| c == 429 || c >= 500)
-                || msg.to_ascii_lowercase().contains("overloaded");
-            return Err(if transient {
-                DecodeError::Retryable(text)
-            } else {
-                DecodeError::Fatal(ProviderError::Stream(text))
-            });
+            return Err(DecodeError::event(classify_event(&v), text));
         }
         if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
             out.push(StreamEvent::Usage(chat_usage(u)));
@@ -493,8 +483,8 @@ impl Decoder for ChatDecoder {
             self.finish(out);
             return Ok(());
         }
-        Err(DecodeError::Retryable(
-            "the stream ended before a finish reason".to_string(),
+        Err(DecodeError::truncated(
+            "the stream ended before a finish reason",
         ))
     }
 }

@@ -18,9 +18,10 @@ use shard_protocol::types::{ContentBlock, Role, ToolResultContent, Usage};
 use tokio_util::sync::CancellationToken;
 
 use crate::convert::{args_json, data_url, flagged_tool_text, role_runs};
+use crate::errors::ErrorFields;
 use crate::http::{self, Call, DecodeError, Decoder, DecoderFactory, Transport};
 use crate::provider::{
-    EventStream, ModelRequest, Provider, ProviderError, StopReason, StreamEvent,
+    ErrorKind, EventStream, ModelRequest, Provider, ProviderError, StopReason, StreamEvent,
 };
 use crate::settings::ProviderSettings;
 use crate::sse::SseEvent;
@@ -255,17 +256,6 @@ fn s<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("")
 }
 
-fn transient(code: &str) -> bool {
-    matches!(
-        code,
-        "server_error"
-            | "rate_limit_exceeded"
-            | "server_is_overloaded"
-            | "slow_down"
-            | "overloaded"
-    )
-}
-
 impl ResponsesDecoder {
     fn item(&mut self, idx: u64, kind: Kind) -> &mut Item {
         self.items.entry(idx).or_insert_with(|| Item::new(kind))
@@ -409,11 +399,12 @@ impl ResponsesDecoder {
 
     fn failure(&self, code: &str, message: &str) -> DecodeError {
         let text = format!("responses stream error: {code}: {message}");
-        if transient(code) {
-            DecodeError::Retryable(text)
-        } else {
-            DecodeError::Fatal(ProviderError::Stream(text))
-        }
+        let fields = ErrorFields {
+            kind: None,
+            code: Some(code.to_string()),
+            message: Some(message.to_string()),
+        };
+        DecodeError::event(fields.kind().unwrap_or(ErrorKind::Server), text)
     }
 }
 
@@ -425,9 +416,7 @@ impl Decoder for ResponsesDecoder {
         }
         let v: Value = serde_json::from_str(data).map_err(|e| {
             let head: String = data.chars().take(120).collect();
-            DecodeError::Fatal(ProviderError::Stream(format!(
-                "invalid JSON in the event stream ({e}): {head}"
-            )))
+            DecodeError::malformed(format!("invalid JSON in the event stream ({e}): {head}"))
         })?;
         let kind = v
             .get("type")
@@ -555,8 +544,8 @@ impl Decoder for ResponsesDecoder {
 
     fn end(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), DecodeError> {
         let _ = out;
-        Err(DecodeError::Retryable(
-            "the stream ended before response.completed".to_string(),
+        Err(DecodeError::truncated(
+            "the stream ended before response.completed",
         ))
     }
 }

@@ -3,9 +3,11 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::Stream;
 use serde_json::Value;
+use shard_protocol::ErrorCode;
 use shard_protocol::types::{Message, Usage};
 use tokio_util::sync::CancellationToken;
 
@@ -117,24 +119,117 @@ pub enum StreamEvent {
     },
 }
 
+/// What went wrong in a provider call, as far as the caller can act on it. Each kind maps
+/// to one protocol error code ([`ErrorKind::error_code`]) and decides whether the call is
+/// retried ([`crate::retry::is_retryable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The credentials, or the account behind them (billing, quota), were refused.
+    Auth,
+    /// Too many requests; the server may say when to come back.
+    RateLimited {
+        /// The wait the server asked for (`retry-after-ms` / `retry-after`), if any.
+        retry_after: Option<Duration>,
+    },
+    /// The provider is overloaded (Anthropic 529 `overloaded_error`, HTTP 503).
+    Overloaded,
+    /// The request does not fit the model's context window.
+    ContextWindowExceeded,
+    /// The provider rejected the request itself (bad parameter, unknown model).
+    InvalidRequest,
+    /// The provider could not be reached, did not answer in time, or the connection broke.
+    Network,
+    /// The provider failed on its side, or sent something that cannot be understood.
+    Server,
+}
+
+impl ErrorKind {
+    /// The kind's name in messages and documentation (`rate_limited`, …).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ErrorKind::Auth => "auth",
+            ErrorKind::RateLimited { .. } => "rate_limited",
+            ErrorKind::Overloaded => "overloaded",
+            ErrorKind::ContextWindowExceeded => "context_window_exceeded",
+            ErrorKind::InvalidRequest => "invalid_request",
+            ErrorKind::Network => "network",
+            ErrorKind::Server => "server",
+        }
+    }
+
+    /// The protocol error code a client sees for this kind (docs/protocol.md, "Provider
+    /// error codes").
+    pub fn error_code(&self) -> ErrorCode {
+        match self {
+            ErrorKind::Auth => ErrorCode::ProviderAuth,
+            ErrorKind::RateLimited { .. } => ErrorCode::ProviderRateLimited,
+            ErrorKind::Overloaded => ErrorCode::ProviderOverloaded,
+            ErrorKind::ContextWindowExceeded => ErrorCode::ContextWindowExceeded,
+            ErrorKind::InvalidRequest => ErrorCode::ProviderInvalidRequest,
+            ErrorKind::Network => ErrorCode::ProviderUnreachable,
+            ErrorKind::Server => ErrorCode::ProviderError,
+        }
+    }
+}
+
+/// A failure the provider reported or the transport met: its kind, the HTTP status when
+/// there was one, and the message (the provider's own text where it sent one). Never
+/// contains an API key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// What kind of failure.
+    pub kind: ErrorKind,
+    /// HTTP status; `None` for failures in transit or inside a 200 stream.
+    pub status: Option<u16>,
+    /// What happened, in one line.
+    pub message: String,
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// A failed provider call. Messages never contain an API key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderError {
-    /// Bad or missing credentials (HTTP 401/403); never retried.
-    #[error("authentication failed: {0}")]
-    Auth(String),
-    /// Retries exhausted or a non-retryable HTTP error.
+    /// The provider refused the call or the call failed on its way (see [`ErrorKind`]).
     #[error("{0}")]
-    Http(String),
-    /// The stream broke or could not be parsed.
-    #[error("stream error: {0}")]
-    Stream(String),
+    Api(ApiError),
     /// The request could not be built (unknown model, bad config).
     #[error("{0}")]
     Config(String),
     /// Cancelled by the caller.
     #[error("cancelled")]
     Cancelled,
+}
+
+impl ProviderError {
+    /// A provider or transport failure of `kind`.
+    pub fn api(kind: ErrorKind, status: Option<u16>, message: impl Into<String>) -> Self {
+        ProviderError::Api(ApiError {
+            kind,
+            status,
+            message: message.into(),
+        })
+    }
+
+    /// The failure's kind; `None` for configuration errors and cancellation.
+    pub fn kind(&self) -> Option<ErrorKind> {
+        match self {
+            ProviderError::Api(e) => Some(e.kind),
+            _ => None,
+        }
+    }
+
+    /// The protocol error code the Runtime reports for this failure.
+    pub fn error_code(&self) -> ErrorCode {
+        match self {
+            ProviderError::Api(e) => e.kind.error_code(),
+            ProviderError::Config(_) | ProviderError::Cancelled => ErrorCode::ProviderError,
+        }
+    }
 }
 
 /// The stream of one provider call.

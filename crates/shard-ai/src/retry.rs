@@ -1,13 +1,17 @@
 //! Retry policy: which failures are retried, and how long to wait before the next try.
 //!
-//! Follows the official SDKs: 408, 409, 429, 5xx (529 included) and connection failures
-//! are retried with exponential backoff and jitter; a server's `retry-after-ms` or
-//! `retry-after` (seconds or an HTTP date) wins when it is reasonable, and an
-//! `x-should-retry` header overrides the status-based decision.
+//! Decided by the failure's [`ErrorKind`]: rate limits, overload, network and server
+//! failures are retried (the official SDKs' 408, 409, 429 and 5xx), authentication,
+//! invalid requests and context overflow never are (the same request cannot succeed).
+//! Backoff is exponential with jitter; a server's `retry-after-ms` or `retry-after`
+//! (seconds or an HTTP date) wins when it is reasonable, and an `x-should-retry` header
+//! overrides the kind-based decision.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::header::HeaderMap;
+
+use crate::provider::ErrorKind;
 
 /// How often and how patiently a call is retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,10 +39,10 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// The delay before retry number `attempt` (1-based), honouring the response headers
-    /// when they ask for a sensible wait.
-    pub fn delay(&self, attempt: u32, headers: Option<&HeaderMap>) -> Duration {
-        if let Some(d) = headers.and_then(server_delay)
+    /// The delay before retry number `attempt` (1-based), honouring the wait the server
+    /// asked for (a rate limit's retry-after, or the response headers) when it is sensible.
+    pub fn delay(&self, attempt: u32, server: Option<Duration>) -> Duration {
+        if let Some(d) = server
             && d <= self.max_retry_after
         {
             return d;
@@ -58,9 +62,15 @@ impl RetryPolicy {
     }
 }
 
-/// Whether an HTTP status is worth retrying, before headers are consulted.
-pub fn status_is_retryable(status: u16) -> bool {
-    matches!(status, 408 | 409 | 429) || status >= 500
+/// Whether a failure of this kind is worth another attempt, before headers are consulted.
+pub fn is_retryable(kind: ErrorKind) -> bool {
+    match kind {
+        ErrorKind::RateLimited { .. }
+        | ErrorKind::Overloaded
+        | ErrorKind::Network
+        | ErrorKind::Server => true,
+        ErrorKind::Auth | ErrorKind::ContextWindowExceeded | ErrorKind::InvalidRequest => false,
+    }
 }
 
 /// The `x-should-retry` override, when the server sent one.
@@ -197,18 +207,27 @@ mod tests {
     #[test]
     fn long_server_delay_is_ignored() {
         let p = RetryPolicy::default();
-        let mut h = HeaderMap::new();
-        h.insert("retry-after", HeaderValue::from_static("3600"));
-        assert!(p.delay(1, Some(&h)) <= Duration::from_millis(500));
+        assert!(p.delay(1, Some(Duration::from_secs(3600))) <= Duration::from_millis(500));
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(3))),
+            Duration::from_secs(3)
+        );
     }
 
     #[test]
-    fn retryable_statuses() {
+    fn retryable_statuses_follow_their_kinds() {
+        use crate::errors::classify_http;
         for s in [408, 409, 429, 500, 502, 503, 529] {
-            assert!(status_is_retryable(s), "{s}");
+            assert!(is_retryable(classify_http(s, "", None)), "{s}");
         }
-        for s in [400, 401, 403, 404, 422] {
-            assert!(!status_is_retryable(s), "{s}");
+        for s in [400, 401, 402, 403, 404, 413, 422] {
+            assert!(!is_retryable(classify_http(s, "", None)), "{s}");
         }
+        let overflow = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}"#;
+        assert_eq!(
+            classify_http(400, overflow, None),
+            ErrorKind::ContextWindowExceeded
+        );
+        assert!(!is_retryable(ErrorKind::ContextWindowExceeded));
     }
 }

@@ -14,7 +14,9 @@
 //!   a tool call whose JSON arguments stream in pieces.
 //! - `{"usage": {"input": n, "output": n, "cache_read"?: n, "cache_write"?: n}}`.
 //! - `{"delay_ms": n}` — a pause (cancellable).
-//! - `{"error": "...", "kind"?: "http" | "auth" | "stream"}` — the call fails here.
+//! - `{"error": "...", "kind"?: KIND, "status"?: N}` — the call fails here with a provider
+//!   error of that kind (`auth`, `rate_limited`, `overloaded`, `context_window_exceeded`,
+//!   `invalid_request`, `network`, `server`; default `server`).
 //! - `{"wait_for_tool_result": "ID"}` — the turn fails unless the request carries the
 //!   result of tool call `ID` (checks that results really reach the model).
 //!
@@ -33,7 +35,7 @@ use shard_protocol::types::{ContentBlock, Message, ToolResultContent, Usage};
 use tokio_util::sync::CancellationToken;
 
 use crate::provider::{
-    EventStream, ModelRequest, Provider, ProviderError, StopReason, StreamEvent,
+    ErrorKind, EventStream, ModelRequest, Provider, ProviderError, StopReason, StreamEvent,
 };
 
 /// A parsed script.
@@ -232,17 +234,36 @@ async fn play(
                 _ = cancel.cancelled() => return Err(ProviderError::Cancelled),
             }
         } else if let Some(msg) = step.get("error").and_then(Value::as_str) {
-            let msg = msg.to_string();
-            return Err(match step.get("kind").and_then(Value::as_str) {
-                Some("auth") => ProviderError::Auth(msg),
-                Some("stream") => ProviderError::Stream(msg),
-                _ => ProviderError::Http(msg),
-            });
+            let status = step
+                .get("status")
+                .and_then(Value::as_u64)
+                .and_then(|s| u16::try_from(s).ok());
+            let kind = match step.get("kind").and_then(Value::as_str) {
+                None | Some("server") => ErrorKind::Server,
+                Some("auth") => ErrorKind::Auth,
+                Some("rate_limited") => ErrorKind::RateLimited { retry_after: None },
+                Some("overloaded") => ErrorKind::Overloaded,
+                Some("context_window_exceeded") => ErrorKind::ContextWindowExceeded,
+                Some("invalid_request") => ErrorKind::InvalidRequest,
+                Some("network" | "stream") => ErrorKind::Network,
+                Some(other) => {
+                    return Err(ProviderError::Config(format!(
+                        "scripted provider: unknown error kind {other:?} (use auth, \
+                         rate_limited, overloaded, context_window_exceeded, \
+                         invalid_request, network or server)"
+                    )));
+                }
+            };
+            return Err(ProviderError::api(kind, status, msg));
         } else if let Some(id) = step.get("wait_for_tool_result").and_then(Value::as_str) {
             if tool_result_text(&request.messages, id).is_none() {
-                return Err(ProviderError::Stream(format!(
-                    "scripted provider: expected the result of tool call {id} in the request"
-                )));
+                return Err(ProviderError::api(
+                    ErrorKind::InvalidRequest,
+                    None,
+                    format!(
+                        "scripted provider: expected the result of tool call {id} in the request"
+                    ),
+                ));
             }
         } else {
             return Err(ProviderError::Config(format!(

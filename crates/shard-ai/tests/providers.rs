@@ -9,6 +9,8 @@ mod support;
 mod anthropic;
 #[path = "providers/chunking.rs"]
 mod chunking;
+#[path = "providers/errors.rs"]
+mod errors;
 #[path = "providers/failures.rs"]
 mod failures;
 #[path = "providers/multi_turn.rs"]

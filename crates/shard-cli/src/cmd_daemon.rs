@@ -34,6 +34,10 @@ pub struct DaemonArgs {
     /// Most bytes queued for one client before it is disconnected.
     #[arg(long, hide = true)]
     client_queue_bytes: Option<usize>,
+    /// Most client connections held at once on each transport; one more is refused with
+    /// a clear error and the daemon carries on.
+    #[arg(long, default_value_t = 4096)]
+    max_connections: usize,
 }
 
 /// Arguments of `shard ls`.
@@ -95,6 +99,7 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
         cfg.headless_timeout = Duration::from_secs(t);
     }
     cfg.ready_timeout = Duration::from_secs(args.ready_timeout.max(1));
+    cfg.max_connections = args.max_connections.max(1);
     let d = QueueCaps::default();
     cfg.queue = QueueCaps {
         max_messages: args.client_queue_messages.unwrap_or(d.max_messages),

@@ -3,6 +3,10 @@
 //! and read events demultiplexed by `agent_id`. [`view::AgentView`] turns an agent's
 //! events into its state; [`sanitize`] makes model and tool text safe for a terminal.
 
+// Standard output is the protocol (`shard agent`) and standard error belongs to the
+// binary: a library reports through return values and `tracing`, never by printing.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 mod lines;
 pub mod sanitize;
 pub mod typed;

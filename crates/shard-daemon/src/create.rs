@@ -1,57 +1,41 @@
 //! `agent.create` (PROTOCOL §10.1): managed create with a fresh session, or legacy
-//! adoption of an existing one, then the first Runtime generation.
+//! adoption of an existing one, then the first Runtime generation. It runs as a spawned
+//! task (slow: disk, a `shard agent --check`, the Runtime's start), never on a
+//! connection's read loop.
 
 use std::sync::Arc;
 
 use shard_protocol::command::AgentCreate;
 use shard_protocol::responses::AgentCreated;
-use shard_protocol::{ErrorCode, Event, ids};
+use shard_protocol::{ErrorCode, ids};
 
-use crate::commands::{fail, reply};
+use crate::core::Shared;
 use crate::manifest::{AgentManifest, MANIFEST_VERSION};
-use crate::state::{AgentEntry, ConnId, Shared};
-use crate::supervisor;
+use crate::reply::{ProtocolError, Reply};
 
-pub(crate) async fn create(shared: &Arc<Shared>, conn: ConnId, id: Option<String>, c: AgentCreate) {
-    let ty = "agent.create";
+fn invalid(msg: impl Into<String>) -> ProtocolError {
+    ProtocolError::new(ErrorCode::InvalidRequest, msg)
+}
+
+pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply, ProtocolError> {
     let refused = c.daemon_only_fields();
     if !refused.is_empty() {
-        return fail(
-            shared,
-            conn,
-            id,
-            ty,
-            ErrorCode::InvalidRequest,
-            format!("{} set by the daemon, not by clients", refused.join(", ")),
-        );
+        return Err(invalid(format!(
+            "{} set by the daemon, not by clients",
+            refused.join(", ")
+        )));
     }
     let cwd = match tokio::fs::canonicalize(&c.cwd).await {
         Ok(p) if tokio::fs::metadata(&p).await.is_ok_and(|m| m.is_dir()) => p,
-        _ => {
-            return fail(
-                shared,
-                conn,
-                id,
-                ty,
-                ErrorCode::InvalidRequest,
-                format!("cwd {:?} is not a directory", c.cwd),
-            );
-        }
+        _ => return Err(invalid(format!("cwd {:?} is not a directory", c.cwd))),
     };
     if let Some(sid) = &c.session_id {
         if !ids::is_valid(ids::SESSION, sid) {
-            return fail(
-                shared,
-                conn,
-                id,
-                ty,
-                ErrorCode::InvalidRequest,
-                "session_id is not a valid session id",
-            );
+            return Err(invalid("session_id is not a valid session id"));
         }
-        if let Err((code, msg)) = check_session(shared, sid).await {
-            return fail(shared, conn, id, ty, code, msg);
-        }
+        check_session(shared, sid)
+            .await
+            .map_err(|(code, msg)| ProtocolError::new(code, msg))?;
     }
     let agent_id = ids::new_id(ids::AGENT);
     let manifest = AgentManifest {
@@ -74,69 +58,22 @@ pub(crate) async fn create(shared: &Arc<Shared>, conn: ConnId, id: Option<String
         adopted: c.session_id.is_some(),
         started: false,
     };
-    {
-        // Reserve under the lock: two concurrent adoptions of one session cannot both win.
-        let mut st = shared.lock();
-        if st.shutting_down {
-            drop(st);
-            return fail(
-                shared,
-                conn,
-                id,
-                ty,
-                ErrorCode::Conflict,
-                "the daemon is shutting down",
-            );
-        }
-        if let Some(p) = &manifest.parent_agent_id
-            && !st.agents.contains_key(p)
-        {
-            drop(st);
-            return fail(
-                shared,
-                conn,
-                id,
-                ty,
-                ErrorCode::NotFound,
-                "parent_agent_id names no agent",
-            );
-        }
-        if manifest.adopted
-            && st
-                .agents
-                .values()
-                .any(|e| e.manifest.session_id == manifest.session_id)
-        {
-            drop(st);
-            return fail(
-                shared,
-                conn,
-                id,
-                ty,
-                ErrorCode::InvalidRequest,
-                "session is already adopted",
-            );
-        }
-        st.agents
-            .insert(agent_id.clone(), AgentEntry::new(manifest.clone()));
+    // An unknown mode, provider or model is one clear error, and nothing is created
+    // (issue 9 item 7): the Runtime's own check says what would work.
+    let spec = crate::core::launch_spec_for_check(&shared.cfg, &manifest);
+    if let Err(why) = shared.launcher.check(&spec).await {
+        return Err(invalid(why));
     }
+    shared.reserve_agent(&manifest)?;
     if let Err(e) = shared.store.save(&manifest).await {
         tracing::error!(error = %e, "could not write a manifest");
-        shared.lock().agents.remove(&agent_id);
-        return fail(
-            shared,
-            conn,
-            id,
-            ty,
+        shared.forget_agent(&agent_id);
+        return Err(ProtocolError::new(
             ErrorCode::InternalError,
             format!("could not record the agent: {e}"),
-        );
+        ));
     }
-    let started = {
-        let mut st = shared.lock();
-        supervisor::ensure_started(shared, &mut st, &agent_id)
-    };
-    let result = match started {
+    let result = match shared.start_agent(&agent_id) {
         Ok(None) => Ok(()),
         Ok(Some(rx)) => match tokio::time::timeout(shared.cfg.ready_timeout * 2, rx).await {
             Ok(Ok(r)) => r,
@@ -148,24 +85,14 @@ pub(crate) async fn create(shared: &Arc<Shared>, conn: ConnId, id: Option<String
         agent_id: agent_id.clone(),
     })
     .ok();
-    let ev = match result {
-        Ok(()) => Event::ok(id, ty, data),
-        Err(e) => {
-            let mut ev = Event::err(
-                id,
-                Some(ty),
-                ErrorCode::RuntimeStartFailed,
-                format!("agent {agent_id} was created but its runtime failed to start: {e}"),
-            );
-            if let Event::Response(r) = &mut ev
-                && let Some(err) = &mut r.error
-            {
-                err.data = data;
-            }
-            ev
-        }
-    };
-    reply(shared, conn, ev);
+    match result {
+        Ok(()) => Ok(Reply::Done(data)),
+        Err(e) => Err(ProtocolError::new(
+            ErrorCode::RuntimeStartFailed,
+            format!("agent {agent_id} was created but its runtime failed to start: {e}"),
+        )
+        .with_data(data)),
+    }
 }
 
 /// Adoption checks of §10.1: the session must exist and its transcript must be readable.

@@ -84,6 +84,13 @@ pub struct LaunchedRuntime {
 pub trait RuntimeLauncher: Send + Sync {
     /// Starts one generation.
     async fn launch(&self, spec: &LaunchSpec) -> std::io::Result<LaunchedRuntime>;
+
+    /// Checks, before an agent is created, that `spec` names a mode, provider and model
+    /// a Runtime would accept; `Err` says what is wrong and what would work. The default
+    /// accepts everything (launchers that cannot check).
+    async fn check(&self, _spec: &LaunchSpec) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Spawns `<exe> agent …` as a child process in its own process group, stderr to
@@ -126,8 +133,50 @@ impl ProcessLauncher {
     }
 }
 
+/// How long `shard agent --check` may take.
+const CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 #[async_trait]
 impl RuntimeLauncher for ProcessLauncher {
+    async fn check(&self, spec: &LaunchSpec) -> Result<(), String> {
+        let mut args = Self::args(spec);
+        args.push("--check".into());
+        let mut cmd = tokio::process::Command::new(&self.exe);
+        cmd.args(args)
+            .current_dir(&spec.cwd)
+            .env("SHARD_HOME", &spec.home)
+            .env_remove("SHARD_AGENT_TOKEN")
+            .env_remove("SHARD_AGENT_ID")
+            .env_remove("SHARD_DAEMON_SOCK")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let out = match tokio::time::timeout(CHECK_TIMEOUT, cmd.output()).await {
+            Ok(Ok(o)) => o,
+            Ok(Err(e)) => return Err(format!("could not run the runtime's check: {e}")),
+            Err(_) => return Err("the runtime's check did not finish in time".into()),
+        };
+        if out.status.success() {
+            return Ok(());
+        }
+        // The check reports a start failure as a fatal `error` event on stdout.
+        let message = out
+            .stdout
+            .split(|b| *b == b'\n')
+            .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+            .find(|v| v["type"] == "error")
+            .and_then(|v| v["message"].as_str().map(str::to_string))
+            .unwrap_or_else(|| {
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("the runtime refused these settings")
+                    .to_string()
+            });
+        Err(message)
+    }
+
     async fn launch(&self, spec: &LaunchSpec) -> std::io::Result<LaunchedRuntime> {
         let logs = spec.home.join("logs");
         let logs2 = logs.clone();

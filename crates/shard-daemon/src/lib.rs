@@ -2,28 +2,37 @@
 //! supervisor of their Runtime generations (`shard agent` child processes), and a broker
 //! that lets any number of clients watch and drive each agent over the unix socket.
 //!
-//! Layout: [`transport`] turns connections into framed lines; `commands` handles client
-//! commands; `broker` handles Runtime output (fan-out, attach handshake, permissions);
-//! `supervisor` starts, reaps, kills and restores Runtimes; [`manifest`] is the durable
-//! registry; [`outbox`] bounds each client's queue.
+//! Layout: [`transport`] turns connections into framed lines ([`lines`] bounds their
+//! memory); `conn` serves one connection (peer check, `hello`, `runtime.auth`, one
+//! response per command); `commands` and `create` are the handlers; `core` is the one
+//! owner of registry state (broker, requests, supervisor behind its API); [`manifest`]
+//! is the durable registry; [`outbox`] bounds each client's queue.
 
-mod broker;
+// Standard output is the protocol (`shard agent`) and standard error belongs to the
+// binary: a library reports through return values and `tracing`, never by printing.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 mod commands;
+pub mod config;
+mod conn;
+mod core;
 mod create;
 pub mod error;
 mod fsutil;
 pub mod launcher;
+pub mod lines;
 pub mod manifest;
-mod orphans;
 pub mod outbox;
-mod requests;
+mod peer;
+pub mod principal;
+mod reply;
 mod server;
-mod state;
-mod supervisor;
 pub mod transport;
 
+pub use config::DaemonConfig;
+pub use core::subscribe::{Subscription, Topic};
 pub use error::DaemonError;
 pub use launcher::{ExitInfo, LaunchSpec, LaunchedRuntime, ProcessLauncher, RuntimeLauncher};
 pub use outbox::QueueCaps;
-pub use server::{DAEMON_CAPABILITIES, Daemon, ShutdownHandle};
-pub use state::DaemonConfig;
+pub use principal::{Principal, TransportKind};
+pub use server::{Daemon, ShutdownHandle};

@@ -42,6 +42,8 @@ pub struct Outbox {
     closed: AtomicBool,
     reason: Mutex<Option<String>>,
     close_token: CancellationToken,
+    /// Set by [`Outbox::finish`]: the writer delivers what is queued, then ends.
+    finish_token: CancellationToken,
 }
 
 /// The receiving side, drained by [`run_writer`].
@@ -62,6 +64,7 @@ impl Outbox {
             closed: AtomicBool::new(false),
             reason: Mutex::new(None),
             close_token: CancellationToken::new(),
+            finish_token: CancellationToken::new(),
         });
         (outbox, OutboxReceiver { rx })
     }
@@ -106,6 +109,30 @@ impl Outbox {
         self.close_token.cancel();
     }
 
+    /// Ends the client gracefully (daemon shutdown): nothing new is queued, and the writer
+    /// delivers what already is before closing the connection.
+    pub fn finish(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.finish_token.cancel();
+    }
+
+    /// Takes one queued frame off (an in-process subscriber's receive), keeping the
+    /// counters the caps are checked against in step.
+    pub(crate) fn taken(&self, frame: &Bytes) {
+        self.count.fetch_sub(1, Ordering::AcqRel);
+        self.bytes.fetch_sub(frame.len(), Ordering::AcqRel);
+    }
+
+    /// How long the writer may still need: a client closed with a reason is given the
+    /// reason's own delivery time; one that is only finishing, a short drain.
+    pub(crate) fn writer_bound(&self, drain: Duration) -> Duration {
+        if self.close_token.is_cancelled() {
+            REASON_TIMEOUT + Duration::from_secs(3)
+        } else {
+            drain
+        }
+    }
+
     /// True once closed.
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
@@ -126,6 +153,19 @@ impl Outbox {
     }
 }
 
+impl OutboxReceiver {
+    /// The next queued frame (in-process subscribers, which have no writer task).
+    pub(crate) async fn recv(&mut self) -> Option<Bytes> {
+        self.rx.recv().await
+    }
+
+    /// A queued frame, if any (tests).
+    #[cfg(test)]
+    pub(crate) fn try_recv(&mut self) -> Option<Bytes> {
+        self.rx.try_recv().ok()
+    }
+}
+
 /// How long a closed client's writer keeps trying to deliver the close reason.
 const REASON_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -140,6 +180,14 @@ pub async fn run_writer(outbox: Arc<Outbox>, mut rx: OutboxReceiver, mut sink: B
                 biased;
                 _ = outbox.closed() => break,
                 f = rx.rx.recv() => match f { Some(f) => f, None => break },
+                _ = outbox.finish_token.cancelled() => {
+                    // Graceful end: deliver what is queued, then close.
+                    while let Ok(f) = rx.rx.try_recv() {
+                        sink.write_frame(&f).await?;
+                    }
+                    sink.flush().await?;
+                    break;
+                }
             };
             let mut batch = Vec::with_capacity(16);
             batch.push(first);

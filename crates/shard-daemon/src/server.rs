@@ -1,31 +1,28 @@
-//! The daemon process: single-instance lock, transports, connection loops, background
-//! tasks and shutdown.
+//! The daemon process: single-instance lock, transports, accept loops with a
+//! connection cap, background tasks and a graceful shutdown that awaits every tracked
+//! task. The per-connection loop lives in `conn`.
 
 use std::fs::File;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
-use shard_protocol::event::Hello;
-use shard_protocol::{ErrorCode, Event, PROTOCOL_VERSION, decode_command};
-
-use crate::broker::frame;
-use crate::commands;
+use crate::config::DaemonConfig;
+use crate::core::Shared;
+use crate::core::subscribe::{Subscription, Topic};
 use crate::error::DaemonError;
 use crate::launcher::{ProcessLauncher, RuntimeLauncher};
-use crate::outbox::{Outbox, run_writer};
-use crate::state::{AgentEntry, ConnEntry, DaemonConfig, Shared};
-use crate::supervisor;
-use crate::transport::{Connection, Transport, UnixTransport};
+use crate::lines::LineBudget;
+use crate::transport::{Transport, UnixTransport};
 
-/// Capabilities of the daemon's own `hello`: transport-scoped (PROTOCOL §7); a
-/// Runtime's capabilities arrive in its `sync`.
-pub const DAEMON_CAPABILITIES: &[&str] = &["streaming-deltas", "multi-client", "unix-socket"];
+/// How long shutdown waits for connections to deliver their last frames.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A bound daemon, ready to [`run`](Daemon::run).
 pub struct Daemon {
     shared: Arc<Shared>,
     transports: Vec<Box<dyn Transport>>,
+    budget: Arc<LineBudget>,
     _lock: File,
 }
 
@@ -38,7 +35,13 @@ pub struct ShutdownHandle {
 impl ShutdownHandle {
     /// Graceful (`force = false`: turns finish, bounded) or forced shutdown.
     pub fn shutdown(&self, force: bool) {
-        supervisor::begin_shutdown(&self.shared, force);
+        crate::core::begin_shutdown(&self.shared, force);
+    }
+
+    /// Subscribes an in-process component to an agent's events or the orchestrator
+    /// events (issue 11 §3), through the same bounded fan-out clients use.
+    pub fn subscribe(&self, topic: Topic) -> Result<Subscription, String> {
+        self.shared.subscribe(topic).map_err(|e| e.message)
     }
 }
 
@@ -63,20 +66,23 @@ impl Daemon {
         let lock = tokio::task::spawn_blocking(move || take_lock(&home))
             .await
             .map_err(|e| DaemonError::io("lock task", std::io::Error::other(e)))??;
-        let unix = UnixTransport::bind(&config.socket_path(), config.max_line)?;
+        let budget = LineBudget::new(config.max_inbound_buffered);
+        let unix =
+            UnixTransport::bind(&config.socket_path(), config.max_line, Arc::clone(&budget))?;
         let shared = Arc::new(Shared::new(config, launcher));
         let manifests = shared.store.load_all().await?;
-        {
-            let mut st = shared.lock();
-            for m in manifests {
-                st.agents.insert(m.agent_id.clone(), AgentEntry::new(m));
-            }
-        }
+        shared.add_loaded(manifests);
         Ok(Daemon {
             shared,
             transports: vec![Box::new(unix)],
+            budget,
             _lock: lock,
         })
+    }
+
+    /// The daemon-wide budget of partial-line bytes, for transports added later.
+    pub fn line_budget(&self) -> Arc<LineBudget> {
+        Arc::clone(&self.budget)
     }
 
     /// Adds another transport (e.g. WebSocket); the broker does not change.
@@ -97,43 +103,73 @@ impl Daemon {
         if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
             tracing::warn!(error = %e, "could not become a child subreaper; orphaned tool processes may escape");
         }
-        tokio::spawn(supervisor::reap_idle(Arc::clone(&shared)));
-        tokio::spawn(crate::orphans::collect_orphans(Arc::clone(&shared)));
+        crate::core::spawn_background(&shared);
         let mut accept_tasks = Vec::new();
-        for mut t in self.transports {
+        for t in self.transports {
             tracing::info!(transport = %t.describe(), "listening");
-            let shared = Arc::clone(&shared);
-            accept_tasks.push(tokio::spawn(async move {
-                loop {
-                    tokio::select! {
-                        _ = shared.shutdown.cancelled() => break,
-                        c = t.accept() => match c {
-                            Some(c) => { tokio::spawn(serve(Arc::clone(&shared), c)); }
-                            None => break,
-                        },
-                    }
-                }
-                drop(t);
-            }));
+            accept_tasks.push(tokio::spawn(accept_loop(Arc::clone(&shared), t)));
         }
         shared.shutdown.cancelled().await;
         for t in accept_tasks {
             let _ = t.await;
         }
-        let outboxes: Vec<_> = shared
-            .lock()
-            .conns
-            .values()
-            .map(|c| Arc::clone(&c.outbox))
-            .collect();
-        for o in outboxes {
-            o.close("the daemon is shutting down".into());
+        // Every connection delivers what is queued (the `daemon.shutdown` response among
+        // it), then closes; shutdown waits for exactly those tasks, bounded.
+        for o in shared.outboxes() {
+            o.finish();
         }
-        // Give writers a moment to deliver the last frames.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        shared.tasks.close();
+        if tokio::time::timeout(DRAIN_TIMEOUT, shared.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                left = shared.tasks.len(),
+                "connections still draining at the shutdown deadline"
+            );
+        }
         tracing::info!("daemon stopped");
         Ok(())
     }
+}
+
+/// Counts a transport's live connections; the count drops with the connection.
+pub(crate) struct ConnSlot(Arc<AtomicUsize>);
+
+impl Drop for ConnSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+async fn accept_loop(shared: Arc<Shared>, mut t: Box<dyn Transport>) {
+    let live = Arc::new(AtomicUsize::new(0));
+    let cap = shared.cfg.max_connections;
+    loop {
+        let c = tokio::select! {
+            _ = shared.shutdown.cancelled() => break,
+            c = t.accept() => c,
+        };
+        let Some(c) = c else { break };
+        if live.load(Ordering::Acquire) >= cap {
+            tracing::warn!(cap, peer = %c.peer, "connection refused: at the connection cap");
+            let msg = format!(
+                "the daemon is at its limit of {cap} connections on this transport; close some or raise --max-connections"
+            );
+            shared.tasks.spawn(crate::conn::refuse(
+                c.outbound,
+                shard_protocol::ErrorCode::Other("TOO_MANY_CONNECTIONS".into()),
+                msg,
+            ));
+            continue;
+        }
+        live.fetch_add(1, Ordering::AcqRel);
+        let slot = ConnSlot(Arc::clone(&live));
+        shared
+            .tasks
+            .spawn(crate::conn::serve(Arc::clone(&shared), c, slot));
+    }
+    drop(t);
 }
 
 fn take_lock(home: &std::path::Path) -> Result<File, DaemonError> {
@@ -164,71 +200,4 @@ fn take_lock(home: &std::path::Path) -> Result<File, DaemonError> {
     let _ = f.set_len(0);
     let _ = writeln!(f, "{}", std::process::id());
     Ok(f)
-}
-
-async fn serve(shared: Arc<Shared>, conn: Connection) {
-    let Connection {
-        peer,
-        mut inbound,
-        outbound,
-    } = conn;
-    let conn_id = shared.next();
-    tracing::debug!(conn_id, %peer, "client connected");
-    let (outbox, rx) = Outbox::new(shared.cfg.queue);
-    let writer = tokio::spawn(run_writer(Arc::clone(&outbox), rx, outbound));
-    shared.lock().conns.insert(
-        conn_id,
-        ConnEntry {
-            outbox: Arc::clone(&outbox),
-        },
-    );
-    outbox.push(frame(&Event::Hello(Hello {
-        protocol_version: PROTOCOL_VERSION.into(),
-        server_version: env!("CARGO_PKG_VERSION").into(),
-        capabilities: DAEMON_CAPABILITIES.iter().map(|s| s.to_string()).collect(),
-    })));
-    loop {
-        let item = tokio::select! {
-            _ = outbox.closed() => break,
-            _ = shared.shutdown.cancelled() => break,
-            item = inbound.next() => item,
-        };
-        match item {
-            None | Some(Err(_)) => break,
-            Some(Ok(Err(e))) => {
-                outbox.push(frame(&Event::err(
-                    None,
-                    None,
-                    ErrorCode::InvalidRequest,
-                    e.to_string(),
-                )));
-            }
-            Some(Ok(Ok(line))) => match decode_command(&line) {
-                Ok(msg) => commands::dispatch(&shared, conn_id, msg).await,
-                Err(e) => {
-                    outbox.push(frame(&Event::err(
-                        e.id,
-                        e.type_name.as_deref(),
-                        ErrorCode::InvalidRequest,
-                        e.message,
-                    )));
-                }
-            },
-        }
-    }
-    {
-        let mut guard = shared.lock();
-        let st = &mut *guard;
-        st.conns.remove(&conn_id);
-        for e in st.agents.values_mut() {
-            e.attachments.remove(&conn_id);
-            for p in &mut e.pending {
-                p.delivered_to.remove(&conn_id);
-            }
-        }
-        crate::requests::recheck_responders(&shared, st);
-    }
-    outbox.close("connection closed".into());
-    let _ = writer.await;
-    tracing::debug!(conn_id, "client disconnected");
 }

@@ -5,18 +5,20 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::BytesMut;
-use futures::{Stream, StreamExt};
-use shard_protocol::{JsonlCodec, LineError};
+use futures::Stream;
+use shard_protocol::LineError;
 use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::net::UnixListener;
 use tokio::net::unix::OwnedWriteHalf;
-use tokio_util::codec::FramedRead;
 
 use crate::error::DaemonError;
 use crate::fsutil;
+use crate::lines::{LineBudget, budgeted_lines};
+use crate::principal::{Principal, TransportKind};
 
 /// Inbound records: one JSON message each, or a framing error for one record.
 pub type InboundStream =
@@ -38,6 +40,13 @@ pub trait FrameSink: Send {
 pub struct Connection {
     /// For logs: who this is.
     pub peer: String,
+    /// The transport it came in on (decides `hello.capabilities`).
+    pub kind: TransportKind,
+    /// Who it is, as far as the transport can tell (a Runtime proves more in-band).
+    pub principal: Principal,
+    /// The peer process, when the transport knows it (unix socket: `SO_PEERCRED`); the
+    /// daemon refuses processes descended from its Runtimes (issue 10 §5).
+    pub peer_pid: Option<u32>,
     /// Incoming records.
     pub inbound: InboundStream,
     /// Outgoing frames.
@@ -59,13 +68,18 @@ pub struct UnixTransport {
     path: PathBuf,
     uid: u32,
     max_line: usize,
+    budget: Arc<LineBudget>,
 }
 
 impl UnixTransport {
     /// Binds `path` under umask 077 in a 0700 directory, replacing a stale socket. The
     /// caller must hold the single-instance lock, which is what makes a leftover socket
     /// stale rather than live.
-    pub fn bind(path: &Path, max_line: usize) -> Result<Self, DaemonError> {
+    pub fn bind(
+        path: &Path,
+        max_line: usize,
+        budget: Arc<LineBudget>,
+    ) -> Result<Self, DaemonError> {
         let dir = path
             .parent()
             .ok_or_else(|| DaemonError::io("socket path", std::io::Error::other("no parent")))?;
@@ -88,6 +102,7 @@ impl UnixTransport {
             path: path.to_path_buf(),
             uid: nix::unistd::getuid().as_raw(),
             max_line,
+            budget,
         })
     }
 }
@@ -122,11 +137,15 @@ impl Transport for UnixTransport {
             };
             match stream.peer_cred() {
                 Ok(cred) if cred.uid() == self.uid => {
+                    let pid = cred.pid().and_then(|p| u32::try_from(p).ok());
                     let peer = format!("unix pid {}", cred.pid().map_or(-1, |p| p));
                     let (r, w) = stream.into_split();
-                    let inbound = FramedRead::new(r, JsonlCodec::new(self.max_line)).boxed();
+                    let inbound = budgeted_lines(r, self.max_line, Arc::clone(&self.budget));
                     return Some(Connection {
                         peer,
+                        kind: TransportKind::UnixSocket,
+                        principal: Principal::LocalUser { uid: self.uid, pid },
+                        peer_pid: pid,
                         inbound,
                         outbound: Box::new(UnixSink(BufWriter::with_capacity(64 * 1024, w))),
                     });

@@ -2,139 +2,18 @@
 //! pair of pipes and checks what the daemon forwards and what clients see.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+use common::*;
 use futures::StreamExt;
-use serde_json::{Value, json};
+use serde_json::json;
 use shard_client::Client;
-use shard_daemon::{Daemon, DaemonConfig, ExitInfo, LaunchSpec, LaunchedRuntime, RuntimeLauncher};
+use shard_daemon::ExitInfo;
+use shard_protocol::Event;
 use shard_protocol::command::{AgentCreate, AttachRole};
-use shard_protocol::{Event, JsonlCodec};
-use tokio::io::{AsyncWriteExt, DuplexStream, WriteHalf};
-use tokio::sync::{mpsc, oneshot};
-use tokio_util::codec::FramedRead;
-
-const T: Duration = Duration::from_secs(20);
-
-struct Fake {
-    spec: LaunchSpec,
-    commands: FramedRead<tokio::io::ReadHalf<DuplexStream>, JsonlCodec>,
-    out: WriteHalf<DuplexStream>,
-    exit: Option<oneshot::Sender<ExitInfo>>,
-}
-
-impl Fake {
-    async fn emit(&mut self, v: Value) {
-        let mut line = serde_json::to_vec(&v).unwrap();
-        line.push(b'\n');
-        self.out.write_all(&line).await.unwrap();
-        self.out.flush().await.unwrap();
-    }
-    async fn ready(&mut self) {
-        self.emit(json!({"type":"hello","protocol_version":"0.1.0","server_version":"fake","capabilities":["mode-catalog"]})).await;
-        self.emit(sync_json("idle")).await;
-    }
-    async fn next_command(&mut self) -> Value {
-        let line = tokio::time::timeout(T, self.commands.next())
-            .await
-            .expect("command in time")
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        serde_json::from_slice(&line).unwrap()
-    }
-}
-
-fn sync_json(status: &str) -> Value {
-    json!({"type":"sync","status":status,"mode":"build","live_window":{"messages":[]},"pending_requests":[]})
-}
-
-struct FakeLauncher(mpsc::UnboundedSender<Fake>);
-
-#[async_trait]
-impl RuntimeLauncher for FakeLauncher {
-    async fn launch(&self, spec: &LaunchSpec) -> std::io::Result<LaunchedRuntime> {
-        let (d_in, rt_in) = tokio::io::duplex(1 << 20);
-        let (rt_out, d_out) = tokio::io::duplex(1 << 20);
-        let (exit_tx, exit_rx) = oneshot::channel();
-        let (rt_in_r, _rt_in_w) = tokio::io::split(rt_in);
-        let (_rt_out_r, rt_out_w) = tokio::io::split(rt_out);
-        let fake = Fake {
-            spec: spec.clone(),
-            commands: FramedRead::new(rt_in_r, JsonlCodec::default()),
-            out: rt_out_w,
-            exit: Some(exit_tx),
-        };
-        self.0
-            .send(fake)
-            .map_err(|_| std::io::Error::other("test gone"))?;
-        Ok(LaunchedRuntime {
-            pid: None,
-            stdin: Box::pin(d_in),
-            stdout: Box::pin(d_out),
-            exit: Box::pin(async move { exit_rx.await.unwrap_or_default() }),
-        })
-    }
-}
-
-struct Setup {
-    _home: tempfile::TempDir,
-    home: std::path::PathBuf,
-    runtimes: mpsc::UnboundedReceiver<Fake>,
-}
-
-async fn start(config: impl FnOnce(&mut DaemonConfig)) -> Setup {
-    let home = tempfile::tempdir().unwrap();
-    let mut cfg = DaemonConfig::new(home.path().to_path_buf());
-    config(&mut cfg);
-    let (tx, rx) = mpsc::unbounded_channel();
-    let d = Daemon::bind_with_launcher(cfg, Arc::new(FakeLauncher(tx)))
-        .await
-        .unwrap();
-    tokio::spawn(d.run());
-    Setup {
-        home: home.path().to_path_buf(),
-        _home: home,
-        runtimes: rx,
-    }
-}
-
-async fn create(s: &mut Setup, c: &Client, policy: Option<&str>) -> (String, Fake) {
-    let cwd = s.home.to_str().unwrap().to_string();
-    let mut req: AgentCreate = serde_json::from_value(json!({"cwd": cwd})).unwrap();
-    if let Some(p) = policy {
-        req.headless_policy = serde_json::from_value(json!(p)).unwrap();
-    }
-    let fut = c.create(req);
-    tokio::pin!(fut);
-    let mut rt = tokio::select! {
-        r = s.runtimes.recv() => r.unwrap(),
-        r = &mut fut => panic!("create answered before the runtime was ready: {r:?}"),
-    };
-    rt.ready().await;
-    let id = tokio::time::timeout(T, fut).await.unwrap().unwrap();
-    (id, rt)
-}
-
-async fn next(rx: &mut mpsc::UnboundedReceiver<Event>) -> Event {
-    tokio::time::timeout(T, rx.recv())
-        .await
-        .expect("event in time")
-        .expect("stream open")
-}
-
-fn delta(i: usize) -> Value {
-    json!({"type":"message_delta","message_id":"m1","block_index":0,"kind":"text","text_delta":format!("d{i} ")})
-}
-
-fn delta_text(e: &Event) -> Option<String> {
-    match e {
-        Event::MessageDelta(d) => d.text_delta.clone(),
-        _ => None,
-    }
-}
 
 #[tokio::test]
 async fn attach_handshake_sends_sync_then_only_later_events() {
@@ -502,14 +381,29 @@ async fn kill_aborts_then_ends_input_and_answers_after_the_exit() {
         .unwrap()
         .unwrap()
         .unwrap();
+    // A deliberate kill stops the agent; it did not fail (issue 9 item 10): no
+    // `agent_exited`, a `stopped` status change saying it was killed, `agent.list` idle.
     loop {
-        if let Some(shard_protocol::IncomingEvent::Known(Event::AgentExited(e))) =
-            c1.next_event().await
-        {
-            assert!(e.reason.starts_with("killed"), "{}", e.reason);
-            break;
+        match c1.next_event().await {
+            Some(shard_protocol::IncomingEvent::Known(Event::AgentExited(e))) => {
+                panic!("a deliberate kill reported as a failure: {e:?}")
+            }
+            Some(shard_protocol::IncomingEvent::Known(Event::AgentStatusChanged(e)))
+                if e.runtime_state == shard_protocol::types::RuntimeState::Stopped =>
+            {
+                assert!(e.detail.unwrap_or_default().starts_with("killed"));
+                break;
+            }
+            Some(_) => {}
+            None => panic!("stream ended"),
         }
     }
+    let agents = c1.list().await.unwrap();
+    assert_eq!(
+        agents[0].runtime_state,
+        shard_protocol::types::RuntimeState::Stopped
+    );
+    assert_eq!(agents[0].status, shard_protocol::types::AgentStatus::Idle);
 }
 
 #[tokio::test]

@@ -19,6 +19,12 @@ pub use strict::ConfigError;
 pub struct PermissionsConfig {
     /// Calls matching any of these are always denied, even over grants.
     pub deny: Vec<RuleConfig>,
+    /// More workspace roots besides the cwd (absolute, `~/…`, or relative to the cwd):
+    /// read-only tools are free inside them.
+    pub additional_directories: Vec<String>,
+    /// Secret locations (SHARD_HOME, `~/.ssh`, …) a tool may nevertheless reach: each
+    /// rule names a tool (or `*`) and a `path` glob.
+    pub allow_secret: Vec<RuleConfig>,
 }
 
 /// `[headless]`.
@@ -170,7 +176,7 @@ mod tests {
         );
         assert_eq!(
             parse("[permissions]\nallow = []\n").unwrap_err(),
-            "config.toml:2: unknown key `allow` in [permissions] (expected: deny)"
+            "config.toml:2: unknown key `allow` in [permissions] (expected one of: deny, additional_directories, allow_secret)"
         );
     }
 

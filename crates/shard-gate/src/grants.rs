@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::shell::{self, CommandSignature};
+use crate::signature::{self, CommandSignature};
 
 const FORMAT_VERSION: u32 = 1;
 
@@ -25,7 +25,9 @@ pub enum Grant {
         /// Canonical arguments.
         args: Value,
     },
-    /// Every command of a `bash` call has one of these signatures.
+    /// Every command of a `bash` call has one of these signatures. Only version 2 (the
+    /// current [`signature::VERSION`]) matches; version 1 grants, which ignored
+    /// subcommands and flags after `--`, are kept in the file but never match.
     BashSignature {
         /// Matcher version.
         version: u32,
@@ -109,24 +111,12 @@ impl GrantStore {
 
     /// True when a grant covers this call.
     pub fn matches(&self, tool: &str, args: &Value) -> bool {
-        let canon = canonical(args);
-        let sigs = if tool == "bash" {
-            args.get("command")
-                .and_then(Value::as_str)
-                .and_then(shell::signatures)
-        } else {
-            None
-        };
-        self.grants.iter().any(|g| match g {
-            Grant::Exact { tool: t, args: a } => t == tool && *a == canon,
-            Grant::BashSignature { version, commands } => {
-                *version == 1
-                    && sigs
-                        .as_ref()
-                        .is_some_and(|s| s.iter().all(|sig| commands.contains(sig)))
-            }
-            Grant::Unknown => false,
-        })
+        matches(&self.grants, tool, args)
+    }
+
+    /// The grants as last read.
+    pub fn grants(&self) -> &[Grant] {
+        &self.grants
     }
 
     /// Adds a grant durably: lock, re-read, add, write atomically.
@@ -176,10 +166,34 @@ fn parse(bytes: &[u8]) -> Result<Vec<Grant>, String> {
         .collect())
 }
 
-/// The signature grant for a `bash` command, when the command can be analyzed.
+/// True when one of `grants` covers this call: an exact grant with the same canonical
+/// arguments, or a current-version signature grant covering every command of a `bash`
+/// line that may be signed at all.
+pub fn matches(grants: &[Grant], tool: &str, args: &Value) -> bool {
+    let canon = canonical(args);
+    let sigs = if tool == "bash" {
+        args.get("command")
+            .and_then(Value::as_str)
+            .and_then(signature::signatures)
+    } else {
+        None
+    };
+    grants.iter().any(|g| match g {
+        Grant::Exact { tool: t, args: a } => t == tool && *a == canon,
+        Grant::BashSignature { version, commands } => {
+            *version == signature::VERSION
+                && sigs
+                    .as_ref()
+                    .is_some_and(|s| s.iter().all(|sig| commands.contains(sig)))
+        }
+        Grant::Unknown => false,
+    })
+}
+
+/// The signature grant for a `bash` command, when the command may be signed.
 pub fn signature_grant(command: &str) -> Option<Grant> {
-    shell::signatures(command).map(|commands| Grant::BashSignature {
-        version: 1,
+    signature::signatures(command).map(|commands| Grant::BashSignature {
+        version: signature::VERSION,
         commands,
     })
 }

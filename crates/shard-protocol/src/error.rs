@@ -34,13 +34,27 @@ pub enum ErrorCode {
     ToolError,
     /// Conflicts with the current state.
     Conflict,
+    /// The provider refused the credentials or the account behind them (billing, quota):
+    /// the user must act; retrying cannot help.
+    ProviderAuth,
+    /// The provider's rate limit held after the retries.
+    ProviderRateLimited,
+    /// The provider was overloaded after the retries.
+    ProviderOverloaded,
+    /// The request does not fit the model's context window: compact or start afresh.
+    ContextWindowExceeded,
+    /// The provider rejected the request itself (bad parameter, unknown model).
+    ProviderInvalidRequest,
+    /// The provider could not be reached, or the connection broke.
+    ProviderUnreachable,
     /// A code from a newer server.
     Other(String),
 }
 
 impl ErrorCode {
-    /// Every code of the v0.1 registry.
-    pub const KNOWN: [ErrorCode; 12] = [
+    /// Every code of the registry: v0.1's, then the provider codes this project added
+    /// (docs/protocol.md, "Provider error codes").
+    pub const KNOWN: [ErrorCode; 18] = [
         ErrorCode::InvalidRequest,
         ErrorCode::NotFound,
         ErrorCode::NotAttached,
@@ -53,6 +67,12 @@ impl ErrorCode {
         ErrorCode::ProviderError,
         ErrorCode::ToolError,
         ErrorCode::Conflict,
+        ErrorCode::ProviderAuth,
+        ErrorCode::ProviderRateLimited,
+        ErrorCode::ProviderOverloaded,
+        ErrorCode::ContextWindowExceeded,
+        ErrorCode::ProviderInvalidRequest,
+        ErrorCode::ProviderUnreachable,
     ];
 
     /// The wire string.
@@ -70,6 +90,12 @@ impl ErrorCode {
             ErrorCode::ProviderError => "PROVIDER_ERROR",
             ErrorCode::ToolError => "TOOL_ERROR",
             ErrorCode::Conflict => "CONFLICT",
+            ErrorCode::ProviderAuth => "PROVIDER_AUTH",
+            ErrorCode::ProviderRateLimited => "PROVIDER_RATE_LIMITED",
+            ErrorCode::ProviderOverloaded => "PROVIDER_OVERLOADED",
+            ErrorCode::ContextWindowExceeded => "CONTEXT_WINDOW_EXCEEDED",
+            ErrorCode::ProviderInvalidRequest => "PROVIDER_INVALID_REQUEST",
+            ErrorCode::ProviderUnreachable => "PROVIDER_UNREACHABLE",
             ErrorCode::Other(s) => s,
         }
     }

@@ -2,6 +2,10 @@
 //! pinned in ARCHITECTURE §16), the JSONL codec of §2.1, the error codes of §8 and the
 //! JSON Schema export. This crate does no I/O beyond the codec.
 
+// Standard output is the protocol (`shard agent`) and standard error belongs to the
+// binary: a library reports through return values and `tracing`, never by printing.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod codec;
 pub mod command;
 pub mod decode;

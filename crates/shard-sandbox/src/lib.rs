@@ -13,6 +13,10 @@
 //! keeps what works, and reports what is missing. Each `bash` call then costs one extra
 //! fork and a handful of system calls.
 
+// Standard output is the protocol (`shard agent`) and standard error belongs to the
+// binary: a library reports through return values and `tracing`, never by printing.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 mod config;
 pub mod hardening;
 #[cfg(target_os = "linux")]

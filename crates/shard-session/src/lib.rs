@@ -8,6 +8,10 @@
 //!
 //! [`records`] holds the atomic and locked file writes other parts of Shard share.
 
+// Standard output is the protocol (`shard agent`) and standard error belongs to the
+// binary: a library reports through return values and `tracing`, never by printing.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 mod entry;
 mod error;
 mod lines;

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::output::Budget;
 use crate::paths;
+use crate::tool::PathFilter;
 use crate::tool::{ToolContext, ToolOutput};
 use crate::typed::TypedTool;
 use crate::util::blocking;
@@ -56,7 +57,9 @@ impl TypedTool for FindTool {
             let cwd = ctx.cwd.clone();
             let cancel = ctx.cancel.clone();
             let (max_bytes, max_lines) = (ctx.limits.max_output_bytes, ctx.limits.max_output_lines);
-            blocking(move || find(&args, &root, &cwd, &cancel, max_bytes, max_lines)).await
+            let filter = ctx.path_filter.clone();
+            blocking(move || find(&args, &root, &cwd, &cancel, (max_bytes, max_lines), filter))
+                .await
         }
         .boxed()
     }
@@ -70,6 +73,8 @@ pub struct FindQuery {
     by_path: bool,
     /// Most results.
     pub limit: usize,
+    /// What may be shown.
+    pub filter: PathFilter,
 }
 
 impl FindQuery {
@@ -86,6 +91,7 @@ impl FindQuery {
             matcher: glob.compile_matcher(),
             by_path,
             limit,
+            filter: PathFilter::default(),
         })
     }
 }
@@ -111,7 +117,9 @@ pub fn search(query: &FindQuery, root: &Path, cancel: &CancellationToken) -> Fin
         stop: AtomicBool::new(false),
         found: Mutex::new(Vec::new()),
     };
-    walk::builder(root)
+    let mut builder = walk::builder(root);
+    walk::filter(&mut builder, root, "find", &query.filter);
+    builder
         .build_parallel()
         .visit(&mut VisitorBuilder { shared: &shared });
     let mut found = shared.found.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -203,8 +211,8 @@ fn find(
     root: &Path,
     cwd: &Path,
     cancel: &CancellationToken,
-    max_bytes: usize,
-    max_lines: usize,
+    (max_bytes, max_lines): (usize, usize),
+    filter: PathFilter,
 ) -> ToolOutput {
     let shown_root = paths::display(cwd, root);
     if args.limit == Some(0) {
@@ -223,7 +231,7 @@ fn find(
     }
     let limit = args.limit.unwrap_or(DEFAULT_LIMIT).min(usize::MAX as u64) as usize;
     let query = match FindQuery::new(&args.pattern, limit) {
-        Ok(q) => q,
+        Ok(q) => FindQuery { filter, ..q },
         Err(e) => {
             return ToolOutput::error(format!(
                 "invalid arguments for `find`: field `pattern`: {e}"

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::output::Budget;
 use crate::paths;
+use crate::tool::PathFilter;
 use crate::tool::{ToolContext, ToolOutput};
 use crate::typed::TypedTool;
 use crate::util::{blocking, cut_chars};
@@ -91,7 +92,9 @@ impl TypedTool for GrepTool {
             let cwd = ctx.cwd.clone();
             let cancel = ctx.cancel.clone();
             let (max_bytes, max_lines) = (ctx.limits.max_output_bytes, ctx.limits.max_output_lines);
-            blocking(move || grep(&args, &root, &cwd, &cancel, max_bytes, max_lines)).await
+            let filter = ctx.path_filter.clone();
+            blocking(move || grep(&args, &root, &cwd, &cancel, (max_bytes, max_lines), filter))
+                .await
         }
         .boxed()
     }
@@ -139,6 +142,8 @@ pub struct GrepQuery {
     pub limit: usize,
     /// Glob filter.
     pub glob: Option<String>,
+    /// What may be shown (and so searched).
+    pub filter: PathFilter,
 }
 
 fn grep(
@@ -146,8 +151,8 @@ fn grep(
     root: &Path,
     cwd: &Path,
     cancel: &CancellationToken,
-    max_bytes: usize,
-    max_lines: usize,
+    (max_bytes, max_lines): (usize, usize),
+    filter: PathFilter,
 ) -> ToolOutput {
     let shown_root = paths::display(cwd, root);
     if !root.exists() {
@@ -182,6 +187,7 @@ fn grep(
         },
         limit: args.limit.unwrap_or(DEFAULT_LIMIT).min(usize::MAX as u64) as usize,
         glob: args.glob.clone(),
+        filter,
     };
     let result = match search(&query, root, cancel) {
         Ok(r) => r,
@@ -208,6 +214,7 @@ pub fn search(
     cancel: &CancellationToken,
 ) -> Result<GrepResult, String> {
     let mut builder = walk::builder(root);
+    walk::filter(&mut builder, root, "grep", &query.filter);
     if let Some(glob) = &query.glob {
         let mut ob = OverrideBuilder::new(root);
         if let Err(e) = ob.add(glob) {

@@ -4,6 +4,10 @@
 //! ([`typed::TypedTool`]); [`builtin_tools`] gives the seven built-ins and
 //! [`ToolRegistry`] looks them up by name.
 
+// Standard output is the protocol (`shard agent`) and standard error belongs to the
+// binary: a library reports through return values and `tracing`, never by printing.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod bash;
 pub mod diff;
 pub mod edit;
@@ -21,5 +25,5 @@ mod walk;
 pub mod write;
 
 pub use registry::{ToolRegistry, ToolSpec, builtin_tools};
-pub use tool::{ProcessTracker, Tool, ToolContext, ToolLimits, ToolOutput};
+pub use tool::{PathFilter, ProcessTracker, Tool, ToolContext, ToolLimits, ToolOutput};
 pub use typed::{Typed, TypedTool};

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use shard_protocol::types::{PathKind, PathListEntry, RenderDescriptor};
 
 use crate::paths;
+use crate::tool::PathFilter;
 use crate::tool::{ToolContext, ToolOutput};
 use crate::typed::TypedTool;
 use crate::util::blocking;
@@ -49,7 +50,8 @@ impl TypedTool for LsTool {
                     "invalid arguments for `ls`: field `limit`: must be at least 1",
                 );
             }
-            blocking(move || list(&dir, &cwd, limit.min(usize::MAX as u64) as usize)).await
+            let filter = ctx.path_filter.clone();
+            blocking(move || list(&dir, &cwd, limit.min(usize::MAX as u64) as usize, &filter)).await
         }
         .boxed()
     }
@@ -60,7 +62,7 @@ struct Entry {
     file_type: Option<FileType>,
 }
 
-fn list(dir: &Path, cwd: &Path, limit: usize) -> ToolOutput {
+fn list(dir: &Path, cwd: &Path, limit: usize, filter: &PathFilter) -> ToolOutput {
     let shown = paths::display(cwd, dir);
     let meta = match std::fs::metadata(dir) {
         Ok(m) => m,
@@ -82,9 +84,20 @@ fn list(dir: &Path, cwd: &Path, limit: usize) -> ToolOutput {
         Ok(r) => r,
         Err(e) => return ToolOutput::error(format!("Cannot list {shown}: {e}")),
     };
+    // The gate's path filter: the directory is made real once, so an entry costs no system
+    // call unless it is a symlink.
+    let real_dir = if filter.is_active() {
+        std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
+    } else {
+        dir.to_path_buf()
+    };
     // Names are cheap; only the entries returned are stat'ed.
     let mut entries: Vec<Entry> = reader
         .filter_map(Result::ok)
+        .filter(|e| {
+            let link = e.file_type().is_ok_and(|t| t.is_symlink());
+            filter.allows("ls", &real_dir.join(e.file_name()), link)
+        })
         .map(|e| Entry {
             name: e.file_name(),
             file_type: e.file_type().ok(),

@@ -111,6 +111,43 @@ impl ProcessTracker {
     }
 }
 
+/// Which paths the listing tools (`grep`, `find`, `ls`) may show: the Runtime builds it
+/// from the gate's deny rules and secret locations (issue 10 §2), so a file the gate would
+/// refuse to `read` is never printed by a search either. The default shows everything.
+#[derive(Clone, Default)]
+pub struct PathFilter(Option<Arc<PathPredicate>>);
+
+/// `(tool, absolute path, the entry itself is a symlink) -> may be shown`. The path's
+/// directories are real (no symlinks); only its last component may be a link.
+pub type PathPredicate = dyn Fn(&str, &std::path::Path, bool) -> bool + Send + Sync;
+
+impl PathFilter {
+    /// A filter from a predicate.
+    pub fn new(f: Arc<PathPredicate>) -> Self {
+        PathFilter(Some(f))
+    }
+
+    /// True when the entry may be shown.
+    pub fn allows(&self, tool: &str, path: &std::path::Path, is_symlink: bool) -> bool {
+        self.0.as_ref().is_none_or(|f| f(tool, path, is_symlink))
+    }
+
+    /// True when it filters anything at all.
+    pub fn is_active(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+impl std::fmt::Debug for PathFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "PathFilter(active)"
+        } else {
+            "PathFilter(none)"
+        })
+    }
+}
+
 /// Everything a tool call may use besides its arguments.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
@@ -130,6 +167,8 @@ pub struct ToolContext {
     pub accepts_images: bool,
     /// The sandbox `bash` runs its commands in (docs/sandbox.md).
     pub sandbox: Arc<shard_sandbox::Sandbox>,
+    /// What `grep`, `find` and `ls` may show.
+    pub path_filter: PathFilter,
 }
 
 impl ToolContext {
@@ -145,6 +184,7 @@ impl ToolContext {
             output_dir: output_dir.into(),
             accepts_images: true,
             sandbox: Arc::new(shard_sandbox::Sandbox::off()),
+            path_filter: PathFilter::default(),
         }
     }
 }

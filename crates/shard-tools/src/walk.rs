@@ -5,6 +5,8 @@ use std::path::Path;
 
 use ignore::WalkBuilder;
 
+use crate::tool::PathFilter;
+
 /// Walker threads: the machine's parallelism, capped as ripgrep caps it.
 pub fn threads() -> usize {
     std::thread::available_parallelism()
@@ -27,6 +29,23 @@ pub fn builder(root: &Path) -> WalkBuilder {
         .follow_links(false)
         .threads(threads());
     b
+}
+
+/// Prunes the walk to what `filter` lets `tool` show: a hidden directory is not entered.
+/// `root` is made real once, so each entry costs no system call unless it is a symlink.
+pub fn filter(builder: &mut WalkBuilder, root: &Path, tool: &'static str, filter: &PathFilter) {
+    if !filter.is_active() {
+        return;
+    }
+    let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let root = root.to_path_buf();
+    let filter = filter.clone();
+    builder.filter_entry(move |e| {
+        let rel = e.path().strip_prefix(&root).unwrap_or(e.path());
+        let abs = real_root.join(rel);
+        let link = e.file_type().is_some_and(|t| t.is_symlink());
+        filter.allows(tool, &abs, link)
+    });
 }
 
 /// Orders paths like their components would (`src/a` before `src-x/a`) while comparing

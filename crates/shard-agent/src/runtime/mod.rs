@@ -33,7 +33,6 @@ use crate::config::Config;
 use crate::models::{EnvLookup, ModelController};
 use crate::modes::ModeController;
 use shard_gate::grants::GrantStore;
-use shard_gate::rules::Rule;
 
 pub use permissions::PendingPermission;
 pub use start::{Prepared, prepare, validate_choice};
@@ -42,13 +41,22 @@ pub use tools::{RuntimeGone, ToolChange, ToolsHandle};
 
 use crate::ask::{AskUser, UiAsk, UiHandle};
 
-/// What the actor waits for next: a transport input, a UI request from a tool, or a
-/// change to its tools.
+/// What the actor waits for next: a transport input, or a message from its own parts.
 pub(crate) enum Next {
     Input(Option<Input>),
+    Internal(Internal),
+}
+
+/// What the Runtime's own parts send its actor: a UI request from a tool, a change to its
+/// tools. One queue, so waiting for inputs costs two channel polls however many parts
+/// there are.
+pub(crate) enum Internal {
     Ui(UiAsk),
     Tools(tools::ToolChange),
 }
+
+/// How many internal messages may wait for the actor before a sender waits.
+const INTERNAL_QUEUE: usize = 64;
 
 /// How a Runtime is started (the flags of `shard agent`).
 #[derive(Debug, Clone, Default)]
@@ -150,8 +158,7 @@ pub struct Runtime {
     system: Option<(String, String)>,
     /// Usage of the last model call, shown to the hook.
     last_usage: Option<shard_protocol::types::Usage>,
-    deny_rules: Vec<Rule>,
-    headless_allow: Vec<Rule>,
+    gate: Arc<shard_gate::gate::Gate>,
     grants: GrantStore,
     processes: ProcessTracker,
     env_remove: Arc<Vec<String>>,
@@ -170,7 +177,7 @@ pub struct Runtime {
     /// re-reads the session. Shared: a call copies pointers, not messages. A compaction
     /// replaces it (through the model-call hook).
     context: Option<crate::hooks::SharedContext>,
-    ui_rx: mpsc::Receiver<UiAsk>,
+    internal: mpsc::Receiver<Internal>,
     pending_ui: Vec<(
         shard_protocol::event::UiRequest,
         tokio::sync::oneshot::Sender<serde_json::Value>,
@@ -213,8 +220,7 @@ impl Runtime {
             opts,
             config,
             ai_config,
-            deny_rules,
-            headless_allow,
+            mut gate,
             grants,
             mut models,
         } = prepared;
@@ -235,6 +241,8 @@ impl Runtime {
         if let Some(torn) = session.torn() {
             tracing::warn!(?torn, "a torn last line of the transcript was set aside");
         }
+        // The spill files tool results name are readable although SHARD_HOME is not.
+        gate.set_tool_output(&session.dir().join("tool-output"));
 
         if let Some(provider) = seams.provider {
             models.set_provider_override(provider);
@@ -243,12 +251,12 @@ impl Runtime {
         let mut session = session;
         restore_choices(&opts, &mut session, &mut modes, &mut models);
 
-        let (ui_tx, ui_rx) = mpsc::channel(16);
+        let (internal_tx, internal) = mpsc::channel(INTERNAL_QUEUE);
         let mut tools = shard_tools::builtin_tools();
         tools.push(Arc::new(shard_tools::Typed::new(AskUser::new(
-            UiHandle::new(ui_tx),
+            UiHandle::new(internal_tx.clone()),
         ))));
-        let tools = tools::Tools::new(tools, opts.tools.clone());
+        let tools = tools::Tools::new(tools, opts.tools.clone(), internal_tx);
 
         let mut env_remove = shard_ai::secret_env_vars(&ai_config);
         env_remove.extend(
@@ -288,8 +296,7 @@ impl Runtime {
             hook: seams.model_call_hook,
             system: None,
             last_usage: None,
-            deny_rules,
-            headless_allow,
+            gate: Arc::new(gate),
             grants,
             processes,
             env_remove: Arc::new(env_remove),
@@ -304,7 +311,7 @@ impl Runtime {
             streaming: None,
             instructions: crate::prompt::project_instructions(&cwd_for_prompt),
             context: None,
-            ui_rx,
+            internal,
             pending_ui: Vec::new(),
             eof: false,
             sink_closed: false,
@@ -402,15 +409,15 @@ impl Runtime {
         }
     }
 
-    /// Waits for a transport input or a tool's UI request. After end of input only UI
-    /// requests can arrive (and are answered with null at once).
+    /// Waits for a transport input or an internal message (a tool's UI request, a tool
+    /// change). After end of input only internal messages arrive (UI requests are then
+    /// answered with null at once).
     pub(crate) async fn next_input(&mut self) -> Next {
         let eof = self.eof;
-        // Tool changes first: one sent before a command is applied before it.
+        // Internal messages first: a tool change sent before a command applies before it.
         tokio::select! {
             biased;
-            Some(change) = self.tools.changes.recv() => Next::Tools(change),
-            Some(ask) = self.ui_rx.recv() => Next::Ui(ask),
+            Some(internal) = self.internal.recv() => Next::Internal(internal),
             input = self.inputs.recv(), if !eof => Next::Input(input),
             else => std::future::pending().await,
         }
@@ -424,10 +431,10 @@ impl Runtime {
                     self.resolve_all_ui().await;
                 }
             }
-            Next::Ui(ask) => self.open_ui(ask).await,
+            Next::Internal(Internal::Ui(ask)) => self.open_ui(ask).await,
             // No client holds a tool list (PROTOCOL has none on the wire), so there is
             // nothing to notify; docs/decisions.md, "Runtime seams".
-            Next::Tools(change) => self.tools.apply(change),
+            Next::Internal(Internal::Tools(change)) => self.tools.apply(change),
         }
     }
 
@@ -576,6 +583,12 @@ impl Runtime {
             output_dir: self.session.dir().join("tool-output"),
             accepts_images: self.models.active().is_ok_and(|a| a.info.supports_images),
             sandbox: self.sandbox.clone(),
+            path_filter: {
+                let gate = self.gate.clone();
+                shard_tools::PathFilter::new(Arc::new(move |tool, path, link| {
+                    gate.visible(tool, path, link)
+                }))
+            },
         }
     }
 

@@ -8,20 +8,19 @@ use serde_json::Value;
 use shard_protocol::PermissionAnswer;
 use shard_protocol::command::{HeadlessPolicy, PermissionResponse};
 use shard_protocol::event::{Event, PermissionRequest, PermissionResolved};
-use shard_protocol::ids;
-use shard_protocol::types::{
-    AgentStatus, ChoiceIntent, DetailFormat, PermissionChoice, PermissionDecision, PermissionDetail,
-};
+use shard_protocol::types::{AgentStatus, PermissionDecision};
 
 use super::Runtime;
 use super::serve::sleep_until;
-use shard_gate::grants::{self, Grant};
-use shard_gate::rules;
+use shard_gate::gate::{Ask, Call, Decision, ModePolicy};
+use shard_gate::grants::Grant;
+use shard_gate::prompt::{CHOICE_ALLOW, CHOICE_ALWAYS, CHOICE_SIGNATURE};
 
-const CHOICE_ALLOW: &str = "allow";
-const CHOICE_ALWAYS: &str = "allow_always";
-const CHOICE_SIGNATURE: &str = "allow_signature";
-const CHOICE_DENY: &str = "deny";
+impl ModePolicy for crate::modes::ModeController {
+    fn refusal(&self, tool: &str, read_only: bool) -> Option<String> {
+        crate::modes::ModeController::refusal(self, tool, read_only)
+    }
+}
 
 /// A permission request waiting for its first valid answer.
 #[derive(Debug, Clone)]
@@ -39,6 +38,8 @@ enum AnswerKind {
     Deny(Option<String>),
     Timeout,
     NoResponder,
+    /// The daemon's headless policy answered: no person saw the request.
+    Headless,
     Aborted,
 }
 
@@ -71,24 +72,11 @@ pub(crate) enum Gate {
 }
 
 impl Runtime {
-    /// Passes one tool call through the gate, asking when needed.
+    /// Passes one tool call through the gate ([`shard_gate::gate::Gate::decide`]), asking
+    /// when it says so.
     pub(crate) async fn gate(&mut self, tool: &str, read_only: bool, args: &Value) -> Gate {
-        if let Some(reason) = self.modes.refusal(tool, read_only) {
-            return Gate::Refuse(reason);
-        }
-        if rules::denies(&self.deny_rules, tool, args) {
-            return Gate::Refuse(format!(
-                "`{tool}` was denied by a [permissions] deny rule in config.toml; do not retry it."
-            ));
-        }
-        if read_only {
-            return Gate::Run;
-        }
         if let Err(e) = self.grants.reload() {
             tracing::warn!(error = %e, "could not re-read grants");
-        }
-        if self.grants.matches(tool, args) {
-            return Gate::Run;
         }
         let policy = match self.opts.headless_policy {
             None if !self.eof => None,
@@ -96,30 +84,36 @@ impl Runtime {
             Some(p) if self.eof && p == HeadlessPolicy::Queue => Some(HeadlessPolicy::Deny),
             Some(p) => Some(p),
         };
-        match policy {
-            Some(HeadlessPolicy::Deny) => Gate::Refuse(format!(
-                "`{tool}` needs permission and nobody is attached to answer (headless policy: deny)."
-            )),
-            Some(HeadlessPolicy::AllowIfRuleMatches) => {
-                if rules::allows(&self.headless_allow, tool, args) {
-                    Gate::Run
-                } else {
-                    Gate::Refuse(format!(
-                        "`{tool}` needs permission: no [headless] allow rule in config.toml matches \
-                         this call and nobody is attached to answer."
-                    ))
-                }
+        let decision = self.gate.decide(
+            Call {
+                tool,
+                read_only,
+                args,
+            },
+            &self.modes,
+            self.grants.grants(),
+            policy,
+        );
+        match decision {
+            Decision::Allow(_) => Gate::Run,
+            Decision::Refuse { message, .. } => Gate::Refuse(message),
+            Decision::Ask(ask) => {
+                let timeout = ask
+                    .queued
+                    .then(|| Duration::from_secs(self.config.headless.timeout_secs));
+                self.ask(tool, *ask, timeout).await
             }
-            Some(HeadlessPolicy::Queue) => {
-                let timeout = Duration::from_secs(self.config.headless.timeout_secs);
-                self.ask(tool, args, Some(timeout)).await
-            }
-            None => self.ask(tool, args, None).await,
         }
     }
 
-    async fn ask(&mut self, tool: &str, args: &Value, timeout: Option<Duration>) -> Gate {
-        let pending = build_request(tool, args);
+    async fn ask(&mut self, tool: &str, ask: Ask, timeout: Option<Duration>) -> Gate {
+        let Ask {
+            request,
+            exact,
+            signature,
+            ..
+        } = ask;
+        let pending = PendingPermission { request, signature };
         // Everything a client may act on is durable before the request is shown.
         if let Err(e) = self.session.sync_data() {
             tracing::error!(error = %e, "could not sync the transcript before asking");
@@ -171,10 +165,7 @@ impl Runtime {
             self.set_status(previous_status).await;
         }
         let persist = match answer.kind {
-            AnswerKind::AllowExact => Some(Grant::Exact {
-                tool: tool.to_string(),
-                args: grants::canonical(args),
-            }),
+            AnswerKind::AllowExact => Some(exact),
             AnswerKind::AllowSignature => pending.and_then(|p| p.signature),
             _ => None,
         };
@@ -196,9 +187,9 @@ impl Runtime {
             AnswerKind::Timeout => Gate::Refuse(format!(
                 "TIMEOUT: nobody answered the permission request for `{tool}` in time; it was denied."
             )),
-            AnswerKind::NoResponder => Gate::Refuse(format!(
-                "`{tool}` needs permission and nobody is left to answer; it was denied."
-            )),
+            AnswerKind::NoResponder | AnswerKind::Headless => {
+                Gate::Refuse(shard_gate::gate::headless_message(tool, false))
+            }
             AnswerKind::Aborted => Gate::Refuse("Aborted by the user before it ran.".into()),
         }
     }
@@ -234,6 +225,10 @@ impl Runtime {
                 PermissionDecision::Deny if r.source.as_deref() == Some("headless_timeout") => {
                     AnswerKind::Timeout
                 }
+                // The daemon answered for nobody (policy `deny`, or no rule matched).
+                PermissionDecision::Deny if r.source.as_deref() == Some("headless") => {
+                    AnswerKind::Headless
+                }
                 PermissionDecision::Deny => AnswerKind::Deny(r.reason.clone()),
             },
         };
@@ -243,109 +238,4 @@ impl Runtime {
             source: r.source.clone(),
         });
     }
-}
-
-fn build_request(tool: &str, args: &Value) -> PendingPermission {
-    let command = args.get("command").and_then(Value::as_str);
-    let path = args.get("path").and_then(Value::as_str);
-    let (prompt, details) = match (tool, command, path) {
-        ("bash", Some(cmd), _) => (
-            format!("Allow bash to run `{}`?", one_line(cmd)),
-            vec![PermissionDetail {
-                label: Some("command".into()),
-                value: cmd.to_string(),
-                format: Some(DetailFormat::Command),
-            }],
-        ),
-        (_, _, Some(p)) => (
-            format!("Allow {tool} on {p}?"),
-            vec![PermissionDetail {
-                label: Some("path".into()),
-                value: p.to_string(),
-                format: Some(DetailFormat::Path),
-            }],
-        ),
-        _ => (format!("Allow {tool}?"), Vec::new()),
-    };
-    let signature = if tool == "bash" {
-        command.and_then(grants::signature_grant)
-    } else {
-        None
-    };
-    let mut choices = vec![
-        PermissionChoice {
-            id: CHOICE_ALLOW.into(),
-            label: "Allow once".into(),
-            description: None,
-            accelerator: Some("y".into()),
-            intent: ChoiceIntent::Allow,
-        },
-        PermissionChoice {
-            id: CHOICE_ALWAYS.into(),
-            label: "Always allow exactly this".into(),
-            description: Some("Remembered for this project".into()),
-            accelerator: Some("a".into()),
-            intent: ChoiceIntent::Persist,
-        },
-    ];
-    if let Some(Grant::BashSignature { commands, .. }) = &signature {
-        let names: Vec<String> = commands
-            .iter()
-            .map(|c| {
-                let mut s = c.exe.clone();
-                for f in &c.flags {
-                    s.push(' ');
-                    s.push_str(f);
-                }
-                s
-            })
-            .collect();
-        choices.push(PermissionChoice {
-            id: CHOICE_SIGNATURE.into(),
-            label: "Always allow this command signature".into(),
-            description: Some(format!(
-                "Any arguments, these exact flags: {}",
-                names.join(", ")
-            )),
-            accelerator: Some("s".into()),
-            intent: ChoiceIntent::Persist,
-        });
-    }
-    choices.push(PermissionChoice {
-        id: CHOICE_DENY.into(),
-        label: "Deny".into(),
-        description: None,
-        accelerator: Some("n".into()),
-        intent: ChoiceIntent::Deny,
-    });
-    PendingPermission {
-        request: PermissionRequest {
-            agent_id: None,
-            request_id: ids::new_id(ids::REQUEST),
-            tool_name: tool.to_string(),
-            input: args.clone(),
-            prompt,
-            options: vec![
-                PermissionDecision::Allow,
-                PermissionDecision::AllowAlways,
-                PermissionDecision::Deny,
-            ],
-            details: if details.is_empty() {
-                None
-            } else {
-                Some(details)
-            },
-            choices: Some(choices),
-        },
-        signature,
-    }
-}
-
-fn one_line(s: &str) -> String {
-    let first = s.lines().next().unwrap_or_default();
-    let mut out: String = first.chars().take(120).collect();
-    if out.len() < s.len() {
-        out.push('…');
-    }
-    out
 }

@@ -1,8 +1,8 @@
 //! Starting a Runtime: preparing (configuration, grants, model — everything that needs no
 //! session), validating a user's choices, and restoring the choices a session recorded.
 
+use shard_gate::gate::Gate;
 use shard_gate::grants::GrantStore;
-use shard_gate::rules::{self, Rule};
 use shard_protocol::ErrorCode;
 use shard_session::Session;
 
@@ -18,8 +18,7 @@ pub struct Prepared {
     pub(super) opts: RuntimeOptions,
     pub(super) config: Config,
     pub(super) ai_config: shard_ai::config::AiConfig,
-    pub(super) deny_rules: Vec<Rule>,
-    pub(super) headless_allow: Vec<Rule>,
+    pub(super) gate: Gate,
     pub(super) grants: GrantStore,
     pub(super) models: ModelController,
 }
@@ -45,10 +44,15 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
     opts.cwd = cwd;
     let config = Config::load(&opts.shard_home).map_err(|e| StartError::Config(e.to_string()))?;
     let ai_config = config.ai_config();
-    let deny_rules = rules::compile_all(&config.permissions.deny)
-        .map_err(|e| StartError::Config(format!("config.toml [permissions]: {e}")))?;
-    let headless_allow = rules::compile_all(&config.headless.allow)
-        .map_err(|e| StartError::Config(format!("config.toml [headless]: {e}")))?;
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let gate = Gate::new(
+        &config.permissions,
+        &config.headless.allow,
+        &opts.cwd,
+        &opts.shard_home,
+        home.as_deref(),
+    )
+    .map_err(|e| StartError::Config(format!("config.toml [permissions]/[headless]: {e}")))?;
     if let Some(mode) = &opts.mode {
         check_mode(&config, mode).map_err(StartError::Config)?;
     }
@@ -67,8 +71,7 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
         opts,
         config,
         ai_config,
-        deny_rules,
-        headless_allow,
+        gate,
         grants,
         models,
     })

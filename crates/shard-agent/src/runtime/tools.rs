@@ -7,10 +7,7 @@ use std::sync::Arc;
 use shard_tools::{Tool, ToolRegistry};
 use tokio::sync::mpsc;
 
-use super::Runtime;
-
-/// How many changes may wait for the actor before a sender waits.
-const CHANGE_QUEUE: usize = 64;
+use super::{Internal, Runtime};
 
 /// One change to a running Runtime's tools.
 pub enum ToolChange {
@@ -31,14 +28,14 @@ pub struct RuntimeGone;
 /// before a command (on the same task) is applied before that command.
 #[derive(Clone)]
 pub struct ToolsHandle {
-    tx: mpsc::Sender<ToolChange>,
+    tx: mpsc::Sender<Internal>,
 }
 
 impl ToolsHandle {
     /// Adds (or replaces) a tool.
     pub async fn add(&self, tool: Arc<dyn Tool>) -> Result<(), RuntimeGone> {
         self.tx
-            .send(ToolChange::Add(tool))
+            .send(Internal::Tools(ToolChange::Add(tool)))
             .await
             .map_err(|_| RuntimeGone)
     }
@@ -46,7 +43,7 @@ impl ToolsHandle {
     /// Removes a tool by name; removing an unknown name does nothing.
     pub async fn remove(&self, name: impl Into<String>) -> Result<(), RuntimeGone> {
         self.tx
-            .send(ToolChange::Remove(name.into()))
+            .send(Internal::Tools(ToolChange::Remove(name.into())))
             .await
             .map_err(|_| RuntimeGone)
     }
@@ -60,22 +57,24 @@ pub(crate) struct Tools {
     /// The list offered to the model, rebuilt only after a change so consecutive calls
     /// send the same bytes (and schemas are not cloned per call).
     specs: Option<Arc<[shard_ai::ToolSpec]>>,
-    pub(crate) changes: mpsc::Receiver<ToolChange>,
-    sender: mpsc::Sender<ToolChange>,
+    /// The actor's internal queue, which changes arrive on.
+    sender: mpsc::Sender<Internal>,
 }
 
 impl Tools {
-    pub(crate) fn new(tools: Vec<Arc<dyn Tool>>, allow: Option<Vec<String>>) -> Tools {
+    pub(crate) fn new(
+        tools: Vec<Arc<dyn Tool>>,
+        allow: Option<Vec<String>>,
+        sender: mpsc::Sender<Internal>,
+    ) -> Tools {
         let mut registry = ToolRegistry::new(tools);
         if let Some(allow) = &allow {
             registry.retain(allow);
         }
-        let (sender, changes) = mpsc::channel(CHANGE_QUEUE);
         Tools {
             registry,
             allow,
             specs: None,
-            changes,
             sender,
         }
     }

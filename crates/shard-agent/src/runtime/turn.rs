@@ -38,7 +38,8 @@ enum Call {
 enum StreamOutcome {
     Done(StopReason),
     Aborted,
-    Failed(String),
+    /// The protocol code of the failure (one per provider error kind) and its message.
+    Failed(ErrorCode, String),
 }
 
 impl Runtime {
@@ -233,11 +234,12 @@ impl Runtime {
             match ev {
                 None => {
                     break StreamOutcome::Failed(
+                        ErrorCode::ProviderError,
                         "the model's stream ended before it finished".into(),
                     );
                 }
                 Some(Err(ProviderError::Cancelled)) => break StreamOutcome::Aborted,
-                Some(Err(e)) => break StreamOutcome::Failed(e.to_string()),
+                Some(Err(e)) => break StreamOutcome::Failed(e.error_code(), e.to_string()),
                 Some(Ok(StreamEvent::Done { stop_reason })) => {
                     break StreamOutcome::Done(stop_reason);
                 }
@@ -270,7 +272,7 @@ impl Runtime {
         let (stop_reason, error) = match outcome {
             StreamOutcome::Done(r) => (Some(r), None),
             StreamOutcome::Aborted => (None, None),
-            StreamOutcome::Failed(e) => (None, Some(e)),
+            StreamOutcome::Failed(code, e) => (None, Some((code, e))),
         };
         let (blocks, calls) = partial.finish();
         let stop_text = match (&stop_reason, &error) {
@@ -323,8 +325,8 @@ impl Runtime {
             }))
             .await;
         }
-        if let Some(e) = error {
-            self.emit_error(ErrorCode::ProviderError, e).await;
+        if let Some((code, e)) = error {
+            self.emit_error(code, e).await;
             return Call::Stop;
         }
         match stop_reason {

@@ -109,3 +109,60 @@ async fn a_replaced_context_is_sent_and_then_extended() {
     rec.assert_clean();
     a.close().await;
 }
+
+/// A hook that never finishes, or fails at once.
+struct Stuck {
+    fail: bool,
+}
+
+impl ModelCallHook for Stuck {
+    fn before_model_call(
+        &self,
+        _view: ModelCallView,
+    ) -> BoxFuture<'static, Result<HookOutcome, String>> {
+        let fail = self.fail;
+        Box::pin(async move {
+            if fail {
+                return Err("the hook could not prepare the context".into());
+            }
+            std::future::pending().await
+        })
+    }
+}
+
+#[tokio::test]
+async fn commands_are_served_while_the_hook_runs_and_abort_drops_it() {
+    let dirs = Dirs::new();
+    let rec = Recorder::new(vec![]);
+    let mut start = Start::new(&dirs, &rec);
+    start.hook = Some(Arc::new(Stuck { fail: false }));
+    let mut a = Agent::start(start).await;
+    a.send(serde_json::json!({"type": "prompt", "message": "go"}))
+        .await;
+    a.until_type("turn_start").await;
+    a.call(serde_json::json!({"type": "list_modes"})).await;
+    a.call(serde_json::json!({"type": "abort"})).await;
+    a.until_type("turn_end").await;
+    assert!(rec.requests().is_empty(), "no call after an aborted hook");
+    a.close().await;
+}
+
+#[tokio::test]
+async fn a_failing_hook_reports_and_sends_nothing() {
+    let dirs = Dirs::new();
+    let rec = Recorder::new(vec![]);
+    let mut start = Start::new(&dirs, &rec);
+    start.hook = Some(Arc::new(Stuck { fail: true }));
+    let mut a = Agent::start(start).await;
+    a.prompt("go").await;
+    let errors = a.seen_of("error");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("could not prepare")),
+        "{errors:?}"
+    );
+    assert!(rec.requests().is_empty());
+    a.close().await;
+}

@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::Value;
-use shard_ai::{AiConfig, Provider, ProviderConfig, ProviderError, StreamEvent, build_provider};
+use shard_ai::{
+    AiConfig, ApiError, ErrorKind, Provider, ProviderConfig, ProviderError, StreamEvent,
+    build_provider,
+};
 use tokio_util::sync::CancellationToken;
 
 use std::net::SocketAddr;
@@ -72,10 +75,14 @@ async fn real_429_capture_is_retried_and_exhaustion_is_an_http_error() {
     assert_eq!(mock.count(), 3);
     assert_eq!(f.retries.len(), 2);
     match f.error {
-        Some(ProviderError::Http(msg)) => {
+        Some(ProviderError::Api(ApiError {
+            kind: ErrorKind::RateLimited { .. },
+            status: Some(429),
+            message,
+        })) => {
             assert!(
-                msg.contains("rate_limit_error") && msg.contains("3 attempts"),
-                "{msg}"
+                message.contains("rate_limit_error") && message.contains("3 attempts"),
+                "{message}"
             );
         }
         other => panic!("{other:?}"),
@@ -93,7 +100,8 @@ async fn non_retryable_status_fails_at_once() {
     let f = collect(&provider("openai", &mock), simple_request("m")).await;
     assert_eq!(mock.count(), 1);
     assert!(
-        matches!(f.error, Some(ProviderError::Http(ref m)) if m.contains("400") && m.contains("bad model")),
+        matches!(f.error, Some(ProviderError::Api(ref e)) if e.kind == ErrorKind::InvalidRequest
+            && e.status == Some(400) && e.message.contains("bad model")),
         "{:?}",
         f.error
     );
@@ -114,7 +122,17 @@ async fn unauthorized_is_not_retried_and_hides_the_key() {
         let f = collect(&p, simple_request("m")).await;
         assert_eq!(mock.count(), 1, "{name}: 401 must not be retried");
         let err = f.error.unwrap();
-        assert!(matches!(err, ProviderError::Auth(_)), "{name}: {err:?}");
+        assert!(
+            matches!(
+                err,
+                ProviderError::Api(ApiError {
+                    kind: ErrorKind::Auth,
+                    status: Some(401),
+                    ..
+                })
+            ),
+            "{name}: {err:?}"
+        );
         let text = format!("{err} {err:?}");
         assert!(!text.contains(KEY), "{name}: key leaked: {text}");
         assert!(text.contains("API_KEY"), "{name}: {text}");
@@ -172,7 +190,8 @@ async fn error_event_after_a_delta_is_an_error_not_a_retry() {
     assert_eq!(f.text(0), "Par");
     assert!(f.retries.is_empty());
     assert!(
-        matches!(f.error, Some(ProviderError::Stream(ref m)) if m.contains("overloaded_error")),
+        matches!(f.error, Some(ProviderError::Api(ref e)) if e.kind == ErrorKind::Overloaded
+            && e.message.contains("overloaded_error")),
         "{:?}",
         f.error
     );
@@ -261,7 +280,8 @@ async fn dropped_connection_mid_stream() {
     assert_eq!(*count.lock().unwrap(), 1);
     assert!(f.text(0).starts_with("I'm unable"));
     assert!(
-        matches!(f.error, Some(ProviderError::Stream(ref m)) if m.contains("broke")),
+        matches!(f.error, Some(ProviderError::Api(ref e)) if e.kind == ErrorKind::Network
+            && e.message.contains("broke")),
         "{:?}",
         f.error
     );
@@ -286,7 +306,8 @@ async fn truncated_stream_without_completion_is_retried_then_fails() {
     let f = collect(&p, simple_request("m")).await;
     assert_eq!(mock.count(), 2);
     assert!(
-        matches!(f.error, Some(ProviderError::Stream(ref m)) if m.contains("response.completed")),
+        matches!(f.error, Some(ProviderError::Api(ref e)) if e.kind == ErrorKind::Network
+            && e.message.contains("response.completed")),
         "{:?}",
         f.error
     );
@@ -300,7 +321,8 @@ async fn invalid_json_chunk_is_a_stream_error() {
     let f = collect(&provider("openai", &mock), simple_request("m")).await;
     assert_eq!(f.text(0), "ok");
     assert!(
-        matches!(f.error, Some(ProviderError::Stream(ref m)) if m.contains("invalid JSON")),
+        matches!(f.error, Some(ProviderError::Api(ref e)) if e.kind == ErrorKind::Server
+            && e.message.contains("invalid JSON")),
         "{:?}",
         f.error
     );
@@ -320,7 +342,8 @@ async fn idle_timeout_ends_a_silent_stream() {
     let f = collect(&p, simple_request("m")).await;
     assert_eq!(f.text(0), "ok");
     assert!(
-        matches!(f.error, Some(ProviderError::Stream(ref m)) if m.contains("no data")),
+        matches!(f.error, Some(ProviderError::Api(ref e)) if e.kind == ErrorKind::Network
+            && e.message.contains("no data")),
         "{:?}",
         f.error
     );

@@ -182,7 +182,11 @@ async fn responses_error_event_then_failed_is_not_retried() {
     .await;
     let f = collect(&provider("openai-responses", &mock), simple_request("m")).await;
     match f.error {
-        Some(ProviderError::Stream(msg)) => assert!(msg.contains("insufficient_quota"), "{msg}"),
+        // A spent quota is an account problem: no retry, reported as `auth`.
+        Some(ProviderError::Api(e)) => {
+            assert_eq!(e.kind, shard_ai::ErrorKind::Auth);
+            assert!(e.message.contains("insufficient_quota"), "{e:?}");
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(mock.count(), 1);

@@ -41,7 +41,7 @@ fn run_codec(input: &[u8], chunks: &[usize], max: usize) -> Vec<Result<Vec<u8>, 
     let mut sizes = chunks.iter().cycle();
     let push = |item: Result<BytesMut, LineError>, out: &mut Vec<_>| match item {
         Ok(line) => out.push(Ok(line.to_vec())),
-        Err(LineError::TooLong { limit }) => {
+        Err(LineError::TooLong { limit, .. }) => {
             assert_eq!(limit, max);
             out.push(Err(()));
         }

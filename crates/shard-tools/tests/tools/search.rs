@@ -301,3 +301,56 @@ async fn ls_lists_kinds_sizes_and_marks_dirs() {
     let out = call("ls", json!({"path": "/"}), &c).await;
     assert!(text(&out).contains("/tmp/"), "{}", text(&out));
 }
+
+/// Issue 10 §2: the gate's path filter hides entries from every listing tool, including
+/// those reached through a symlink, and prunes hidden directories from the walk.
+#[tokio::test]
+async fn the_path_filter_hides_entries_from_grep_find_and_ls() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    write_tree(
+        &root,
+        &[
+            ("secrets/key.txt", "NEEDLE secret\n"),
+            ("src/a.txt", "NEEDLE public\n"),
+        ],
+    );
+    std::os::unix::fs::symlink(root.join("secrets/key.txt"), root.join("src/alias.txt")).unwrap();
+    let mut ctx = ctx(&root);
+    let secrets = root.join("secrets");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = seen.clone();
+    ctx.path_filter = shard_tools::PathFilter::new(std::sync::Arc::new(
+        move |tool: &str, p: &std::path::Path, link: bool| {
+            log.lock().unwrap().push(tool.to_string());
+            let real = if link {
+                std::fs::canonicalize(p).unwrap_or(p.to_path_buf())
+            } else {
+                p.to_path_buf()
+            };
+            !real.starts_with(&secrets)
+        },
+    ));
+    let out = text(&call("grep", json!({"pattern": "NEEDLE"}), &ctx).await);
+    assert!(
+        out.contains("src/a.txt") && !out.contains("secret"),
+        "{out}"
+    );
+    let out = text(&call("find", json!({"pattern": "*.txt"}), &ctx).await);
+    assert!(out.contains("src/a.txt"), "{out}");
+    assert!(
+        !out.contains("key.txt") && !out.contains("alias.txt"),
+        "{out}"
+    );
+    let out = text(&call("ls", json!({}), &ctx).await);
+    assert!(out.contains("src") && !out.contains("secrets"), "{out}");
+    let out = text(&call("ls", json!({"path": "src"}), &ctx).await);
+    assert!(!out.contains("alias.txt"), "{out}");
+    let tools = seen.lock().unwrap().clone();
+    for t in ["grep", "find", "ls"] {
+        assert!(
+            tools.iter().any(|x| x == t),
+            "{t} did not consult the filter"
+        );
+    }
+}

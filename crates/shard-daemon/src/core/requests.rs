@@ -10,8 +10,8 @@ use shard_protocol::PermissionAnswer;
 use shard_protocol::command::{Command, HeadlessPolicy, PermissionResponse, UiResponse};
 use shard_protocol::types::PermissionDecision;
 
-use crate::broker::{push, send_to_runtime};
-use crate::state::{ConnId, Inflight, Pending, PendingKind, Shared, State};
+use super::broker::{push, send_to_runtime};
+use super::state::{ConnId, Inflight, Pending, PendingKind, Shared, State};
 
 pub(crate) fn on_request(
     shared: &Arc<Shared>,
@@ -90,7 +90,13 @@ pub(crate) fn apply_headless(
                             .and_then(|t| t.as_str())
                             .is_some_and(|tool| {
                                 let input = p.value.get("input").cloned().unwrap_or_default();
-                                shard_gate::rules::allows(&shared.cfg.headless_allow, tool, &input)
+                                // Path globs match the resolved path, at the agent's cwd.
+                                shard_gate::gate::headless_allows_at(
+                                    &shared.cfg.headless_allow,
+                                    tool,
+                                    &input,
+                                    std::path::Path::new(&entry.manifest.cwd),
+                                )
                             })
                 });
             let source = if allowed { HEADLESS_RULE } else { "headless" };
@@ -132,8 +138,21 @@ pub(crate) fn start_headless_timer(
         {
             p.headless_timer = None;
         }
-        if st.responders(&aid).is_none() {
-            answer_headless(&shared2, st, &aid, &rid, "headless_timeout");
+        if st.responders(&aid).is_none()
+            && answer_headless(&shared2, st, &aid, &rid, "headless_timeout")
+        {
+            // PROTOCOL §8: the timeout is also an async `TIMEOUT` error, besides the tool
+            // result the Runtime produces, so watchers see why the turn went on.
+            let ev = shard_protocol::Event::Error(shard_protocol::event::ErrorEvent {
+                agent_id: Some(aid.clone()),
+                code: shard_protocol::ErrorCode::Timeout,
+                message: format!(
+                    "request {rid} waited {} s with no client able to answer; the headless policy answered it",
+                    timeout.as_secs()
+                ),
+                fatal: Some(false),
+            });
+            super::broker::fan_out(st, &aid, &super::broker::frame(&ev));
         }
     });
     p.headless_timer = Some(task.abort_handle());
@@ -142,22 +161,23 @@ pub(crate) fn start_headless_timer(
 /// The `source` of a headless answer that a `[headless] allow` rule allowed.
 pub(crate) const HEADLESS_RULE: &str = "headless_rule";
 
+/// Answers a pending request for nobody; false when it was already answered.
 pub(crate) fn answer_headless(
     shared: &Arc<Shared>,
     st: &mut State,
     agent_id: &str,
     request_id: &str,
     source: &str,
-) {
+) -> bool {
     let Some(entry) = st.agents.get_mut(agent_id) else {
-        return;
+        return false;
     };
     let Some(p) = entry
         .pending
         .iter_mut()
         .find(|p| p.request_id == request_id && !p.answered)
     else {
-        return;
+        return false;
     };
     p.answered = true;
     let allow = source == HEADLESS_RULE;
@@ -182,8 +202,9 @@ pub(crate) fn answer_headless(
         }),
     };
     if let Some(rt) = entry.rt.as_mut() {
-        send_to_runtime(shared, rt, command, Inflight::Internal);
+        let _ = send_to_runtime(shared, rt, command, Inflight::Internal);
     }
+    true
 }
 
 pub(crate) fn on_resolved(st: &mut State, agent_id: &str, request_id: &str, frame: &Bytes) {

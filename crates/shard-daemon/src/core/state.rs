@@ -1,12 +1,13 @@
-//! The daemon's shared state: registry entries, live Runtimes, attachments, pending
-//! requests and connections. One `std::sync::Mutex` guards it; it is never held across
-//! an `.await`, and everything done under it is bounded, non-blocking work (queue pushes).
+//! The registry's state: agent entries, live Runtimes, attachments, pending requests and
+//! connections. Its fields are private to `core` (issue 11 §1): the connection layer and
+//! the handlers go through the methods of `core::api`, which never `.await` while holding
+//! it and do only bounded, non-blocking work under it (queue pushes). See
+//! docs/decisions.md "Daemon core".
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use shard_protocol::command::AttachRole;
@@ -16,118 +17,78 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::DaemonConfig;
 use crate::launcher::RuntimeLauncher;
 use crate::manifest::{AgentManifest, ManifestStore};
-use crate::outbox::{Outbox, QueueCaps};
+use crate::outbox::Outbox;
+use crate::principal::Principal;
+use crate::reply::Responder;
 
 /// A client connection's id.
 pub type ConnId = u64;
-
-/// Settings of a daemon.
-#[derive(Debug, Clone)]
-pub struct DaemonConfig {
-    /// `SHARD_HOME`.
-    pub home: PathBuf,
-    /// Inactive Runtimes are reaped after this long.
-    pub idle_runtime_timeout: Duration,
-    /// A Runtime must send `hello` and `sync` within this long.
-    pub ready_timeout: Duration,
-    /// A queued request with no responder is denied after this long (§16 item 7).
-    pub headless_timeout: Duration,
-    /// `agent.kill` waits this long after `abort` before SIGTERM, and again before SIGKILL.
-    pub kill_grace: Duration,
-    /// Per-client outbound queue caps.
-    pub queue: QueueCaps,
-    /// Longest accepted inbound line.
-    pub max_line: usize,
-    /// The `shard` executable that runs `shard agent` (default: the current executable).
-    pub agent_exe: Option<PathBuf>,
-    /// The `[[headless.allow]]` rules of `config.toml`, for `allow_if_rule_matches`.
-    pub headless_allow: Vec<shard_gate::rules::Rule>,
-}
-
-impl DaemonConfig {
-    /// Defaults for `home`.
-    pub fn new(home: PathBuf) -> Self {
-        DaemonConfig {
-            home,
-            idle_runtime_timeout: Duration::from_secs(600),
-            ready_timeout: Duration::from_secs(20),
-            headless_timeout: Duration::from_secs(600),
-            kill_grace: Duration::from_secs(5),
-            queue: QueueCaps::default(),
-            max_line: 128 * 1024 * 1024,
-            agent_exe: None,
-            headless_allow: Vec::new(),
-        }
-    }
-
-    /// Reads the `[headless]` section of `SHARD_HOME/config.toml` (allow rules and the
-    /// queue timeout); a config that cannot be read is an error, so the daemon never
-    /// starts with a policy other than the one the user wrote.
-    pub fn load_headless(&mut self) -> Result<(), String> {
-        let config = shard_gate::config::GateSections::load(&self.home)?;
-        self.headless_allow = shard_gate::rules::compile_all(&config.headless.allow)
-            .map_err(|e| format!("config.toml [headless]: {e}"))?;
-        self.headless_timeout = Duration::from_secs(config.headless.timeout_secs);
-        Ok(())
-    }
-
-    /// The socket path.
-    pub fn socket_path(&self) -> PathBuf {
-        self.home.join("daemon.sock")
-    }
-}
 
 /// What a rewritten command id stands for (§16 item 6).
 #[derive(Debug)]
 pub(crate) enum Inflight {
     /// A client's command: the response goes back to it with its own id.
-    Client {
-        conn: ConnId,
-        client_id: Option<String>,
-        command: &'static str,
-    },
+    Client(Responder),
     /// A `request_sync` the daemon sent; its response is swallowed.
     Sync,
     /// A `request_sync` a client asked for; its response goes back to it.
-    ClientSync {
-        conn: ConnId,
-        client_id: Option<String>,
-    },
+    ClientSync(Responder),
     /// A command of the daemon's own (`abort` of a kill, headless answers).
     Internal,
 }
 
+impl Inflight {
+    /// Answers the client behind this record (if any) with a failure.
+    pub(super) fn fail(self, code: shard_protocol::ErrorCode, message: impl Into<String>) {
+        match self {
+            Inflight::Client(r) | Inflight::ClientSync(r) => {
+                r.fail(crate::reply::ProtocolError::new(code, message));
+            }
+            Inflight::Sync | Inflight::Internal => {}
+        }
+    }
+}
+
 /// A live (or starting) Runtime generation.
 pub(crate) struct LiveRuntime {
-    pub epoch: u64,
-    pub pid: Option<u32>,
+    pub(super) epoch: u64,
+    pub(super) pid: Option<u32>,
     /// Lines to the Runtime's stdin; `None` once stdin is closed (terminate/reap).
-    pub stdin: Option<mpsc::UnboundedSender<Bytes>>,
-    pub ready: bool,
-    pub capabilities: Vec<String>,
-    pub inflight: HashMap<String, Inflight>,
+    pub(super) stdin: Option<mpsc::UnboundedSender<Bytes>>,
+    pub(super) ready: bool,
+    pub(super) capabilities: Vec<String>,
+    pub(super) inflight: HashMap<String, Inflight>,
     /// `request_sync`s sent and not yet answered: a `sync` meanwhile is a reply.
-    pub sync_requests: u32,
-    pub idle_since: Option<Instant>,
-    pub terminate_when_idle: bool,
-    pub stopping: bool,
-    pub killed: bool,
-    pub start_failure: Option<String>,
-    pub start_waiters: Vec<oneshot::Sender<Result<(), String>>>,
-    pub exit_waiters: Vec<oneshot::Sender<()>>,
+    pub(super) sync_requests: u32,
+    pub(super) idle_since: Option<Instant>,
+    pub(super) terminate_when_idle: bool,
+    pub(super) stopping: bool,
+    pub(super) killed: bool,
+    pub(super) start_failure: Option<String>,
+    pub(super) start_waiters: Vec<oneshot::Sender<Result<(), String>>>,
+    pub(super) exit_waiters: Vec<oneshot::Sender<()>>,
     /// New work that arrived while this generation was stopping: start the next one.
-    pub restart_waiters: Vec<oneshot::Sender<Result<(), String>>>,
+    pub(super) restart_waiters: Vec<oneshot::Sender<Result<(), String>>>,
+    /// Client commands that arrived before this generation was ready, sent in arrival
+    /// order at its first `sync` (per-agent ordering without blocking a connection).
+    pub(super) queued: Vec<(shard_protocol::Command, Inflight)>,
+    /// Commands that arrived while this generation was stopping: the next one's.
+    pub(super) queued_next: Vec<(shard_protocol::Command, Inflight)>,
+    /// SHA-256 of the `SHARD_AGENT_TOKEN` this generation was started with; the token
+    /// itself is never kept.
+    pub(super) token_hash: [u8; 32],
 }
 
 /// One client watching an agent.
 pub(crate) struct Attachment {
-    pub role: AttachRole,
+    pub(super) role: AttachRole,
     /// Events are held back until a `sync` reaches this client (the attach handshake).
-    pub awaiting_sync: bool,
-    /// The `agent.attach` response still owed (the client's id), sent right before the sync.
-    pub attach_reply: Option<Option<String>>,
+    pub(super) awaiting_sync: bool,
+    /// The `agent.attach` response still owed, sent right before the sync.
+    pub(super) attach_reply: Option<Responder>,
 }
 
 /// What a pending request accepts as an answer.
@@ -142,29 +103,29 @@ pub(crate) enum PendingKind {
 
 /// A permission or UI request the Runtime is waiting on.
 pub(crate) struct Pending {
-    pub request_id: String,
+    pub(super) request_id: String,
     /// The request event, tagged with the requesting agent's id.
-    pub value: serde_json::Value,
-    pub kind: PendingKind,
+    pub(super) value: serde_json::Value,
+    pub(super) kind: PendingKind,
     /// A winner was forwarded; later answers are dropped silently.
-    pub answered: bool,
+    pub(super) answered: bool,
     /// Connections (also of ancestors) that were shown it: they get the `*_resolved`.
-    pub delivered_to: HashSet<ConnId>,
-    pub headless_timer: Option<AbortHandle>,
+    pub(super) delivered_to: HashSet<ConnId>,
+    pub(super) headless_timer: Option<AbortHandle>,
 }
 
 /// One durable agent and whatever is live of it.
 pub(crate) struct AgentEntry {
-    pub manifest: AgentManifest,
-    pub status: AgentStatus,
-    pub runtime_state: RuntimeState,
-    pub mode: Option<String>,
-    pub usage: Option<Usage>,
-    pub phase: ActivityPhase,
-    pub last_epoch: Option<u64>,
-    pub rt: Option<LiveRuntime>,
-    pub attachments: HashMap<ConnId, Attachment>,
-    pub pending: Vec<Pending>,
+    pub(super) manifest: AgentManifest,
+    pub(super) status: AgentStatus,
+    pub(super) runtime_state: RuntimeState,
+    pub(super) mode: Option<String>,
+    pub(super) usage: Option<Usage>,
+    pub(super) phase: ActivityPhase,
+    pub(super) last_epoch: Option<u64>,
+    pub(super) rt: Option<LiveRuntime>,
+    pub(super) attachments: HashMap<ConnId, Attachment>,
+    pub(super) pending: Vec<Pending>,
 }
 
 impl AgentEntry {
@@ -213,33 +174,25 @@ impl AgentEntry {
     }
 }
 
-/// One client connection.
+/// One client connection (or in-process subscriber).
 pub(crate) struct ConnEntry {
-    pub outbox: Arc<Outbox>,
+    pub(super) outbox: Arc<Outbox>,
+    /// Who is on the other end.
+    pub(super) principal: Principal,
+    /// Receives orchestrator events (every connection; an in-process subscriber of one
+    /// agent only does not).
+    pub(super) broadcasts: bool,
 }
 
 /// Everything under the lock.
 #[derive(Default)]
 pub(crate) struct State {
-    pub agents: HashMap<String, AgentEntry>,
-    pub conns: HashMap<ConnId, ConnEntry>,
-    pub shutting_down: bool,
+    pub(super) agents: HashMap<String, AgentEntry>,
+    pub(super) conns: HashMap<ConnId, ConnEntry>,
+    pub(super) shutting_down: bool,
 }
 
 impl State {
-    /// Answers a client's command with a failed `response`.
-    pub fn reply_err(
-        &self,
-        conn: ConnId,
-        id: Option<String>,
-        command: Option<&str>,
-        code: shard_protocol::ErrorCode,
-        message: impl Into<String>,
-    ) {
-        let event = shard_protocol::Event::err(id, command, code, message);
-        self.send_to(conn, &crate::broker::frame(&event));
-    }
-
     /// Sends a frame to one connection (dropped when it is gone or closed).
     pub fn send_to(&self, conn: ConnId, frame: &Bytes) {
         if let Some(c) = self.conns.get(&conn) {
@@ -249,7 +202,7 @@ impl State {
 
     /// Sends an orchestrator event to every connection.
     pub fn broadcast(&self, frame: &Bytes) {
-        for c in self.conns.values() {
+        for c in self.conns.values().filter(|c| c.broadcasts) {
             c.outbox.push(frame.clone());
         }
     }
@@ -293,14 +246,18 @@ impl State {
 
 /// State shared by every task of one daemon.
 pub(crate) struct Shared {
-    pub cfg: DaemonConfig,
-    pub launcher: Arc<dyn RuntimeLauncher>,
-    pub store: ManifestStore,
+    /// Settings (not registry state: readable by every module).
+    pub(crate) cfg: DaemonConfig,
+    pub(crate) launcher: Arc<dyn RuntimeLauncher>,
+    pub(crate) store: ManifestStore,
     state: Mutex<State>,
     next_id: AtomicU64,
-    pub shutdown: CancellationToken,
+    /// Cancelled when the daemon stops serving.
+    pub(crate) shutdown: CancellationToken,
     /// Fired whenever a Runtime exits, so shutdown can wait for the last one.
-    pub runtime_exited: tokio::sync::Notify,
+    pub(super) runtime_exited: tokio::sync::Notify,
+    /// Every task that serves a client or does slow work for one; shutdown awaits them.
+    pub(crate) tasks: tokio_util::task::TaskTracker,
 }
 
 impl Shared {
@@ -314,15 +271,17 @@ impl Shared {
             next_id: AtomicU64::new(1),
             shutdown: CancellationToken::new(),
             runtime_exited: tokio::sync::Notify::new(),
+            tasks: tokio_util::task::TaskTracker::new(),
         }
     }
 
     /// Locks the state; a poisoned lock (a panic elsewhere) is taken over, since every
     /// mutation under it leaves the maps consistent.
-    pub fn lock(&self) -> MutexGuard<'_, State> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// A daemon-unique number (connection ids, rewritten command ids).
     pub fn next(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }

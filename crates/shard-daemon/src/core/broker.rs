@@ -17,7 +17,7 @@ use shard_protocol::responses::AttachData;
 use shard_protocol::types::{AgentStatus, RuntimeState, UiKind};
 use shard_protocol::{Event, IncomingEvent, decode_event_lenient, ids, to_line};
 
-use crate::state::{ConnEntry, ConnId, Inflight, LiveRuntime, PendingKind, Shared, State};
+use super::state::{ConnEntry, ConnId, Inflight, LiveRuntime, PendingKind, Shared, State};
 
 /// Serializes an event as one frame.
 pub(crate) fn frame(event: &Event) -> Bytes {
@@ -46,24 +46,37 @@ pub(crate) fn push(conns: &HashMap<ConnId, ConnEntry>, conn: ConnId, frame: &Byt
     }
 }
 
-/// Sends a command to a Runtime with a daemon-unique id (§16 item 6).
+/// Sends a command to a Runtime with a daemon-unique id (§16 item 6). When the Runtime's
+/// input is closed the inflight record comes back, so its responder can say why.
 pub(crate) fn send_to_runtime(
     shared: &Shared,
     rt: &mut LiveRuntime,
     mut command: Command,
     inflight: Inflight,
-) -> bool {
+) -> Result<(), Inflight> {
     let Some(stdin) = &rt.stdin else {
-        return false;
+        return Err(inflight);
     };
     command.set_routing_agent_id(None);
     let id = format!("d{}", shared.next());
     let line = to_line(&ClientMessage::new(id.clone(), command));
     if stdin.send(Bytes::from(line)).is_err() {
-        return false;
+        return Err(inflight);
     }
     rt.inflight.insert(id, inflight);
-    true
+    Ok(())
+}
+
+/// Sends the commands queued while a generation was starting, in arrival order.
+fn flush_queued(shared: &Shared, rt: &mut LiveRuntime) {
+    for (command, inflight) in std::mem::take(&mut rt.queued) {
+        if let Err(inf) = send_to_runtime(shared, rt, command, inflight) {
+            inf.fail(
+                shard_protocol::ErrorCode::RuntimeStartFailed,
+                "the agent's runtime stopped before the command could be sent; retry",
+            );
+        }
+    }
 }
 
 /// Handles one line from the Runtime generation `epoch` of `agent_id`.
@@ -118,20 +131,20 @@ pub(crate) fn on_runtime_line(shared: &Arc<Shared>, agent_id: &str, epoch: u64, 
             };
             let id = p.request_id.clone();
             set_phase(st, agent_id, ActivityPhase::Waiting, None);
-            crate::requests::on_request(shared, st, agent_id, id, kind, make(&event));
+            super::requests::on_request(shared, st, agent_id, id, kind, make(&event));
         }
         Event::UiRequest(ref u) if u.kind != UiKind::Notify => {
             let id = u.request_id.clone();
             set_phase(st, agent_id, ActivityPhase::Waiting, None);
-            crate::requests::on_request(shared, st, agent_id, id, PendingKind::Ui, make(&event));
+            super::requests::on_request(shared, st, agent_id, id, PendingKind::Ui, make(&event));
         }
         Event::PermissionResolved(ref r) => {
             let id = r.request_id.clone();
-            crate::requests::on_resolved(st, agent_id, &id, &make(&event));
+            super::requests::on_resolved(st, agent_id, &id, &make(&event));
         }
         Event::UiResolved(ref r) => {
             let id = r.request_id.clone();
-            crate::requests::on_resolved(st, agent_id, &id, &make(&event));
+            super::requests::on_resolved(st, agent_id, &id, &make(&event));
         }
         Event::Status(ref s) => {
             let f = make(&event);
@@ -184,6 +197,30 @@ pub(crate) fn on_runtime_line(shared: &Arc<Shared>, agent_id: &str, epoch: u64, 
         }
         ref other => fan_out(st, agent_id, &make(other)),
     }
+}
+
+/// A Runtime line over the line limit carried the id of a command the daemon sent: that
+/// command fails instead of staying in flight forever.
+pub(crate) fn on_overlong_response(shared: &Shared, agent_id: &str, epoch: u64, id: &str) {
+    let mut st = shared.lock();
+    let Some(rt) = st
+        .agents
+        .get_mut(agent_id)
+        .and_then(|e| e.rt.as_mut())
+        .filter(|rt| rt.epoch == epoch)
+    else {
+        return;
+    };
+    let Some(inf) = rt.inflight.remove(id) else {
+        return;
+    };
+    if matches!(inf, Inflight::Sync | Inflight::ClientSync(_)) {
+        rt.sync_requests = rt.sync_requests.saturating_sub(1);
+    }
+    inf.fail(
+        shard_protocol::ErrorCode::InternalError,
+        "the agent's answer was longer than the protocol's line limit and was discarded",
+    );
 }
 
 /// Sends a frame to every attachment of an agent that is past its handshake.
@@ -330,6 +367,7 @@ fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut
         for w in rt.start_waiters.drain(..) {
             let _ = w.send(Ok(()));
         }
+        flush_queued(shared, rt);
         if !entry.manifest.started {
             entry.manifest.started = true;
             let m = entry.manifest.clone();
@@ -362,13 +400,12 @@ fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut
         if !(to_all || att.awaiting_sync) {
             continue;
         }
-        if let Some(client_id) = att.attach_reply.take() {
+        if let Some(responder) = att.attach_reply.take() {
             let data = AttachData {
                 status,
                 info: info.clone(),
             };
-            let ev = Event::ok(client_id, "agent.attach", serde_json::to_value(&data).ok());
-            push(&st.conns, *conn, &frame(&ev));
+            responder.ok(serde_json::to_value(&data).ok());
         }
         push(&st.conns, *conn, &sync_frame);
         att.awaiting_sync = false;
@@ -399,7 +436,7 @@ fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut
     }
 }
 
-fn on_response(st: &mut State, agent_id: &str, mut r: Response) {
+fn on_response(st: &mut State, agent_id: &str, r: Response) {
     let Some(rt) = st.agents.get_mut(agent_id).and_then(|e| e.rt.as_mut()) else {
         return;
     };
@@ -408,16 +445,14 @@ fn on_response(st: &mut State, agent_id: &str, mut r: Response) {
         return;
     };
     let target = match rt.inflight.remove(&id) {
-        Some(Inflight::Client {
-            conn, client_id, ..
-        }) => Some((conn, client_id)),
+        Some(Inflight::Client(responder)) => Some(responder),
         Some(Inflight::Sync) => {
             rt.sync_requests = rt.sync_requests.saturating_sub(1);
             None
         }
-        Some(Inflight::ClientSync { conn, client_id }) => {
+        Some(Inflight::ClientSync(responder)) => {
             rt.sync_requests = rt.sync_requests.saturating_sub(1);
-            Some((conn, client_id))
+            Some(responder)
         }
         Some(Inflight::Internal) => {
             if !r.success {
@@ -430,9 +465,8 @@ fn on_response(st: &mut State, agent_id: &str, mut r: Response) {
             None
         }
     };
-    if let Some((conn, client_id)) = target {
-        r.id = client_id;
-        st.send_to(conn, &frame(&Event::Response(r)));
+    if let Some(responder) = target {
+        responder.forward(r);
     }
 }
 

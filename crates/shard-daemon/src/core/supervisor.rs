@@ -17,9 +17,10 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::FramedRead;
 
-use crate::broker::{self, frame, send_to_runtime};
+use super::broker::{self, frame, send_to_runtime};
+use super::state::{Inflight, LiveRuntime, PendingKind, Shared, State};
 use crate::launcher::{ExitInfo, LaunchSpec, LaunchedRuntime};
-use crate::state::{Inflight, LiveRuntime, PendingKind, Shared, State};
+use crate::reply::ProtocolError;
 
 /// Readiness of a Runtime the caller is waiting for.
 pub(crate) type ReadyRx = oneshot::Receiver<Result<(), String>>;
@@ -49,15 +50,16 @@ pub(crate) fn ensure_started(
         }
         return Ok(Some(rx));
     }
-    let rx = begin_start(shared, st, agent_id, Vec::new());
+    let rx = begin_start(shared, st, agent_id, Vec::new(), Vec::new());
     Ok(rx)
 }
 
-fn begin_start(
+pub(super) fn begin_start(
     shared: &Arc<Shared>,
     st: &mut State,
     agent_id: &str,
     mut waiters: Vec<oneshot::Sender<Result<(), String>>>,
+    queued: Vec<(Command, Inflight)>,
 ) -> Option<ReadyRx> {
     let entry = st.agents.get_mut(agent_id)?;
     let epoch = entry.last_epoch.map_or(0, |e| e + 1);
@@ -65,6 +67,8 @@ fn begin_start(
     let (tx, rx) = oneshot::channel();
     waiters.push(tx);
     let (stdin_tx, stdin_rx) = mpsc::unbounded_channel();
+    let token = new_token();
+    let token_hash = crate::principal::hash_token(&token);
     entry.rt = Some(LiveRuntime {
         epoch,
         pid: None,
@@ -81,12 +85,33 @@ fn begin_start(
         start_waiters: waiters,
         exit_waiters: Vec::new(),
         restart_waiters: Vec::new(),
+        queued,
+        queued_next: Vec::new(),
+        token_hash,
     });
     entry.runtime_state = RuntimeState::Starting;
-    let m = &entry.manifest;
+    let spec = launch_spec(&shared.cfg, &entry.manifest, epoch, token);
+    let ev = Event::AgentStatusChanged(AgentStatusChanged {
+        agent_id: agent_id.to_string(),
+        status: entry.status,
+        runtime_state: RuntimeState::Starting,
+        detail: None,
+    });
+    st.broadcast(&frame(&ev));
+    tokio::spawn(run_generation(Arc::clone(shared), spec, stdin_rx));
+    Some(rx)
+}
+
+/// What a Runtime generation of this agent is started with.
+pub(crate) fn launch_spec(
+    cfg: &crate::config::DaemonConfig,
+    m: &crate::manifest::AgentManifest,
+    epoch: u64,
+    token: String,
+) -> LaunchSpec {
     let scripted = m.provider.as_deref() == Some("scripted");
     let first = !m.started;
-    let spec = LaunchSpec {
+    LaunchSpec {
         agent_id: m.agent_id.clone(),
         parent_agent_id: m.parent_agent_id.clone(),
         session_id: m.session_id.clone(),
@@ -105,20 +130,11 @@ fn begin_start(
         mode: if first { m.mode.clone() } else { None },
         script: if scripted { m.model.clone() } else { None },
         tools: m.tools.clone(),
-        home: shared.cfg.home.clone(),
-        daemon_sock: shared.cfg.socket_path(),
-        token: new_token(),
+        home: cfg.home.clone(),
+        daemon_sock: cfg.socket_path(),
+        token,
         epoch,
-    };
-    let ev = Event::AgentStatusChanged(AgentStatusChanged {
-        agent_id: agent_id.to_string(),
-        status: entry.status,
-        runtime_state: RuntimeState::Starting,
-        detail: None,
-    });
-    st.broadcast(&frame(&ev));
-    tokio::spawn(run_generation(Arc::clone(shared), spec, stdin_rx));
-    Some(rx)
+    }
 }
 
 fn new_token() -> String {
@@ -138,6 +154,12 @@ async fn run_generation(
 ) {
     let agent_id = spec.agent_id.clone();
     let epoch = spec.epoch;
+    // A Runtime of a previous daemon may still hold the session (it aborts and exits when
+    // its daemon dies): wait for it instead of failing with CONFLICT, and never kill it.
+    if let Err(e) = wait_session_free(&shared.cfg, &spec.session_id).await {
+        on_exit(&shared, &agent_id, epoch, ExitInfo::default(), Some(e));
+        return;
+    }
     let launched =
         match tokio::time::timeout(shared.cfg.ready_timeout, shared.launcher.launch(&spec)).await {
             Ok(Ok(l)) => l,
@@ -205,7 +227,7 @@ async fn run_generation(
             }
         });
     }
-    let mut lines = FramedRead::new(stdout, JsonlCodec::default());
+    let mut lines = FramedRead::new(stdout, JsonlCodec::new(shared.cfg.max_line));
     let read_all = {
         let shared = Arc::clone(&shared);
         let agent_id = agent_id.clone();
@@ -213,7 +235,15 @@ async fn run_generation(
             while let Some(item) = lines.next().await {
                 match item {
                     Ok(Ok(line)) => broker::on_runtime_line(&shared, &agent_id, epoch, &line),
-                    Ok(Err(e)) => tracing::warn!(agent_id, error = %e, "runtime line dropped"),
+                    Ok(Err(e)) => {
+                        tracing::warn!(agent_id, error = %e, "runtime line dropped");
+                        // A response too long to carry still answers its command, so no
+                        // client waits forever and idle reaping is not held up.
+                        let shard_protocol::LineError::TooLong { id, .. } = e;
+                        if let Some(id) = id {
+                            broker::on_overlong_response(&shared, &agent_id, epoch, &id);
+                        }
+                    }
                     Err(e) => {
                         tracing::debug!(agent_id, error = %e, "runtime stdout failed");
                         break;
@@ -233,6 +263,54 @@ async fn run_generation(
         _ = &mut read_all => exit.await,
     };
     on_exit(&shared, &agent_id, epoch, info, None);
+}
+
+/// Waits (bounded by the ready timeout) until no process holds the session's lock.
+async fn wait_session_free(
+    cfg: &crate::config::DaemonConfig,
+    session_id: &str,
+) -> Result<(), String> {
+    let Ok(dir) = shard_session::SessionStore::new(&cfg.home).session_dir(session_id) else {
+        return Ok(());
+    };
+    let lock = dir.join(shard_session::LOCK_FILE);
+    let deadline = Instant::now() + cfg.ready_timeout;
+    let mut backoff = Duration::from_millis(5);
+    loop {
+        let path = lock.clone();
+        let holder = tokio::task::spawn_blocking(move || lock_holder(&path))
+            .await
+            .unwrap_or(None);
+        let Some(holder) = holder else {
+            return Ok(());
+        };
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "session {session_id} is still in use by {holder} after {} s",
+                cfg.ready_timeout.as_secs()
+            ));
+        }
+        tracing::info!(session_id, %holder, "waiting for the session to be released");
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_millis(200));
+    }
+}
+
+/// Who holds a session lock (`None`: nobody, or no lock file).
+fn lock_holder(path: &std::path::Path) -> Option<String> {
+    let f = std::fs::File::open(path).ok()?;
+    match f.try_lock() {
+        Ok(()) => None,
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let pid = std::fs::read_to_string(path).unwrap_or_default();
+            Some(if pid.trim().is_empty() {
+                "another process".into()
+            } else {
+                format!("pid {}", pid.trim())
+            })
+        }
+        Err(std::fs::TryLockError::Error(_)) => None,
+    }
 }
 
 async fn write_stdin(
@@ -276,6 +354,10 @@ pub(crate) fn on_exit(
     };
     let was_ready = rt.ready;
     let clean = launch_error.is_none() && rt.stopping && exit.is_clean() && !rt.killed;
+    // A deliberate `agent.kill` (or forced shutdown) stops the agent; it did not fail
+    // (issue 9 item 10).
+    let deliberate = rt.killed && launch_error.is_none() && rt.start_failure.is_none();
+    let stopped = clean || deliberate;
     let reason = launch_error
         .or(rt.start_failure.clone())
         .unwrap_or_else(|| {
@@ -286,7 +368,8 @@ pub(crate) fn on_exit(
             }
         });
     tracing::info!(agent_id, epoch, clean, %reason, "runtime generation ended");
-    let restart = !rt.restart_waiters.is_empty() && !st.shutting_down;
+    let restart =
+        (!rt.restart_waiters.is_empty() || !rt.queued_next.is_empty()) && !st.shutting_down;
     let (code, msg) = if was_ready {
         (
             ErrorCode::InternalError,
@@ -299,18 +382,13 @@ pub(crate) fn on_exit(
         )
     };
     for (_, inf) in rt.inflight {
-        let target = match inf {
-            Inflight::Client {
-                conn,
-                client_id,
-                command,
-            } => Some((conn, client_id, command)),
-            Inflight::ClientSync { conn, client_id } => Some((conn, client_id, "request_sync")),
-            Inflight::Sync | Inflight::Internal => None,
-        };
-        if let Some((conn, client_id, command)) = target {
-            st.reply_err(conn, client_id, Some(command), code.clone(), msg.clone());
-        }
+        inf.fail(code.clone(), msg.clone());
+    }
+    for (_, inf) in rt.queued {
+        inf.fail(
+            ErrorCode::RuntimeStartFailed,
+            format!("the agent's runtime failed to start: {reason}"),
+        );
     }
     for w in rt.start_waiters {
         let _ = w.send(Err(reason.clone()));
@@ -323,20 +401,14 @@ pub(crate) fn on_exit(
         let failed: Vec<_> = entry
             .attachments
             .iter_mut()
-            .filter_map(|(c, a)| a.attach_reply.take().map(|id| (*c, id)))
+            .filter_map(|(c, a)| a.attach_reply.take().map(|r| (*c, r)))
             .collect();
-        for (c, _) in &failed {
-            entry.attachments.remove(c);
-        }
-        for (c, id) in failed {
-            let m = format!("the agent's runtime failed to start: {reason}");
-            st.reply_err(
-                c,
-                id,
-                Some("agent.attach"),
+        for (c, responder) in failed {
+            entry.attachments.remove(&c);
+            responder.fail(ProtocolError::new(
                 ErrorCode::RuntimeStartFailed,
-                m,
-            );
+                format!("the agent's runtime failed to start: {reason}"),
+            ));
         }
     }
     let Some(entry) = st.agents.get_mut(agent_id) else {
@@ -367,13 +439,13 @@ pub(crate) fn on_exit(
         targets.extend(entry.attachments.keys().copied());
         sends.push((frame(&ev), targets));
     }
-    entry.runtime_state = if clean {
+    entry.runtime_state = if stopped {
         RuntimeState::Stopped
     } else {
         RuntimeState::Failed
     };
-    if !clean || entry.status.is_active() {
-        entry.status = if clean {
+    if !stopped || entry.status.is_active() {
+        entry.status = if stopped {
             AgentStatus::Idle
         } else {
             AgentStatus::Error
@@ -387,7 +459,7 @@ pub(crate) fn on_exit(
             st.send_to(c, &f);
         }
     }
-    if !clean {
+    if !stopped {
         st.broadcast(&frame(&Event::AgentExited(AgentExited {
             agent_id: agent_id.to_string(),
             runtime_state: RuntimeState::Failed,
@@ -405,17 +477,20 @@ pub(crate) fn on_exit(
         let _ = w.send(());
     }
     if restart {
-        begin_start(shared, st, agent_id, rt.restart_waiters);
+        begin_start(shared, st, agent_id, rt.restart_waiters, rt.queued_next);
     } else {
         for w in rt.restart_waiters {
             let _ = w.send(Err("the daemon is shutting down".into()));
+        }
+        for (_, inf) in rt.queued_next {
+            inf.fail(ErrorCode::Conflict, "the daemon is shutting down");
         }
     }
     drop(guard);
     let home = shared.cfg.home.clone();
     let aid = agent_id.to_string();
     let pid = rt.pid;
-    tokio::task::spawn_blocking(move || crate::orphans::kill_leftover_groups(&home, &aid, pid));
+    tokio::task::spawn_blocking(move || super::orphans::kill_leftover_groups(&home, &aid, pid));
     shared.runtime_exited.notify_waiters();
 }
 
@@ -436,7 +511,7 @@ pub(crate) fn kill_runtime(
         signal(rt.pid, Signal::SIGKILL);
         return Some(rx);
     }
-    send_to_runtime(
+    let _ = send_to_runtime(
         shared,
         rt,
         Command::Abort(AgentTarget { agent_id: None }),

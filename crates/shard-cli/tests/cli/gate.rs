@@ -1,0 +1,315 @@
+//! The attack suite of issue 10 §1–§3 and §6 through a real `shard agent`: a scripted
+//! model makes each hostile call and the test checks what the gate let through. Every
+//! case here is listed in docs/security.md.
+
+use crate::harness::*;
+use serde_json::{Value, json};
+
+/// Runs one prompt whose model makes `calls` (id, tool, args) in turn, answering every
+/// permission request with `answer(request)` (a choice id). Returns the tool results by
+/// id and the permission requests seen.
+fn run_calls(
+    sb: &Sandbox,
+    calls: &[(&str, &str, Value)],
+    extra: &[&str],
+    answer: impl Fn(&Value) -> &'static str,
+) -> (Vec<Value>, Vec<Value>) {
+    let mut turns: Vec<Value> = calls
+        .iter()
+        .map(|(id, tool, args)| tool_turn(id, tool, args.clone()))
+        .collect();
+    turns.push(text_turn("done"));
+    let script = sb.script("gate.json", json!({ "turns": turns }));
+    let mut a = Agent::spawn(sb, Some(&script), extra);
+    a.until_type("sync");
+    a.send(prompt("go"));
+    let mut results = Vec::new();
+    let mut requests = Vec::new();
+    loop {
+        let v = a.next();
+        match v["type"].as_str().unwrap_or_default() {
+            "permission_request" => {
+                let choice = answer(&v);
+                a.send(json!({"type": "permission_response", "request_id": v["request_id"], "choice_id": choice}));
+                requests.push(v);
+            }
+            "tool_result" => results.push(v),
+            "turn_end" => break,
+            _ => {}
+        }
+    }
+    assert!(a.finish().success());
+    (results, requests)
+}
+
+fn result_text(r: &Value) -> String {
+    r["content"]["text"]
+        .as_str()
+        .or(r["content"]["message"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// §1: a `git push*` deny rule holds through wrappers, aliases and unresolvable lines;
+/// no request is even shown.
+#[test]
+fn attack_deny_rule_through_wrappers() {
+    let sb = Sandbox::new();
+    sb.config("[[permissions.deny]]\ntool = \"bash\"\ncommand = \"git push*\"\n");
+    let lines = [
+        "sudo git push",
+        "env -- git push",
+        "timeout -- 5 git push",
+        "nice -- git push",
+        "echo origin | xargs git push",
+        "find . -exec git push \\;",
+        "bash -c 'git push'",
+        "git -c alias.x=push x",
+        "git config alias.x '!git push' && git x",
+        "eval \"$CMD\"",
+        "awk 'BEGIN{system(\"git push\")}'",
+    ];
+    let calls: Vec<(String, &str, Value)> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (format!("c{i}"), "bash", json!({ "command": l })))
+        .collect();
+    let calls: Vec<(&str, &str, Value)> = calls
+        .iter()
+        .map(|(i, t, a)| (i.as_str(), *t, a.clone()))
+        .collect();
+    let (results, requests) = run_calls(&sb, &calls, &[], |_| "allow");
+    assert!(
+        requests.is_empty(),
+        "a denied line was offered: {requests:?}"
+    );
+    assert_eq!(results.len(), lines.len());
+    for (r, line) in results.iter().zip(lines) {
+        assert_eq!(r["is_error"], true, "{line}: {r}");
+        assert!(result_text(r).contains("deny rule"), "{line}: {r}");
+    }
+}
+
+/// §1: a signature grant for `git status` does not cover `git checkout -- file`, nor
+/// `find .` a `find -- . -exec`; code runners get no signature choice.
+#[test]
+fn attack_signature_grants_cannot_be_widened() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("f"), "x").unwrap();
+    let calls = [
+        ("s1", "bash", json!({"command": "find ."})),
+        (
+            "s2",
+            "bash",
+            json!({"command": "find -- . -exec touch pwned \\;"}),
+        ),
+        ("s3", "bash", json!({"command": "timeout 5 touch pwned"})),
+    ];
+    let (results, requests) = run_calls(&sb, &calls, &[], |req| {
+        let offered = req["choices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["id"] == "allow_signature");
+        if offered { "allow_signature" } else { "deny" }
+    });
+    assert_eq!(requests.len(), 3, "every widened call asks again");
+    let scope = requests[0]["choices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "allow_signature")
+        .unwrap()["description"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(scope.contains("find (any operands, no flags)"), "{scope}");
+    for r in &requests[1..] {
+        assert!(
+            !r["choices"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["id"] == "allow_signature"),
+            "a code runner was offered a signature: {r}"
+        );
+    }
+    assert_eq!(results[0]["is_error"], false);
+    assert!(!sb.work().join("pwned").exists());
+}
+
+/// §2: every spelling of a denied folder is refused to read, and grep/find/ls never print
+/// what is in it.
+#[test]
+fn attack_denied_paths_by_any_spelling() {
+    let sb = Sandbox::new();
+    let work = std::fs::canonicalize(sb.work()).unwrap();
+    std::fs::create_dir_all(work.join("secrets")).unwrap();
+    std::fs::create_dir_all(work.join("src")).unwrap();
+    std::fs::write(work.join("secrets/key.txt"), "TOPSECRET\n").unwrap();
+    std::fs::write(work.join("src/main.rs"), "fn main() {}\n").unwrap();
+    std::os::unix::fs::symlink(work.join("secrets"), work.join("src/link")).unwrap();
+    sb.config("[[permissions.deny]]\ntool = \"read\"\npath = \"secrets/**\"\n");
+    let abs = work.join("secrets/key.txt").display().to_string();
+    let calls = [
+        ("r1", "read", json!({"path": "a/../secrets/key.txt"})),
+        ("r2", "read", json!({"path": "./secrets/key.txt"})),
+        ("r3", "read", json!({"path": abs})),
+        ("r4", "read", json!({"path": "src/link/key.txt"})),
+        ("g1", "grep", json!({"pattern": "TOP.ECRET"})),
+        (
+            "g2",
+            "grep",
+            json!({"pattern": "TOP.ECRET", "path": "src/link"}),
+        ),
+        ("f1", "find", json!({"pattern": "*.txt"})),
+        ("l1", "ls", json!({"path": "secrets"})),
+        ("l2", "ls", json!({})),
+        ("ok", "read", json!({"path": "src/main.rs"})),
+    ];
+    let (results, requests) = run_calls(&sb, &calls, &[], |_| "deny");
+    assert!(requests.is_empty(), "{requests:?}");
+    for r in &results {
+        let text = result_text(r);
+        assert!(!text.contains("TOPSECRET"), "leaked: {r}");
+        let id = r["tool_call_id"].as_str().unwrap();
+        if id.starts_with('r') {
+            assert_eq!(r["is_error"], true, "{r}");
+        } else if id != "ok" {
+            assert!(!text.contains("key.txt"), "listed: {r}");
+        }
+    }
+    let l2 = results.iter().find(|r| r["tool_call_id"] == "l2").unwrap();
+    assert!(!result_text(l2).contains("secrets"), "{l2}");
+    let ok = results.iter().find(|r| r["tool_call_id"] == "ok").unwrap();
+    assert_eq!(ok["is_error"], false, "{ok}");
+}
+
+/// §2 and §6: writing through a symlink asks with the real target; the prompt shows it.
+#[test]
+fn attack_write_through_a_symlink_asks_with_the_target() {
+    let sb = Sandbox::new();
+    let elsewhere = sb.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, sb.work().join("out")).unwrap();
+    let calls = [
+        ("w1", "write", json!({"path": "out/x.txt", "content": "x"})),
+        (
+            "e1",
+            "bash",
+            json!({"command": "echo one\necho two; touch pwned"}),
+        ),
+    ];
+    let (results, requests) = run_calls(&sb, &calls, &[], |_| "deny");
+    assert_eq!(requests.len(), 2);
+    let real = std::fs::canonicalize(&elsewhere).unwrap().join("x.txt");
+    let prompt = requests[0]["prompt"].as_str().unwrap();
+    assert!(prompt.contains(&real.display().to_string()), "{prompt}");
+    let prompt = requests[1]["prompt"].as_str().unwrap();
+    assert!(prompt.contains("echo two; touch pwned"), "{prompt}");
+    assert!(results.iter().all(|r| r["is_error"] == true));
+    assert!(!real.exists());
+}
+
+/// §3: reads outside the workspace ask; SHARD_HOME and credential files are refused.
+#[test]
+fn attack_reads_outside_the_workspace() {
+    let sb = Sandbox::new();
+    sb.config("# nothing\n");
+    std::fs::write(sb.dir.path().join("outside.txt"), "OUTSIDE\n").unwrap();
+    std::fs::write(sb.dir.path().join(".env"), "KEY=1\n").unwrap();
+    let config = sb.home().join("config.toml").display().to_string();
+    let calls = [
+        ("o1", "read", json!({"path": "../outside.txt"})),
+        ("s1", "read", json!({"path": config})),
+        (
+            "s2",
+            "grep",
+            json!({"pattern": "x", "path": sb.home().display().to_string()}),
+        ),
+        ("s3", "read", json!({"path": "../.env"})),
+    ];
+    let (results, requests) = run_calls(&sb, &calls, &[], |_| "deny");
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert!(
+        requests[0]["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("outside the workspace")
+    );
+    for r in &results {
+        assert_eq!(r["is_error"], true, "{r}");
+        assert!(!result_text(r).contains("OUTSIDE"));
+    }
+    assert!(
+        result_text(&results[1]).contains("SHARD_HOME"),
+        "{}",
+        results[1]
+    );
+    assert!(
+        result_text(&results[3]).contains("environment file"),
+        "{}",
+        results[3]
+    );
+}
+
+/// Issue 9 item 10: the headless refusal says no person saw the request.
+#[test]
+fn headless_refusals_do_not_blame_a_person() {
+    let sb = Sandbox::new();
+    let calls = [("b1", "bash", json!({"command": "touch x"}))];
+    let (results, _) = run_calls(&sb, &calls, &["--headless-policy", "deny"], |_| "deny");
+    let text = result_text(&results[0]);
+    assert!(!text.contains("The user denied"), "{text}");
+    assert!(text.contains("No person saw"), "{text}");
+}
+
+/// §2: `edit` through a symlink out of the workspace asks with the real target.
+#[test]
+fn attack_edit_through_a_symlink_asks_with_the_target() {
+    let sb = Sandbox::new();
+    let elsewhere = sb.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("x.txt"), "old\n").unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("x.txt"), sb.work().join("x.txt")).unwrap();
+    let calls = [(
+        "e1",
+        "edit",
+        json!({"path": "x.txt", "old_string": "old", "new_string": "new"}),
+    )];
+    let (results, requests) = run_calls(&sb, &calls, &[], |_| "deny");
+    let real = std::fs::canonicalize(elsewhere.join("x.txt")).unwrap();
+    assert_eq!(requests.len(), 1);
+    let prompt = requests[0]["prompt"].as_str().unwrap();
+    assert!(prompt.contains(&real.display().to_string()), "{prompt}");
+    assert_eq!(results[0]["is_error"], true);
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), "old\n");
+}
+
+/// §1: a version 1 signature grant already on disk is never matched; the person is asked.
+#[test]
+fn v1_signature_grants_on_disk_are_ignored() {
+    let sb = Sandbox::new();
+    let calls = [("s1", "bash", json!({"command": "ls -a"}))];
+    let (_, requests) = run_calls(&sb, &calls, &[], |_| "allow_signature");
+    assert_eq!(requests.len(), 1);
+    // The grant now on disk covers the call …
+    let (_, requests) = run_calls(&sb, &calls, &[], |_| "deny");
+    assert!(requests.is_empty(), "a v2 grant must cover its own line");
+    // … until it is rewritten as version 1.
+    let dir = sb.home().join("grants");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    for g in v["grants"].as_array_mut().unwrap() {
+        if g["kind"] == "bash_signature" {
+            g["version"] = json!(1);
+        }
+    }
+    std::fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+    let (_, requests) = run_calls(&sb, &calls, &[], |_| "deny");
+    assert_eq!(requests.len(), 1, "a v1 grant was honoured");
+}

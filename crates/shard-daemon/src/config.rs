@@ -1,0 +1,69 @@
+//! The daemon's settings.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::outbox::QueueCaps;
+
+/// Settings of a daemon.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    /// `SHARD_HOME`.
+    pub home: PathBuf,
+    /// Inactive Runtimes are reaped after this long.
+    pub idle_runtime_timeout: Duration,
+    /// A Runtime must send `hello` and `sync` within this long.
+    pub ready_timeout: Duration,
+    /// A queued request with no responder is denied after this long (§16 item 7).
+    pub headless_timeout: Duration,
+    /// `agent.kill` waits this long after `abort` before SIGTERM, and again before SIGKILL.
+    pub kill_grace: Duration,
+    /// Per-client outbound queue caps.
+    pub queue: QueueCaps,
+    /// Longest accepted line, on every connection and from every Runtime (one limit for
+    /// the whole path, issue 10 §8).
+    pub max_line: usize,
+    /// Most partial-line bytes buffered across all connections at once.
+    pub max_inbound_buffered: usize,
+    /// Most connections held at once, per transport.
+    pub max_connections: usize,
+    /// The `shard` executable that runs `shard agent` (default: the current executable).
+    pub agent_exe: Option<PathBuf>,
+    /// The `[[headless.allow]]` rules of `config.toml`, for `allow_if_rule_matches`.
+    pub headless_allow: Vec<shard_gate::rules::Rule>,
+}
+
+impl DaemonConfig {
+    /// Defaults for `home`.
+    pub fn new(home: PathBuf) -> Self {
+        DaemonConfig {
+            home,
+            idle_runtime_timeout: Duration::from_secs(600),
+            ready_timeout: Duration::from_secs(20),
+            headless_timeout: Duration::from_secs(600),
+            kill_grace: Duration::from_secs(5),
+            queue: QueueCaps::default(),
+            max_line: shard_protocol::codec::DEFAULT_MAX_LINE,
+            max_inbound_buffered: 256 * 1024 * 1024,
+            max_connections: 4096,
+            agent_exe: None,
+            headless_allow: Vec::new(),
+        }
+    }
+
+    /// Reads the `[headless]` section of `SHARD_HOME/config.toml` (allow rules and the
+    /// queue timeout); a config that cannot be read is an error, so the daemon never
+    /// starts with a policy other than the one the user wrote.
+    pub fn load_headless(&mut self) -> Result<(), String> {
+        let config = shard_gate::config::GateSections::load(&self.home)?;
+        self.headless_allow = shard_gate::rules::compile_all(&config.headless.allow)
+            .map_err(|e| format!("config.toml [headless]: {e}"))?;
+        self.headless_timeout = Duration::from_secs(config.headless.timeout_secs);
+        Ok(())
+    }
+
+    /// The socket path.
+    pub fn socket_path(&self) -> PathBuf {
+        self.home.join("daemon.sock")
+    }
+}

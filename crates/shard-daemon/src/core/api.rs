@@ -1,0 +1,451 @@
+//! The core's API: every operation the connection layer and the handlers may do on the
+//! registry. Each method takes the lock, does bounded non-blocking work, and returns a
+//! value or a [`ProtocolError`]; none awaits, so a lock can never be held across an
+//! `.await` and no handler has to remember to release it before answering.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use shard_protocol::command::{AgentAttach, AttachRole, Command};
+use shard_protocol::types::AgentInfo;
+use shard_protocol::{ErrorCode, PermissionAnswer};
+use tokio::sync::oneshot;
+
+use super::broker::{self, send_to_runtime};
+use super::requests;
+use super::state::{AgentEntry, Attachment, ConnEntry, ConnId, Inflight, PendingKind, Shared};
+use super::supervisor::{self, ReadyRx};
+use crate::manifest::AgentManifest;
+use crate::outbox::Outbox;
+use crate::principal::Principal;
+use crate::reply::{ProtocolError, Reply, ReplySlot};
+
+fn not_found() -> ProtocolError {
+    ProtocolError::new(ErrorCode::NotFound, "no such agent")
+}
+
+fn not_running() -> ProtocolError {
+    ProtocolError::new(ErrorCode::Conflict, "the agent's runtime is not running")
+}
+
+impl Shared {
+    /// Loads the manifests read at startup.
+    pub(crate) fn add_loaded(&self, manifests: Vec<AgentManifest>) {
+        let mut st = self.lock();
+        for m in manifests {
+            st.agents.insert(m.agent_id.clone(), AgentEntry::new(m));
+        }
+    }
+
+    /// Registers a connection (or in-process subscriber) and its queue.
+    pub(crate) fn register_conn(
+        &self,
+        conn: ConnId,
+        outbox: Arc<Outbox>,
+        principal: Principal,
+        broadcasts: bool,
+    ) {
+        self.lock().conns.insert(
+            conn,
+            ConnEntry {
+                outbox,
+                principal,
+                broadcasts,
+            },
+        );
+    }
+
+    /// Changes a connection's principal (after `runtime.auth`).
+    pub(crate) fn set_principal(&self, conn: ConnId, principal: Principal) {
+        if let Some(c) = self.lock().conns.get_mut(&conn) {
+            c.principal = principal;
+        }
+    }
+
+    /// Forgets a connection: its attachments end, requests it could answer look for
+    /// another responder.
+    pub(crate) fn unregister_conn(self: &Arc<Self>, conn: ConnId) {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        st.conns.remove(&conn);
+        for e in st.agents.values_mut() {
+            e.attachments.remove(&conn);
+            for p in &mut e.pending {
+                p.delivered_to.remove(&conn);
+            }
+        }
+        requests::recheck_responders(self, st);
+    }
+
+    /// Every connection's queue, for a graceful end at shutdown.
+    pub(crate) fn outboxes(&self) -> Vec<Arc<Outbox>> {
+        self.lock()
+            .conns
+            .values()
+            .map(|c| Arc::clone(&c.outbox))
+            .collect()
+    }
+
+    /// Pids of the Runtimes this daemon started and that are still live.
+    pub(crate) fn runtime_pids(&self) -> Vec<u32> {
+        self.lock()
+            .agents
+            .values()
+            .filter_map(|e| e.rt.as_ref().and_then(|r| r.pid))
+            .collect()
+    }
+
+    /// True when `token` is the `SHARD_AGENT_TOKEN` of `agent_id`'s live Runtime
+    /// (compared in constant time against the kept hash).
+    pub(crate) fn runtime_token_valid(&self, agent_id: &str, token: &str) -> bool {
+        let st = self.lock();
+        st.agents
+            .get(agent_id)
+            .and_then(|e| e.rt.as_ref())
+            .is_some_and(|rt| crate::principal::token_matches(token, &rt.token_hash))
+    }
+
+    /// `agent.list` / `agent.status`: agents by creation time.
+    pub(crate) fn list_agents(&self, one: Option<&str>) -> Vec<AgentInfo> {
+        let st = self.lock();
+        let mut v: Vec<_> = st
+            .agents
+            .values()
+            .filter(|e| one.is_none_or(|a| e.manifest.agent_id == a))
+            .map(AgentEntry::info)
+            .collect();
+        v.sort_by(|a, b| {
+            a.created_at
+                .cmp(&b.created_at)
+                .then_with(|| a.agent_id.cmp(&b.agent_id))
+        });
+        v
+    }
+
+    /// `agent.detach`.
+    pub(crate) fn detach(
+        self: &Arc<Self>,
+        conn: ConnId,
+        agent_id: &str,
+    ) -> Result<(), ProtocolError> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let removed = st
+            .agents
+            .get_mut(agent_id)
+            .and_then(|e| e.attachments.remove(&conn))
+            .is_some();
+        if !removed {
+            return Err(ProtocolError::new(
+                ErrorCode::NotAttached,
+                "not attached to that agent",
+            ));
+        }
+        requests::recheck_responders(self, st);
+        Ok(())
+    }
+
+    /// `agent.terminate`: stops an inactive agent now, an active one when it next idles.
+    /// Returns whether the stop was deferred.
+    pub(crate) fn terminate(&self, agent_id: &str) -> Result<bool, ProtocolError> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let entry = st.agents.get_mut(agent_id).ok_or_else(not_found)?;
+        let active = entry.status.is_active();
+        let deferred = match entry.rt.as_mut() {
+            None => false,
+            Some(rt) if rt.stopping => false,
+            Some(rt) if active || !rt.ready => {
+                rt.terminate_when_idle = true;
+                true
+            }
+            Some(_) => {
+                broker::close_stdin(st, agent_id);
+                false
+            }
+        };
+        Ok(deferred)
+    }
+
+    /// `agent.kill`: resolves when the Runtime is gone (`None`: none was live).
+    pub(crate) fn kill(
+        self: &Arc<Self>,
+        agent_id: &str,
+        force: bool,
+    ) -> Result<Option<oneshot::Receiver<()>>, ProtocolError> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        if !st.agents.contains_key(agent_id) {
+            return Err(not_found());
+        }
+        Ok(supervisor::kill_runtime(self, st, agent_id, force))
+    }
+
+    /// Reserves a new agent in the registry; two concurrent adoptions of one session
+    /// cannot both win.
+    pub(crate) fn reserve_agent(&self, manifest: &AgentManifest) -> Result<(), ProtocolError> {
+        let mut st = self.lock();
+        if st.shutting_down {
+            return Err(ProtocolError::new(
+                ErrorCode::Conflict,
+                "the daemon is shutting down",
+            ));
+        }
+        if let Some(p) = &manifest.parent_agent_id
+            && !st.agents.contains_key(p)
+        {
+            return Err(ProtocolError::new(
+                ErrorCode::NotFound,
+                "parent_agent_id names no agent",
+            ));
+        }
+        if manifest.adopted
+            && st
+                .agents
+                .values()
+                .any(|e| e.manifest.session_id == manifest.session_id)
+        {
+            return Err(ProtocolError::new(
+                ErrorCode::InvalidRequest,
+                "session is already adopted",
+            ));
+        }
+        st.agents
+            .insert(manifest.agent_id.clone(), AgentEntry::new(manifest.clone()));
+        Ok(())
+    }
+
+    /// Drops an agent whose creation failed before anything durable was written.
+    pub(crate) fn forget_agent(&self, agent_id: &str) {
+        self.lock().agents.remove(agent_id);
+    }
+
+    /// Makes sure a Runtime is live or starting (`Ok(None)`: ready now).
+    pub(crate) fn start_agent(self: &Arc<Self>, agent_id: &str) -> Result<Option<ReadyRx>, String> {
+        let mut st = self.lock();
+        supervisor::ensure_started(self, &mut st, agent_id)
+    }
+
+    /// `agent.attach`: answered by the first `sync` that reaches this client.
+    pub(crate) fn attach(
+        self: &Arc<Self>,
+        conn: ConnId,
+        a: AgentAttach,
+        slot: &mut ReplySlot,
+    ) -> Result<Reply, ProtocolError> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let entry = st.agents.get_mut(&a.agent_id).ok_or_else(not_found)?;
+        // Reserve: from here on events are held back for this client until its sync.
+        entry.attachments.insert(
+            conn,
+            Attachment {
+                role: a.role.unwrap_or_default(),
+                awaiting_sync: true,
+                attach_reply: Some(slot.defer()?),
+            },
+        );
+        if let Some(rt) = entry.rt.as_mut()
+            && rt.ready
+            && !rt.stopping
+            && send_to_runtime(
+                self,
+                rt,
+                Command::RequestSync(Default::default()),
+                Inflight::Sync,
+            )
+            .is_ok()
+        {
+            rt.sync_requests += 1;
+            return Ok(Reply::Deferred);
+        }
+        // Not live: start (or join the start of) a generation; its first sync serves us.
+        if let Err(e) = supervisor::ensure_started(self, st, &a.agent_id) {
+            let responder = st
+                .agents
+                .get_mut(&a.agent_id)
+                .and_then(|e| e.attachments.remove(&conn))
+                .and_then(|att| att.attach_reply);
+            if let Some(r) = responder {
+                r.fail(ProtocolError::new(ErrorCode::RuntimeStartFailed, e));
+            }
+        }
+        Ok(Reply::Deferred)
+    }
+
+    /// `request_sync` on a daemon connection: a fresh `sync` for this client.
+    pub(crate) fn request_sync(
+        self: &Arc<Self>,
+        conn: ConnId,
+        agent_id: Option<&str>,
+        slot: &mut ReplySlot,
+    ) -> Result<Reply, ProtocolError> {
+        let detached = || ProtocolError::new(ErrorCode::NotAttached, "not attached to that agent");
+        let mut st = self.lock();
+        let entry = agent_id
+            .and_then(|a| st.agents.get_mut(a))
+            .ok_or_else(detached)?;
+        let att = entry.attachments.get_mut(&conn).ok_or_else(detached)?;
+        let rt = entry
+            .rt
+            .as_mut()
+            .filter(|rt| rt.ready && !rt.stopping)
+            .ok_or_else(not_running)?;
+        att.awaiting_sync = true;
+        match send_to_runtime(
+            self,
+            rt,
+            Command::RequestSync(Default::default()),
+            Inflight::ClientSync(slot.defer()?),
+        ) {
+            Ok(()) => rt.sync_requests += 1,
+            Err(inf) => inf.fail(ErrorCode::Conflict, "the agent's runtime is not running"),
+        }
+        Ok(Reply::Deferred)
+    }
+
+    /// `permission_response` / `ui_response`: first valid answer wins (PROTOCOL §6.3,
+    /// §9.5); late answers are acknowledged and dropped.
+    pub(crate) fn answer_request(
+        self: &Arc<Self>,
+        conn: ConnId,
+        agent_id: &str,
+        request_id: &str,
+        answer: Option<PermissionAnswer>,
+        command: Command,
+        slot: &mut ReplySlot,
+    ) -> Result<Reply, ProtocolError> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        if !st.may_answer(conn, agent_id) {
+            let observer = st
+                .agents
+                .get(agent_id)
+                .is_some_and(|e| e.attachments.contains_key(&conn));
+            return Err(if observer {
+                ProtocolError::new(
+                    ErrorCode::PermissionDenied,
+                    "observers never answer requests",
+                )
+            } else {
+                ProtocolError::new(
+                    ErrorCode::NotAttached,
+                    "not attached to that agent or an ancestor",
+                )
+            });
+        }
+        let entry = st.agents.get_mut(agent_id).ok_or_else(not_found)?;
+        let Some(p) = entry
+            .pending
+            .iter_mut()
+            .find(|p| p.request_id == request_id && !p.answered)
+        else {
+            // Late or unknown: discarded silently (not an error), PROTOCOL §6.3.
+            return Ok(Reply::Done(None));
+        };
+        let valid = match (&p.kind, &answer) {
+            (
+                PendingKind::Permission { choices, .. },
+                Some(PermissionAnswer::Choice { choice_id }),
+            ) => choices.contains(choice_id),
+            (
+                PendingKind::Permission { options, .. },
+                Some(PermissionAnswer::Decision { decision }),
+            ) => options.is_empty() || options.contains(decision),
+            (PendingKind::Ui, None) => true,
+            _ => false,
+        };
+        if !valid {
+            return Err(ProtocolError::new(
+                ErrorCode::InvalidRequest,
+                "the answer does not match the pending request; it stays open",
+            ));
+        }
+        let rt = entry.rt.as_mut().ok_or_else(not_running)?;
+        p.answered = true;
+        if let Some(t) = p.headless_timer.take() {
+            t.abort();
+        }
+        if let Err(inf) = send_to_runtime(self, rt, command, Inflight::Client(slot.defer()?)) {
+            inf.fail(ErrorCode::Conflict, "the agent's runtime is not running");
+        }
+        Ok(Reply::Deferred)
+    }
+
+    /// A per-agent command from a client: checked against its attachment, then sent to
+    /// the Runtime, or queued on a generation that is starting (sent in arrival order at
+    /// its first `sync`), so the connection never waits for a Runtime to start.
+    pub(crate) fn forward(
+        self: &Arc<Self>,
+        conn: ConnId,
+        agent_id: &str,
+        command: Command,
+        read_only: bool,
+        slot: &mut ReplySlot,
+    ) -> Result<Reply, ProtocolError> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        if st.shutting_down && !read_only {
+            return Err(ProtocolError::new(
+                ErrorCode::RuntimeStartFailed,
+                "the daemon is shutting down",
+            ));
+        }
+        let entry = st.agents.get_mut(agent_id).ok_or_else(|| {
+            ProtocolError::new(ErrorCode::NotAttached, "not attached to that agent")
+        })?;
+        match entry.attachments.get(&conn).map(|a| a.role) {
+            None => {
+                return Err(ProtocolError::new(
+                    ErrorCode::NotAttached,
+                    "not attached to that agent",
+                ));
+            }
+            Some(AttachRole::Observer) if !read_only => {
+                return Err(ProtocolError::new(
+                    ErrorCode::PermissionDenied,
+                    "observers are read-only",
+                ));
+            }
+            _ => {}
+        }
+        let live = entry.rt.as_ref().is_some_and(|rt| rt.ready && !rt.stopping);
+        if read_only && !live {
+            // Listing never wakes a stopped Runtime (PROTOCOL §9.2).
+            return Err(ProtocolError::new(
+                ErrorCode::Conflict,
+                "the agent's runtime is not running; listing does not wake it",
+            ));
+        }
+        let inflight = Inflight::Client(slot.defer()?);
+        let start = match entry.rt.as_mut() {
+            Some(rt) if live => {
+                match send_to_runtime(self, rt, command, inflight) {
+                    Ok(()) => {
+                        if rt.idle_since.is_some() {
+                            rt.idle_since = Some(Instant::now());
+                        }
+                    }
+                    Err(inf) => inf.fail(
+                        ErrorCode::RuntimeStartFailed,
+                        "the agent's runtime stopped before the command could be sent; retry",
+                    ),
+                }
+                None
+            }
+            Some(rt) if rt.stopping => {
+                rt.queued_next.push((command, inflight));
+                None
+            }
+            Some(rt) => {
+                rt.queued.push((command, inflight));
+                None
+            }
+            None => Some((command, inflight)),
+        };
+        if let Some(first) = start {
+            supervisor::begin_start(self, st, agent_id, Vec::new(), vec![first]);
+        }
+        Ok(Reply::Deferred)
+    }
+}

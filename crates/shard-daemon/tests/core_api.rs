@@ -1,0 +1,297 @@
+//! The daemon core of issue 11 against the fake Runtime: slow work never blocks a
+//! connection, the connection cap, Runtime claims, line limits, in-process subscribers
+//! and the headless `TIMEOUT` event.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+use shard_client::Client;
+use shard_daemon::Topic;
+use shard_protocol::Event;
+use shard_protocol::command::{AgentCreate, AttachRole};
+use shard_protocol::types::RuntimeState;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+
+/// A raw socket client: lines in, JSON values out.
+struct Raw {
+    lines: tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
+    w: tokio::net::unix::OwnedWriteHalf,
+}
+
+impl Raw {
+    async fn connect(home: &std::path::Path) -> Raw {
+        let s = UnixStream::connect(home.join("daemon.sock")).await.unwrap();
+        let (r, w) = s.into_split();
+        Raw {
+            lines: BufReader::new(r).lines(),
+            w,
+        }
+    }
+    async fn send(&mut self, bytes: &[u8]) {
+        self.w.write_all(bytes).await.unwrap();
+        self.w.flush().await.unwrap();
+    }
+    /// The next line, or `None` at end of stream.
+    async fn line(&mut self) -> Option<Value> {
+        let l = tokio::time::timeout(T, self.lines.next_line())
+            .await
+            .expect("a line in time")
+            .ok()??;
+        Some(serde_json::from_str(&l).unwrap())
+    }
+    /// The next `response`, skipping events.
+    async fn response(&mut self) -> Value {
+        loop {
+            let v = self.line().await.expect("a response before the end");
+            if v["type"] == "response" {
+                return v;
+            }
+        }
+    }
+}
+
+fn create_req(s: &Setup) -> AgentCreate {
+    serde_json::from_value(json!({"cwd": s.home.to_str().unwrap()})).unwrap()
+}
+
+#[tokio::test]
+async fn agent_list_is_answered_while_a_create_waits_for_its_runtime() {
+    let mut s = start(|_| {}).await;
+    let c = std::sync::Arc::new(Client::connect_daemon(&s.home).await.unwrap());
+    let c2 = std::sync::Arc::clone(&c);
+    let req = create_req(&s);
+    let pending = tokio::spawn(async move { c2.create(req).await });
+    // The Runtime was launched and has not said hello: the create is in flight.
+    let mut rt = tokio::time::timeout(T, s.runtimes.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    // The same connection still gets its other answers at once.
+    let agents = tokio::time::timeout(T, c.list()).await.unwrap().unwrap();
+    assert_eq!(agents.len(), 1);
+    assert_eq!(agents[0].runtime_state, RuntimeState::Starting);
+    assert!(!pending.is_finished());
+    // Per-agent commands for the starting agent are queued, not a blocked read loop:
+    // a later `agent.list` on the same connection is answered before the Runtime is ready.
+    let id = agents[0].agent_id.clone();
+    let mut raw = Raw::connect(&s.home).await;
+    let lines = [
+        json!({"type":"agent.attach","id":"at","agent_id":id,"role":"interactive"}),
+        json!({"type":"prompt","id":"pr","agent_id":id,"message":"hi"}),
+        json!({"type":"agent.list","id":"ls"}),
+    ];
+    let batch: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    raw.send(batch.as_bytes()).await;
+    let first = raw.response().await;
+    assert_eq!(first["id"], "ls", "the list is answered first: {first}");
+    rt.ready().await;
+    let created = tokio::time::timeout(T, pending)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(created, id);
+    assert_eq!(raw.response().await["id"], "at");
+    // The queued prompt reaches the Runtime once it is ready.
+    let cmd = rt.next_command().await;
+    assert_eq!(cmd["type"], "prompt", "{cmd}");
+    rt.emit(json!({"type":"response","id":cmd["id"],"command":"prompt","success":true}))
+        .await;
+    let r = raw.response().await;
+    assert_eq!(r["id"], "pr");
+    assert_eq!(r["success"], true);
+}
+
+#[tokio::test]
+async fn connections_over_the_cap_are_refused_and_the_daemon_stays_healthy() {
+    let s = start(|c| c.max_connections = 2).await;
+    let c1 = Client::connect_daemon(&s.home).await.unwrap();
+    let c2 = Client::connect_daemon(&s.home).await.unwrap();
+    let mut third = Raw::connect(&s.home).await;
+    let refusal = third.line().await.expect("one error line");
+    assert_eq!(refusal["type"], "error");
+    assert_eq!(refusal["code"], "TOO_MANY_CONNECTIONS");
+    assert!(
+        refusal["message"]
+            .as_str()
+            .unwrap()
+            .contains("--max-connections")
+    );
+    assert!(third.line().await.is_none(), "then the connection closes");
+    // The daemon is healthy: the others are served, and a freed slot is usable again.
+    assert!(c1.list().await.unwrap().is_empty());
+    drop(c2);
+    let deadline = std::time::Instant::now() + T;
+    loop {
+        let mut again = Raw::connect(&s.home).await;
+        let first = again.line().await.unwrap();
+        if first["type"] == "hello" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "slot never freed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_runtime_claim_needs_the_runtimes_token() {
+    let mut s = start(|_| {}).await;
+    let c = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, rt) = create(&mut s, &c, None).await;
+    let mut liar = Raw::connect(&s.home).await;
+    assert_eq!(liar.line().await.unwrap()["type"], "hello");
+    liar.send(
+        format!(
+            "{}\n",
+            json!({"type":"runtime.auth","id":"a1","agent_id":id,"token":"guess"})
+        )
+        .as_bytes(),
+    )
+    .await;
+    let r = liar.response().await;
+    assert_eq!(r["id"], "a1");
+    assert_eq!(r["success"], false);
+    assert_eq!(r["error"]["code"], "PERMISSION_DENIED");
+    assert!(
+        liar.line().await.is_none(),
+        "a false claim closes the connection"
+    );
+    // The daemon keeps only the token's hash; the Runtime's real token is accepted.
+    let mut runtime = Raw::connect(&s.home).await;
+    let hello = runtime.line().await.unwrap();
+    assert!(
+        hello["capabilities"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("runtime-auth"))
+    );
+    let auth = json!({"type":"runtime.auth","id":"a2","agent_id":id,"token":rt.spec.token});
+    runtime.send(format!("{auth}\n").as_bytes()).await;
+    let r = runtime.response().await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["data"]["principal"], "runtime");
+    runtime
+        .send(b"{\"type\":\"agent.list\",\"id\":\"l1\"}\n")
+        .await;
+    assert_eq!(runtime.response().await["id"], "l1");
+}
+
+#[tokio::test]
+async fn an_oversized_line_is_refused_with_its_id_and_the_connection_keeps_working() {
+    let s = start(|c| c.max_line = 4096).await;
+    let mut raw = Raw::connect(&s.home).await;
+    assert_eq!(raw.line().await.unwrap()["type"], "hello");
+    let big = format!(
+        "{{\"id\":\"big\",\"type\":\"agent.list\",\"pad\":\"{}\"}}\n",
+        "a".repeat(100_000)
+    );
+    raw.send(big.as_bytes()).await;
+    raw.send(b"{\"id\":\"after\",\"type\":\"agent.list\"}\n")
+        .await;
+    let r = raw.response().await;
+    assert_eq!(r["id"], "big");
+    assert_eq!(r["error"]["code"], "INVALID_REQUEST");
+    assert!(r["error"]["message"].as_str().unwrap().contains("4096"));
+    let r = raw.response().await;
+    assert_eq!(r["id"], "after");
+    assert_eq!(r["success"], true);
+}
+
+#[tokio::test]
+async fn in_process_subscribers_get_orchestrator_and_agent_events() {
+    let mut s = start(|_| {}).await;
+    let mut orch = s.handle.subscribe(Topic::Orchestrator).unwrap();
+    assert!(
+        s.handle
+            .subscribe(Topic::Agent("agent-nope".into()))
+            .is_err()
+    );
+    let c = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, mut rt) = create(&mut s, &c, None).await;
+    loop {
+        match tokio::time::timeout(T, orch.recv()).await.unwrap() {
+            Some(Event::AgentSpawned(a)) => {
+                assert_eq!(a.agent_id, id);
+                break;
+            }
+            Some(_) => {}
+            None => panic!("subscription closed"),
+        }
+    }
+    let mut agent = s.handle.subscribe(Topic::Agent(id.clone())).unwrap();
+    rt.emit(delta(1)).await;
+    loop {
+        match tokio::time::timeout(T, agent.recv()).await.unwrap() {
+            Some(Event::MessageDelta(d)) => {
+                assert_eq!(d.agent_id.as_deref(), Some(id.as_str()));
+                assert_eq!(d.text_delta.as_deref(), Some("d1 "));
+                break;
+            }
+            Some(_) => {}
+            None => panic!("subscription closed"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_headless_timeout_is_also_a_timeout_error_event() {
+    let mut s = start(|c| c.headless_timeout = Duration::from_millis(200)).await;
+    let c = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, mut rt) = create(&mut s, &c, Some("queue")).await;
+    let watcher = Client::connect_daemon(&s.home).await.unwrap();
+    let f = watcher.attach(&id, AttachRole::Observer);
+    tokio::pin!(f);
+    let cmd = tokio::select! { c = rt.next_command() => c, _ = &mut f => panic!("no sync yet") };
+    rt.emit(sync_json("idle")).await;
+    rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
+        .await;
+    let (_, mut events) = f.await.unwrap();
+    assert!(matches!(next(&mut events).await, Event::Sync(_)));
+    rt.emit(
+        json!({"type":"permission_request","request_id":"req-t","tool_name":"bash",
+        "input":{"command":"ls"},"prompt":"run ls?","options":["allow","deny"]}),
+    )
+    .await;
+    let fwd = rt.next_command().await;
+    assert_eq!(fwd["type"], "permission_response");
+    assert_eq!(fwd["source"], "headless_timeout");
+    loop {
+        if let Event::Error(e) = next(&mut events).await {
+            assert_eq!(e.code.as_str(), "TIMEOUT");
+            assert_eq!(e.fatal, Some(false));
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_runtime_answer_over_the_line_limit_still_answers_the_client() {
+    let mut s = start(|c| c.max_line = 4096).await;
+    let c = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, mut rt) = create(&mut s, &c, None).await;
+    let f = c.attach(&id, AttachRole::Interactive);
+    tokio::pin!(f);
+    let cmd = tokio::select! { c = rt.next_command() => c, _ = &mut f => panic!("no sync yet") };
+    rt.emit(sync_json("idle")).await;
+    rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
+        .await;
+    f.await.unwrap();
+    let ask = json!({"type":"list_modes","agent_id":id});
+    let pending = c.request(serde_json::from_value(ask).unwrap());
+    tokio::pin!(pending);
+    let fwd =
+        tokio::select! { c = rt.next_command() => c, _ = &mut pending => panic!("answered early") };
+    rt.emit(
+        json!({"id":fwd["id"],"type":"response","command":"list_modes","success":true,
+        "data":{"pad":"x".repeat(10_000)}}),
+    )
+    .await;
+    let r = tokio::time::timeout(T, pending).await.unwrap().unwrap();
+    assert!(!r.success);
+    assert_eq!(r.error.unwrap().code.as_str(), "INTERNAL_ERROR");
+}

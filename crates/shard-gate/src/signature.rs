@@ -1,0 +1,546 @@
+//! `bash_signature` version 2 (PROTOCOL §9.5, docs/decisions.md "Gate hardening"): for
+//! every command of a line, the executable as written, its subcommand (`git status` is not
+//! `git checkout`), and the exact sorted set of its flags — every word starting with `-`,
+//! `--` and the words after it included. A line gets a signature only when every command
+//! is one whose arguments are data: commands that run their arguments as code or commands
+//! (interpreters, shells, `env`, `timeout`, `xargs`, `find -exec`, `sed e`, `awk`, `git -c`
+//! or aliases, `ssh` …) are never offered a signature and never matched by one.
+
+use serde::{Deserialize, Serialize};
+
+use crate::resolve::{self, GIT_BUILTINS};
+use crate::shell::{self, SimpleCommand, Word};
+
+/// The current signature version. Grants of other versions never match.
+pub const VERSION: u32 = 2;
+
+/// The signature of one simple command.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CommandSignature {
+    /// Executable as written.
+    pub exe: String,
+    /// Subcommand words (`["status"]` for `git status`, `["run", "build"]` for `npm run
+    /// build`); empty for commands whose operands are plain data (`ls`, `grep`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subcommand: Vec<String>,
+    /// Flags, sorted and deduplicated.
+    pub flags: Vec<String>,
+}
+
+impl CommandSignature {
+    /// How a person reads it, saying exactly what varies: `git status (any arguments
+    /// after it, no flags)`, `./test.sh (no arguments, exactly the flags --fast)`.
+    pub fn describe(&self) -> String {
+        let mut s = self.exe.clone();
+        for w in &self.subcommand {
+            s.push(' ');
+            s.push_str(w);
+        }
+        let name = resolve::base_name(&self.exe);
+        let takes_operands =
+            PLAIN.contains(&name) || WITH_SUBCOMMANDS.iter().any(|(n, _, _)| *n == name);
+        s.push_str(if takes_operands {
+            " (any operands"
+        } else {
+            " (no operands"
+        });
+        if self.flags.is_empty() {
+            s.push_str(", no flags)");
+        } else {
+            s.push_str(", exactly the flags ");
+            s.push_str(&self.flags.join(" "));
+            s.push(')');
+        }
+        s
+    }
+}
+
+/// Commands whose operands are data (files, patterns, text): any operands, exact flags.
+const PLAIN: &[&str] = &[
+    "ls",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "echo",
+    "printf",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "diff",
+    "cmp",
+    "sort",
+    "uniq",
+    "cut",
+    "tr",
+    "file",
+    "stat",
+    "du",
+    "df",
+    "pwd",
+    "which",
+    "tree",
+    "mkdir",
+    "rmdir",
+    "touch",
+    "cp",
+    "mv",
+    "rm",
+    "ln",
+    "chmod",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "date",
+    "true",
+    "false",
+    "test",
+    "[",
+    "sleep",
+    "nl",
+    "od",
+    "xxd",
+    "hexdump",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "base64",
+    "jq",
+    "column",
+    "paste",
+    "join",
+    "comm",
+    "fold",
+    "fmt",
+    "rev",
+    "tac",
+    "seq",
+    "expand",
+    "unexpand",
+    "type",
+    "id",
+    "whoami",
+    "uname",
+    "hostname",
+    "ps",
+    "free",
+    "uptime",
+    "pgrep",
+    "tee",
+    "gzip",
+    "gunzip",
+    "zcat",
+    "bzip2",
+    "bunzip2",
+    "xz",
+    "unxz",
+    "zip",
+    "unzip",
+    "tar",
+    "cd",
+    "wait",
+    "kill",
+    "find",
+    "sed",
+    "curl",
+    "wget",
+];
+
+/// Flags (prefixes) that make an otherwise plain command run a program.
+const RUNS_CODE_FLAGS: &[(&str, &[&str])] = &[
+    ("rg", &["--pre"]),
+    (
+        "tar",
+        &[
+            "--to-command",
+            "-I",
+            "--use-compress-program",
+            "--checkpoint-action",
+            "-F",
+            "--info-script",
+            "--new-volume-script",
+        ],
+    ),
+    ("sort", &["--compress-program"]),
+    ("zip", &["-TT", "--unzip-command"]),
+    (
+        "find",
+        &[
+            "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fls",
+        ],
+    ),
+    ("sed", &["-i", "--in-place", "-f", "--file", "-s"]),
+    ("curl", &["-K", "--config"]),
+    ("printf", &["-v"]),
+    ("go", &["-exec", "-toolexec"]),
+    ("cargo", &["--config", "-Z"]),
+    ("npm", &["--script-shell", "--node-options"]),
+    ("wget", &["-e", "--execute", "-i", "--input-file"]),
+];
+
+/// Commands with subcommands: (exe, subcommands that take a second level, global flags
+/// accepted before the subcommand).
+const WITH_SUBCOMMANDS: &[(&str, &[&str], &[&str])] = &[
+    (
+        "git",
+        &[
+            "stash",
+            "remote",
+            "worktree",
+            "notes",
+            "reflog",
+            "sparse-checkout",
+        ],
+        &["--no-pager", "-P", "--no-optional-locks", "--bare"],
+    ),
+    (
+        "cargo",
+        &[],
+        &[
+            "-q",
+            "--quiet",
+            "-v",
+            "--verbose",
+            "--locked",
+            "--offline",
+            "--frozen",
+        ],
+    ),
+    ("npm", &["run", "run-script"], &["-s", "--silent"]),
+    ("pnpm", &["run"], &["-s", "--silent"]),
+    ("yarn", &["run"], &["-s", "--silent"]),
+    ("go", &["mod", "tool"], &[]),
+    (
+        "rustup",
+        &["toolchain", "component", "target", "override", "self"],
+        &[],
+    ),
+    (
+        "make",
+        &[],
+        &["-s", "-k", "-B", "-n", "--silent", "--keep-going"],
+    ),
+    ("just", &[], &[]),
+    ("gh", &["*"], &[]),
+    ("pip", &[], &["-q", "--quiet"]),
+    ("pip3", &[], &["-q", "--quiet"]),
+    ("uv", &["pip"], &["-q", "--quiet"]),
+];
+
+/// Git subcommands a signature may name; the rest (config, aliases, commands that run
+/// programs) are exact-only.
+const GIT_SIGNABLE: &[&str] = &[
+    "status",
+    "log",
+    "diff",
+    "show",
+    "branch",
+    "add",
+    "commit",
+    "checkout",
+    "switch",
+    "restore",
+    "fetch",
+    "pull",
+    "push",
+    "merge",
+    "rebase",
+    "stash",
+    "tag",
+    "reset",
+    "rm",
+    "mv",
+    "blame",
+    "grep",
+    "remote",
+    "clone",
+    "init",
+    "cherry-pick",
+    "revert",
+    "describe",
+    "rev-parse",
+    "ls-files",
+    "ls-tree",
+    "shortlog",
+    "reflog",
+    "show-ref",
+    "cat-file",
+    "rev-list",
+    "worktree",
+    "clean",
+    "format-patch",
+    "apply",
+    "merge-base",
+    "range-diff",
+];
+
+/// Subcommands that run a command or a program named by the line.
+const RUNS_CODE_SUBCOMMANDS: &[(&str, &[&str])] = &[
+    ("npm", &["exec", "x", "explore"]),
+    ("pnpm", &["exec", "dlx"]),
+    ("yarn", &["exec", "dlx"]),
+    ("uv", &["run", "tool"]),
+    ("cargo", &["--config"]),
+];
+
+/// Signatures of every command of a line, sorted and deduplicated, or `None` when the
+/// line may not be granted by signature (it does not parse, or a command runs code).
+pub fn signatures(line: &str) -> Option<Vec<CommandSignature>> {
+    let mut sigs = Vec::new();
+    for cmd in shell::parse(line)? {
+        sigs.push(signature(&cmd)?);
+    }
+    sigs.sort();
+    sigs.dedup();
+    Some(sigs)
+}
+
+/// The signature of one command, or `None` when it may not have one.
+pub fn signature(cmd: &SimpleCommand) -> Option<CommandSignature> {
+    if !cmd.assignments.is_empty() || cmd.words.iter().any(|w| w.dynamic) {
+        return None;
+    }
+    if !cmd.redirects.iter().all(harmless_redirect) {
+        return None;
+    }
+    let exe = cmd.words.first()?.text.clone();
+    let name = resolve::base_name(&exe);
+    let rest = &cmd.words[1..];
+    let mut flags: Vec<String> = rest
+        .iter()
+        .filter(|w| w.text.len() > 1 && w.text.starts_with('-'))
+        .map(|w| w.text.clone())
+        .collect();
+    // `tar xIf prog a.tar`: an old-style first word is an option cluster.
+    if name == "tar"
+        && let Some(first) = rest.first()
+        && !first.text.starts_with('-')
+    {
+        flags.push(format!("-{}", first.text));
+    }
+    // `make test CC=evil`, `just x=y recipe`: a variable set on the command line can make
+    // the granted target run anything.
+    if matches!(name, "make" | "just") && rest.iter().any(|w| w.text.contains('=')) {
+        return None;
+    }
+    flags.sort();
+    flags.dedup();
+    if let Some((_, bad)) = RUNS_CODE_FLAGS.iter().find(|(n, _)| *n == name)
+        && flags.iter().any(|f| {
+            bad.iter().any(|b| {
+                f.starts_with(b)
+                    // `-ni` holds `-i`: a one-letter option also counts inside a cluster.
+                    || (b.len() == 2
+                        && !f.starts_with("--")
+                        && f[1..].contains(&b[1..]))
+            })
+        })
+    {
+        return None;
+    }
+    let subcommand = if PLAIN.contains(&name) {
+        if name == "sed" {
+            let scripts = resolve::sed_scripts(rest)?;
+            if scripts.iter().any(|s| resolve::sed_runs(s, "ewWrR")) {
+                return None;
+            }
+        }
+        Vec::new()
+    } else if let Some((_, two_level, globals)) =
+        WITH_SUBCOMMANDS.iter().find(|(n, _, _)| *n == name)
+    {
+        subcommand_of(name, rest, two_level, globals)?
+    } else {
+        // Any other command: signed only when it has no operands (an operand might be a
+        // subcommand or a program).
+        if rest
+            .iter()
+            .any(|w| !w.text.starts_with('-') || w.text == "-")
+        {
+            return None;
+        }
+        if is_code_runner(name) {
+            return None;
+        }
+        Vec::new()
+    };
+    Some(CommandSignature {
+        exe,
+        subcommand,
+        flags,
+    })
+}
+
+fn subcommand_of(
+    name: &str,
+    rest: &[Word],
+    two_level: &[&str],
+    globals: &[&str],
+) -> Option<Vec<String>> {
+    let mut i = 0;
+    // Flags before the subcommand: only those known to take no value.
+    while let Some(w) = rest.get(i) {
+        if !w.text.starts_with('-') || w.text == "-" {
+            break;
+        }
+        if !globals.contains(&w.text.as_str()) {
+            return None;
+        }
+        i += 1;
+    }
+    // No subcommand (`make`, `cargo --version`): only lines without one match.
+    let Some(first) = rest.get(i) else {
+        return Some(Vec::new());
+    };
+    let mut sub = vec![first.text.clone()];
+    if name == "cargo" && sub[0].starts_with('+') {
+        sub.push(rest.get(i + 1)?.text.clone());
+        i += 1;
+    }
+    if let Some((_, bad)) = RUNS_CODE_SUBCOMMANDS.iter().find(|(n, _)| *n == name)
+        && bad.contains(&sub[sub.len() - 1].as_str())
+    {
+        return None;
+    }
+    if name == "git" {
+        if !GIT_SIGNABLE.contains(&sub[0].as_str())
+            || resolve::git_runs_code(&sub[0], &rest[i + 1..])
+        {
+            return None;
+        }
+        debug_assert!(GIT_BUILTINS.contains(&sub[0].as_str()));
+    }
+    if two_level.contains(&"*") || two_level.contains(&sub[sub.len() - 1].as_str()) {
+        // The second level is the next operand; a flag before it has an unknown arity.
+        match rest.get(i + 1) {
+            Some(w) if !w.text.starts_with('-') => sub.push(w.text.clone()),
+            Some(_) => return None,
+            None => {}
+        }
+    }
+    Some(sub)
+}
+
+/// Commands that run their arguments, or a program, as code: never signed.
+fn is_code_runner(name: &str) -> bool {
+    resolve::is_interpreter(name)
+        || matches!(
+            name,
+            "bash"
+                | "sh"
+                | "zsh"
+                | "dash"
+                | "ksh"
+                | "mksh"
+                | "ash"
+                | "fish"
+                | "csh"
+                | "tcsh"
+                | "busybox"
+                | "env"
+                | "timeout"
+                | "nice"
+                | "nohup"
+                | "xargs"
+                | "sudo"
+                | "doas"
+                | "su"
+                | "runuser"
+                | "exec"
+                | "command"
+                | "builtin"
+                | "eval"
+                | "source"
+                | "."
+                | "time"
+                | "stdbuf"
+                | "setsid"
+                | "ionice"
+                | "chrt"
+                | "taskset"
+                | "strace"
+                | "ltrace"
+                | "gdb"
+                | "valgrind"
+                | "watch"
+                | "script"
+                | "unbuffer"
+                | "parallel"
+                | "flock"
+                | "chroot"
+                | "unshare"
+                | "nsenter"
+                | "systemd-run"
+                | "at"
+                | "batch"
+                | "ssh"
+                | "scp"
+                | "sftp"
+                | "rsync"
+                | "awk"
+                | "gawk"
+                | "mawk"
+                | "nawk"
+                | "npx"
+                | "pnpx"
+                | "bunx"
+                | "uvx"
+                | "docker"
+                | "podman"
+                | "kubectl"
+                | "pkexec"
+                | "trap"
+                | "alias"
+                | "hash"
+                | "export"
+                | "declare"
+                | "typeset"
+                | "local"
+                | "readonly"
+                | "shopt"
+                | "enable"
+                | "expect"
+                | "tmux"
+                | "screen"
+                | "vim"
+                | "vi"
+                | "nvim"
+                | "emacs"
+                | "less"
+                | "more"
+                | "man"
+                | "git"
+                | "fc"
+        )
+}
+
+/// `N>&M`, `>&N` and anything to or from `/dev/null` write no file.
+fn harmless_redirect(r: &shell::Redirect) -> bool {
+    if r.target.dynamic {
+        return false;
+    }
+    let t = r.target.text.as_str();
+    if r.op.ends_with(">&") || r.op.ends_with("<&") {
+        return t == "-" || t.chars().all(|c| c.is_ascii_digit());
+    }
+    t == "/dev/null"
+}
+
+/// True when every command of `line` has one of the granted signatures.
+pub fn covered(line: &str, granted: &[CommandSignature]) -> bool {
+    signatures(line).is_some_and(|sigs| sigs.iter().all(|s| granted.contains(s)))
+}
+
+/// What a signature grant allows, in words, for the choice's description.
+pub fn describe_scope(sigs: &[CommandSignature]) -> String {
+    let parts: Vec<String> = sigs.iter().map(CommandSignature::describe).collect();
+    format!(
+        "From now on in this project, bash may run without asking any line made only of: {}; \
+         joined by pipes or lists. Different flags, another subcommand, redirections to \
+         files, variables, globs or commands that run other commands still ask.",
+        parts.join("; ")
+    )
+}
