@@ -420,3 +420,28 @@ fn a_complete_probe_is_remembered_for_the_boot() {
         text(&out)
     );
 }
+
+#[test]
+fn the_covers_cannot_be_undone() {
+    let env = Env::new();
+    let Some(sb) = full(&env, SandboxConfig::default()) else {
+        return;
+    };
+    let h = env.home().display().to_string();
+    let out = run(
+        &sb,
+        &env.work(),
+        &format!(
+            "umount -l {h} 2>&1; cat {h}/config.toml; \
+             unshare -Urm sh -c 'umount -l {h}; cat {h}/config.toml' 2>&1; \
+             mount -t tmpfs none {o} 2>&1; echo END",
+            o = env.work().display()
+        ),
+    );
+    let t = text(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("END"), "{t}");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("secret"),
+        "{t}"
+    );
+}
