@@ -377,6 +377,12 @@ fn a_second_client_attached_through_the_daemon_sees_the_same_stream() {
     t.wait_in("second", "the stream in the second client", |s| {
         s.contains("stream seen by both")
     });
+    // An observer sees the same conversation and gets no input.
+    t.window("observer", &sb, &["attach", "--observer", &agent], 100, 24);
+    let s = t.wait_in("observer", "the observer", |s| {
+        s.contains("observing: read-only") && s.contains("stream seen by both")
+    });
+    assert!(status_line(&s).contains("observer"), "{s}");
     // Quitting detaches: the agent keeps running in the daemon.
     t.keys(&["C-c"]);
     t.keys(&["C-c"]);
@@ -387,4 +393,28 @@ fn a_second_client_attached_through_the_daemon_sees_the_same_stream() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains(&agent));
+}
+
+#[test]
+fn continue_reopens_the_latest_session_of_the_directory() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let script = sb.script("s.json", json!({"turns": [text_turn("remembered answer")]}));
+    let mut args = scripted(&script);
+    args.push("--no-daemon");
+    let t = Tmux::start(&sb, &args, 80, 24);
+    t.wait("type a prompt");
+    t.type_text("main", "remember this");
+    t.keys(&["Enter"]);
+    t.wait("remembered answer");
+    t.keys(&["C-c"]);
+    t.keys(&["C-c"]);
+    t.wait("SHARD-EXIT=0");
+    drop(t);
+    args.push("--continue");
+    let t = Tmux::start(&sb, &args, 80, 24);
+    let s = t.wait("remembered answer");
+    assert!(s.contains("› remember this"), "{s}");
 }
