@@ -3,9 +3,9 @@
 shard process from RUSAGE_CHILDREN, which load on a shared machine disturbs less) and idle
 RSS, alternating the binaries, best of 7. Usage: bench/runtime/ab.py BIN_A BIN_B [...]"""
 import os, resource, sys, tempfile, shutil, importlib.util
-spec = importlib.util.spec_from_file_location("bench", "bench/runtime/bench.py")
+spec = importlib.util.spec_from_file_location(
+    "bench", os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench.py"))
 bench = importlib.util.module_from_spec(spec)
-sys.argv = [sys.argv[0]] + sys.argv[1:]
 bins = sys.argv[1:]
 spec.loader.exec_module(bench)
 N = 200_000
