@@ -7,6 +7,7 @@ mod choices;
 mod commands;
 mod config;
 mod daemon;
+mod daemon_security;
 mod gate;
 mod harness;
 mod mock;
