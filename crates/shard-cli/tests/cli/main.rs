@@ -16,6 +16,7 @@ mod run;
 mod run_terminal;
 mod runtime;
 mod sandbox;
+mod tui;
 
 use harness::*;
 use serde_json::{Value, json};
