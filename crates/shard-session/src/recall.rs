@@ -5,8 +5,10 @@ use std::ops::ControlFlow;
 
 use shard_protocol::types::Message;
 
-use crate::entry::{CompactionEntry, Entry, EntryKind};
+use crate::entry::{CompactionEntry, Decoded, Entry, EntryKind, decode_entry};
 use crate::error::SessionError;
+use crate::lines::RevLines;
+use crate::reader::SessionReader;
 use crate::session::Session;
 
 /// What a compaction records besides its index, which the session allocates.
@@ -49,10 +51,17 @@ impl Session {
         Ok((entry, compaction))
     }
 
+    /// The original messages compaction `index` summarized; see [`SessionReader::recall`].
+    pub fn recall(&self, index: u64) -> Result<Vec<Message>, SessionError> {
+        self.reader()?.recall(index)
+    }
+}
+
+impl SessionReader {
     /// The compaction entry with `index`, searched from the newest.
     pub fn compaction(&self, index: u64) -> Result<Option<CompactionEntry>, SessionError> {
         let mut found = None;
-        self.for_each_entry_rev(|entry| match entry.kind {
+        self.entries_rev(|entry| match entry.kind {
             EntryKind::Compaction(c) if c.index == index => {
                 found = Some(c);
                 ControlFlow::Break(())
@@ -72,7 +81,7 @@ impl Session {
         let [first, last] = compaction.message_range;
         let mut inside = false;
         let mut out = Vec::new();
-        self.for_each_entry_rev(|entry| {
+        self.entries_rev(|entry| {
             if entry.id == last {
                 inside = true;
             }
@@ -91,5 +100,40 @@ impl Session {
         })?;
         out.reverse();
         Ok(out)
+    }
+
+    /// Visits entries newest first until `visit` breaks; unknown kinds and unreadable
+    /// lines are skipped.
+    fn entries_rev(
+        &self,
+        mut visit: impl FnMut(Entry) -> ControlFlow<()>,
+    ) -> Result<(), SessionError> {
+        let mut lines = RevLines::new(&self.file, self.header_end, self.transcript_len);
+        while let Some((_, line)) = lines
+            .next_line()
+            .map_err(|e| SessionError::io("reading", &self.path, e))?
+        {
+            if let Ok(Decoded::Entry(entry)) = decode_entry(&line)
+                && visit(entry).is_break()
+            {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// A second view of the same bytes, for another thread.
+    pub fn try_clone(&self) -> Result<SessionReader, SessionError> {
+        Ok(SessionReader {
+            id: self.id.clone(),
+            path: self.path.clone(),
+            file: self
+                .file
+                .try_clone()
+                .map_err(|e| SessionError::io("duplicating", &self.path, e))?,
+            header_end: self.header_end,
+            transcript_len: self.transcript_len,
+            compaction_index: self.compaction_index,
+        })
     }
 }
