@@ -836,3 +836,52 @@ fn entries_can_be_visited_newest_first() {
     .unwrap();
     assert_eq!(first_only, [c.id]);
 }
+
+#[test]
+fn planned_compaction_reloads_as_summary_plus_kept_and_recall_returns_the_summarized() {
+    use shard_session::NewCompaction;
+    use shard_session::compact::plan_cut;
+    let h = home();
+    let store = SessionStore::new(&h.home);
+    let id = ids::new_id(ids::SESSION);
+    let mut s = store.open_or_create(&id, &h.cwd).unwrap();
+    for i in 0..6 {
+        s.append(user(&format!("prompt {i} {}", "x".repeat(400))))
+            .unwrap();
+        s.append(calling("looking", &format!("call-{i}"))).unwrap();
+        s.append(tool_result(&format!("call-{i}"), &"y".repeat(400)))
+            .unwrap();
+        s.append(assistant(&format!("answer {i}"))).unwrap();
+    }
+    let context = s.context_messages().unwrap();
+    let cut = plan_cut(&context, 0, 200).unwrap();
+    // Keeps the last turn whole: 4 messages of roughly 100 + 5 + 100 + 5 tokens.
+    assert_eq!(cut.first_kept, 20);
+    let summarized: Vec<Message> = context[cut.summarized.clone()].to_vec();
+    let (entry, c) = s
+        .append_compaction(NewCompaction {
+            summary: "goal: six prompts".into(),
+            tokens_before: cut.tokens_before,
+            tokens_after: cut.tokens_kept + 20,
+            first_kept_entry_id: context[cut.first_kept].id.clone(),
+            message_range: [
+                summarized[0].id.clone(),
+                summarized.last().unwrap().id.clone(),
+            ],
+        })
+        .unwrap();
+    assert_eq!(c.index, 0);
+    assert_eq!(s.next_compaction_index(), 1);
+    drop(s);
+
+    let s = store.open_existing(&id).unwrap();
+    let reloaded = s.context_messages().unwrap();
+    assert_eq!(reloaded[0].id, entry.id);
+    assert!(texts(&reloaded)[0].contains("goal: six prompts"));
+    assert_eq!(reloaded[1..], context[20..]);
+    assert_eq!(s.live_window(1 << 20).unwrap().compaction_index, Some(0));
+    assert_eq!(s.recall(0).unwrap(), summarized);
+    assert!(matches!(s.recall(1), Err(SessionError::NotFound(_))));
+    // Nothing is cut twice: the new context offers no cut keeping a whole turn.
+    assert_eq!(plan_cut(&reloaded, 1, 200), None);
+}

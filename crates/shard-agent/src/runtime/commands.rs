@@ -76,8 +76,9 @@ impl Runtime {
             }
             Command::SessionOp(op) => match op.op {
                 SessionOpKind::List => self.list_sessions(id, name).await,
-                SessionOpKind::Compact | SessionOpKind::Fork => {
-                    let msg = "session compaction and fork are not configured in this build";
+                SessionOpKind::Compact => self.request_compact(id, name, op.args).await,
+                SessionOpKind::Fork => {
+                    let msg = "session fork is not implemented yet";
                     self.emit(Event::err(id, Some(name), ErrorCode::NotFound, msg))
                         .await;
                 }

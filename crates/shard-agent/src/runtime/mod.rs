@@ -4,6 +4,7 @@
 //! no shared state and no lock.
 
 mod commands;
+mod compaction;
 mod context;
 mod partial;
 mod permissions;
@@ -178,6 +179,13 @@ pub struct Runtime {
     /// replaces it (through the model-call hook).
     context: Option<crate::hooks::SharedContext>,
     internal: mpsc::Receiver<Internal>,
+    /// A manual compaction accepted and not yet run.
+    compact_next: Option<compaction::CompactRequest>,
+    /// Set while a compaction's summary is being written; an abort cancels it.
+    compaction_cancel: Option<CancellationToken>,
+    /// Context tokens the provider reported for the last call and the context length
+    /// they cover: later use is that plus an estimate of what was added.
+    usage_mark: Option<(u64, usize)>,
     pending_ui: Vec<(
         shard_protocol::event::UiRequest,
         tokio::sync::oneshot::Sender<serde_json::Value>,
@@ -283,7 +291,7 @@ impl Runtime {
         }
 
         let cwd_for_prompt = opts.cwd.clone();
-        Ok(Runtime {
+        let mut runtime = Runtime {
             opts,
             config,
             events,
@@ -312,10 +320,16 @@ impl Runtime {
             instructions: crate::prompt::project_instructions(&cwd_for_prompt),
             context: None,
             internal,
+            compact_next: None,
+            compaction_cancel: None,
+            usage_mark: None,
             pending_ui: Vec::new(),
             eof: false,
             sink_closed: false,
-        })
+        };
+        // A compacted session offers `recall` from its first request.
+        runtime.register_recall();
+        Ok(runtime)
     }
 
     /// What the sandbox lacks or refuses, to be said once on stderr; None when it is
@@ -376,6 +390,10 @@ impl Runtime {
             .await;
         }
         loop {
+            if let Some(request) = self.compact_next.take() {
+                self.run_manual_compaction(request).await;
+                continue;
+            }
             if let Some(input) = self.start_next.take().or_else(|| {
                 if self.status == AgentStatus::Idle {
                     self.follow_ups.pop_front()

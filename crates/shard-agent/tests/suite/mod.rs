@@ -2,6 +2,7 @@
 
 pub mod support;
 
+mod compaction;
 mod hook;
 mod modes;
 mod permissions;
