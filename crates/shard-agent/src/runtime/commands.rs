@@ -4,8 +4,8 @@ use serde_json::json;
 use shard_protocol::command::{SessionOpKind, StreamingBehavior};
 use shard_protocol::event::{Effective, ModeChanged, ModelChanged, ReasoningLevelChanged};
 use shard_protocol::responses::{
-    ListModelsData, ListModesData, ReasoningLevelsData, SessionListData, SessionSummary,
-    SetModeData, SetModelData, SetReasoningLevelData,
+    ForkProvenance, ListModelsData, ListModesData, ReasoningLevelsData, SessionListData,
+    SessionSummary, SetModeData, SetModelData, SetReasoningLevelData,
 };
 use shard_protocol::{ClientMessage, Command, ErrorCode, Event};
 use shard_session::EntryKind;
@@ -77,11 +77,7 @@ impl Runtime {
             Command::SessionOp(op) => match op.op {
                 SessionOpKind::List => self.list_sessions(id, name).await,
                 SessionOpKind::Compact => self.request_compact(id, name, op.args).await,
-                SessionOpKind::Fork => {
-                    let msg = "session fork is not implemented yet";
-                    self.emit(Event::err(id, Some(name), ErrorCode::NotFound, msg))
-                        .await;
-                }
+                SessionOpKind::Fork => self.fork(id, name, op.args).await,
             },
             Command::PermissionResponse(r) => {
                 self.answer_permission(&r);
@@ -298,6 +294,13 @@ impl Runtime {
                 created_at: m.created_at,
                 updated_at: m.updated_at,
                 entry_count: m.entry_count,
+                message_count: Some(m.message_count),
+                cost: Some(m.cost),
+                forked_from: m.forked_from.map(|f| ForkProvenance {
+                    fork_id: f.fork_id,
+                    source_session_id: f.source_session_id,
+                    source_entry_id: f.source_entry_id,
+                }),
             })
             .collect();
         let data = SessionListData { sessions };

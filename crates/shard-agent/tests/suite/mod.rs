@@ -3,6 +3,7 @@
 pub mod support;
 
 mod compaction;
+mod fork;
 mod hook;
 mod modes;
 mod permissions;
