@@ -11,6 +11,7 @@ mod cmd_run;
 mod common;
 mod prompter;
 mod run_print;
+mod tui;
 
 use std::process::ExitCode;
 
@@ -24,11 +25,21 @@ pub const EXIT_NOT_IMPLEMENTED: u8 = 2;
     name = "shard",
     version,
     about = "Shard runs coding agents: durable, shareable, fast.",
-    propagate_version = true
+    long_about = "Shard runs coding agents: durable, shareable, fast.\n\n\
+        With no subcommand, `shard` opens the interactive terminal client on an agent for \
+        this directory: through the daemon when one runs, else in this process.",
+    after_long_help = "Interactive client keys: Enter sends; Shift+Enter or Ctrl+J adds a line; \
+        Enter while the agent works queues a follow-up; Ctrl+Enter steers (Alt+Enter where the \
+        terminal cannot tell Ctrl+Enter from Enter); Esc aborts; Ctrl+C twice quits. \
+        /help inside the client lists the commands.",
+    propagate_version = true,
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
     #[command(subcommand)]
     command: Option<Commands>,
+    #[command(flatten)]
+    tui: tui::TuiArgs,
 }
 
 #[derive(Subcommand)]
@@ -71,7 +82,7 @@ fn main() -> ExitCode {
     shard_sandbox::hardening::harden(&[]);
     let cli = Cli::parse();
     match cli.command {
-        None => not_implemented("the interactive terminal client"),
+        None => tui::run(cli.tui),
         Some(Commands::Agent(args)) => cmd_agent::run(args),
         Some(Commands::Run(args)) => cmd_run::run(args),
         Some(Commands::Daemon(args)) => cmd_daemon::daemon(args),

@@ -268,3 +268,30 @@ async fn a_headless_timeout_is_also_a_timeout_error_event() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_runtime_answer_over_the_line_limit_still_answers_the_client() {
+    let mut s = start(|c| c.max_line = 4096).await;
+    let c = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, mut rt) = create(&mut s, &c, None).await;
+    let f = c.attach(&id, AttachRole::Interactive);
+    tokio::pin!(f);
+    let cmd = tokio::select! { c = rt.next_command() => c, _ = &mut f => panic!("no sync yet") };
+    rt.emit(sync_json("idle")).await;
+    rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
+        .await;
+    f.await.unwrap();
+    let ask = json!({"type":"list_modes","agent_id":id});
+    let pending = c.request(serde_json::from_value(ask).unwrap());
+    tokio::pin!(pending);
+    let fwd =
+        tokio::select! { c = rt.next_command() => c, _ = &mut pending => panic!("answered early") };
+    rt.emit(
+        json!({"id":fwd["id"],"type":"response","command":"list_modes","success":true,
+        "data":{"pad":"x".repeat(10_000)}}),
+    )
+    .await;
+    let r = tokio::time::timeout(T, pending).await.unwrap().unwrap();
+    assert!(!r.success);
+    assert_eq!(r.error.unwrap().code.as_str(), "INTERNAL_ERROR");
+}

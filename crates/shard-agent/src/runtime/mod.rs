@@ -119,6 +119,23 @@ pub enum StartError {
     Cwd(String, String),
 }
 
+/// Prepares the tool sandbox on its own thread (docs/sandbox.md).
+fn start_sandbox(
+    config: &Config,
+    opts: &RuntimeOptions,
+    tool_output: std::path::PathBuf,
+) -> std::thread::JoinHandle<Result<shard_sandbox::Sandbox, shard_sandbox::SandboxError>> {
+    let sandbox_config = config.sandbox.clone();
+    let spec = shard_sandbox::SandboxSpec {
+        workspace_roots: vec![opts.cwd.clone()],
+        hidden: vec![opts.shard_home.clone()],
+        visible: vec![tool_output],
+        temp_parent: None,
+        probe_cache: Some(opts.shard_home.clone()),
+    };
+    std::thread::spawn(move || shard_sandbox::Sandbox::new(&sandbox_config, spec))
+}
+
 /// A user message waiting to be delivered.
 #[derive(Debug, Clone)]
 pub(crate) struct UserInput {
@@ -221,6 +238,12 @@ impl Runtime {
             .session_id
             .clone()
             .unwrap_or_else(|| ids::new_id(ids::SESSION));
+        // The sandbox's probe (a fork that enters it) overlaps with opening the session.
+        let tool_output = store
+            .session_dir(&session_id)
+            .map_err(session_start_error)?
+            .join("tool-output");
+        let sandbox = start_sandbox(&config, &opts, tool_output.clone());
         let session = store
             .open_or_create(&session_id, &opts.cwd)
             .map_err(session_start_error)?;
@@ -255,21 +278,15 @@ impl Runtime {
             None => ProcessTracker::default(),
         };
 
-        // The saved outputs of cut results stay readable by `bash` inside the sandbox.
-        let tool_output = session.dir().join("tool-output");
+        // The saved outputs of cut results stay readable by `bash` inside the sandbox (a
+        // folder created after the probe is mounted from the next call on).
         if let Err(err) = shard_session::records::ensure_private_dir(&tool_output) {
             tracing::warn!(%err, "cannot create the session's tool-output folder");
         }
-        let sandbox = shard_sandbox::Sandbox::new(
-            &config.sandbox,
-            shard_sandbox::SandboxSpec {
-                workspace_roots: vec![opts.cwd.clone()],
-                hidden: vec![opts.shard_home.clone()],
-                visible: vec![tool_output],
-                temp_parent: None,
-            },
-        )
-        .map_err(|e| StartError::Config(e.to_string()))?;
+        let sandbox = sandbox
+            .join()
+            .map_err(|_| StartError::Config("the sandbox probe panicked".to_string()))?
+            .map_err(|e| StartError::Config(e.to_string()))?;
         if let Some(warning) = sandbox.warning() {
             tracing::warn!("{warning}");
         }

@@ -25,6 +25,9 @@ const MAX_ITERATIONS: u32 = 500;
 /// The running turn.
 pub(crate) struct TurnState {
     pub(crate) cancel: CancellationToken,
+    /// Mirrors `cancel` (only `request_abort` cancels it): read once per streamed event,
+    /// where the token's lock would cost more than the event.
+    aborted: bool,
     usage: Usage,
     /// A `context_window_exceeded` refusal was answered by compacting once already.
     overflow_retried: bool,
@@ -48,17 +51,18 @@ enum StreamOutcome {
 impl Runtime {
     /// No turn runs, or the running one was aborted.
     pub(super) fn cancelled(&self) -> bool {
-        self.turn.as_ref().is_none_or(|t| t.cancel.is_cancelled())
+        self.turn.as_ref().is_none_or(|t| t.aborted)
     }
 
     /// A turn runs and was aborted (a permission asked outside a turn is not aborted).
     pub(super) fn turn_cancelled(&self) -> bool {
-        self.turn.as_ref().is_some_and(|t| t.cancel.is_cancelled())
+        self.turn.as_ref().is_some_and(|t| t.aborted)
     }
 
     /// Cancels the provider stream and every running tool of the current turn.
     pub(crate) fn request_abort(&mut self) {
-        if let Some(t) = &self.turn {
+        if let Some(t) = &mut self.turn {
+            t.aborted = true;
             t.cancel.cancel();
         }
         if let Some(c) = &self.compaction_cancel {
@@ -72,6 +76,7 @@ impl Runtime {
         let turn_id = ids::new_id(ids::TURN);
         self.turn = Some(TurnState {
             cancel: CancellationToken::new(),
+            aborted: false,
             usage: Usage::default(),
             overflow_retried: false,
         });

@@ -7,6 +7,7 @@ mod choices;
 mod commands;
 mod config;
 mod daemon;
+mod daemon_security;
 mod gate;
 mod harness;
 mod mock;
@@ -15,6 +16,7 @@ mod run;
 mod run_terminal;
 mod runtime;
 mod sandbox;
+mod tui;
 
 use harness::*;
 use serde_json::{Value, json};
