@@ -87,6 +87,27 @@ impl SessionMeta {
         }
     }
 
+    /// This session as one row of `session_op list` / `session.list`.
+    pub fn to_summary(&self, current: bool) -> shard_protocol::responses::SessionSummary {
+        shard_protocol::responses::SessionSummary {
+            session_id: self.session_id.clone(),
+            title: self.title.clone().unwrap_or_default(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            entry_count: self.entry_count,
+            current,
+            message_count: Some(self.message_count),
+            cost: Some(self.cost),
+            forked_from: self.forked_from.as_ref().map(|f| {
+                shard_protocol::responses::ForkProvenance {
+                    fork_id: f.fork_id.clone(),
+                    source_session_id: f.source_session_id.clone(),
+                    source_entry_id: f.source_entry_id.clone(),
+                }
+            }),
+        }
+    }
+
     fn to_state(&self) -> SessionState {
         SessionState {
             mode: self.mode.clone(),

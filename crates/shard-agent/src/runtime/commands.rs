@@ -4,8 +4,8 @@ use serde_json::json;
 use shard_protocol::command::{SessionOpKind, StreamingBehavior};
 use shard_protocol::event::{Effective, ModeChanged, ModelChanged, ReasoningLevelChanged};
 use shard_protocol::responses::{
-    ForkProvenance, ListModelsData, ListModesData, ReasoningLevelsData, SessionListData,
-    SessionSummary, SetModeData, SetModelData, SetReasoningLevelData,
+    ListModelsData, ListModesData, ReasoningLevelsData, SessionListData, SetModeData, SetModelData,
+    SetReasoningLevelData,
 };
 use shard_protocol::{ClientMessage, Command, ErrorCode, Event};
 use shard_session::EntryKind;
@@ -286,22 +286,8 @@ impl Runtime {
         };
         let current = self.session.id().to_string();
         let sessions = metas
-            .into_iter()
-            .map(|m| SessionSummary {
-                current: m.session_id == current,
-                session_id: m.session_id,
-                title: m.title.unwrap_or_default(),
-                created_at: m.created_at,
-                updated_at: m.updated_at,
-                entry_count: m.entry_count,
-                message_count: Some(m.message_count),
-                cost: Some(m.cost),
-                forked_from: m.forked_from.map(|f| ForkProvenance {
-                    fork_id: f.fork_id,
-                    source_session_id: f.source_session_id,
-                    source_entry_id: f.source_entry_id,
-                }),
-            })
+            .iter()
+            .map(|m| m.to_summary(m.session_id == current))
             .collect();
         let data = SessionListData { sessions };
         self.emit(Event::ok(id, name, to_value(&data))).await;
