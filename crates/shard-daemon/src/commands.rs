@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use shard_protocol::ErrorCode;
 use shard_protocol::command::{Command, SessionOpKind};
-use shard_protocol::responses::{AgentsData, TerminateData};
+use shard_protocol::responses::{AgentsData, SessionListData, TerminateData};
 
 use crate::core::{ConnId, Shared, begin_shutdown};
 use crate::reply::{ProtocolError, Reply, ReplySlot};
@@ -53,6 +53,28 @@ pub(crate) fn dispatch(
             } else {
                 data(AgentsData { agents })
             }
+        }
+        Command::SessionList(q) => {
+            let store = shard_session::SessionStore::new(&core.cfg.home);
+            return Handled::Later(Box::pin(async move {
+                let listed = tokio::task::spawn_blocking(move || {
+                    store.list_for_cwd(std::path::Path::new(&q.cwd))
+                })
+                .await;
+                match listed {
+                    Ok(Ok(metas)) => data(SessionListData {
+                        sessions: metas.iter().map(|m| m.to_summary(false)).collect(),
+                    }),
+                    Ok(Err(e)) => Err(ProtocolError::new(
+                        ErrorCode::InternalError,
+                        format!("could not list sessions: {e}"),
+                    )),
+                    Err(e) => Err(ProtocolError::new(
+                        ErrorCode::InternalError,
+                        format!("could not list sessions: {e}"),
+                    )),
+                }
+            }));
         }
         Command::AgentCreate(c) => {
             let core = Arc::clone(core);

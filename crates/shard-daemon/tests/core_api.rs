@@ -295,3 +295,45 @@ async fn a_runtime_answer_over_the_line_limit_still_answers_the_client() {
     assert!(!r.success);
     assert_eq!(r.error.unwrap().code.as_str(), "INTERNAL_ERROR");
 }
+
+#[tokio::test]
+async fn session_list_lists_a_cwds_sessions_newest_first_with_forks() {
+    let s = start(|_| {}).await;
+    let cwd = s.home.join("project");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let store = shard_session::SessionStore::new(&s.home);
+    let old_id = shard_protocol::ids::new_id(shard_protocol::ids::SESSION);
+    let mut old = store.open_or_create(&old_id, &cwd).unwrap();
+    let text = |t: &str| {
+        shard_session::EntryKind::message(shard_protocol::types::Message {
+            id: String::new(),
+            role: shard_protocol::types::Role::User,
+            content: vec![shard_protocol::types::ContentBlock::Text { text: t.into() }],
+        })
+    };
+    let at = old.append(text("the first prompt")).unwrap();
+    old.write_meta().unwrap();
+    std::thread::sleep(Duration::from_millis(2));
+    let forked = store.fork(&old.reader().unwrap(), &at.id).unwrap();
+    drop(old);
+
+    let mut raw = Raw::connect(&s.home).await;
+    let line = json!({"type":"session.list","id":"sl","cwd":cwd.to_str().unwrap()});
+    raw.send(format!("{line}\n").as_bytes()).await;
+    let r = raw.response().await;
+    assert_eq!(r["success"], true, "{r}");
+    let sessions = r["data"]["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{r}");
+    assert_eq!(sessions[0]["session_id"], json!(forked.session_id));
+    assert_eq!(
+        sessions[0]["forked_from"]["source_session_id"],
+        json!(old_id)
+    );
+    assert_eq!(sessions[1]["title"], "the first prompt");
+    assert_eq!(sessions[1]["message_count"], 1);
+
+    let other = json!({"type":"session.list","id":"s2","cwd":"/nowhere"});
+    raw.send(format!("{other}\n").as_bytes()).await;
+    let r = raw.response().await;
+    assert_eq!(r["data"]["sessions"], json!([]));
+}

@@ -73,6 +73,9 @@ pub enum Command {
     /// List agents.
     #[serde(rename = "agent.list")]
     AgentList(Empty),
+    /// Additive (issue 15): the sessions of a working directory, forks included.
+    #[serde(rename = "session.list")]
+    SessionList(SessionListQuery),
     /// Create (or adopt) an agent.
     #[serde(rename = "agent.create")]
     AgentCreate(Box<AgentCreate>),
@@ -147,6 +150,7 @@ impl Command {
             Command::UiResponse(_) => "ui_response",
             Command::RequestSync(_) => "request_sync",
             Command::AgentList(_) => "agent.list",
+            Command::SessionList(_) => "session.list",
             Command::AgentCreate(_) => "agent.create",
             Command::AgentAttach(_) => "agent.attach",
             Command::AgentDetach(_) => "agent.detach",
@@ -224,6 +228,14 @@ impl Command {
             _ => return None,
         })
     }
+}
+
+/// `session.list`: which directory's sessions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionListQuery {
+    /// The working directory, as agents were created with it.
+    pub cwd: String,
 }
 
 /// A command with no payload.

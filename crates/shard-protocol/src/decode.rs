@@ -24,6 +24,7 @@ pub const COMMAND_TYPES: &[&str] = &[
     "ui_response",
     "request_sync",
     "agent.list",
+    "session.list",
     "agent.create",
     "agent.attach",
     "agent.detach",

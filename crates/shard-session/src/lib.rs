@@ -15,6 +15,7 @@
 pub mod compact;
 mod entry;
 mod error;
+mod fork;
 mod lines;
 mod meta;
 mod reader;
@@ -27,10 +28,11 @@ mod store;
 mod window;
 
 pub use entry::{
-    CompactionEntry, Entry, EntryKind, FORMAT_VERSION, ForkOrigin, HeaderTag, MessageEntry,
-    SessionHeader,
+    CheckpointEntry, CompactionEntry, Entry, EntryKind, FORMAT_VERSION, ForkOrigin, HeaderTag,
+    MessageEntry, SessionHeader,
 };
 pub use error::SessionError;
+pub use fork::Forked;
 pub use meta::{META_VERSION, SessionMeta};
 pub use reader::SessionReader;
 pub use recall::NewCompaction;

@@ -6,6 +6,7 @@
 mod commands;
 mod compaction;
 mod context;
+mod fork;
 mod partial;
 mod permissions;
 mod serve;
