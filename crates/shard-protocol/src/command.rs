@@ -76,6 +76,9 @@ pub enum Command {
     /// Additive (issue 15): the sessions of a working directory, forks included.
     #[serde(rename = "session.list")]
     SessionList(SessionListQuery),
+    /// Additive (issue 15): the agent's next Runtime generation opens another session.
+    #[serde(rename = "session.activate")]
+    SessionActivate(SessionActivate),
     /// Create (or adopt) an agent.
     #[serde(rename = "agent.create")]
     AgentCreate(Box<AgentCreate>),
@@ -151,6 +154,7 @@ impl Command {
             Command::RequestSync(_) => "request_sync",
             Command::AgentList(_) => "agent.list",
             Command::SessionList(_) => "session.list",
+            Command::SessionActivate(_) => "session.activate",
             Command::AgentCreate(_) => "agent.create",
             Command::AgentAttach(_) => "agent.attach",
             Command::AgentDetach(_) => "agent.detach",
@@ -236,6 +240,16 @@ impl Command {
 pub struct SessionListQuery {
     /// The working directory, as agents were created with it.
     pub cwd: String,
+}
+
+/// `session.activate`: which agent moves to which session of its cwd.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionActivate {
+    /// The agent whose session changes.
+    pub agent_id: String,
+    /// A session of the agent's cwd (as `session.list` lists them, forks included).
+    pub session_id: String,
 }
 
 /// A command with no payload.

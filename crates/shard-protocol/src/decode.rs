@@ -25,6 +25,7 @@ pub const COMMAND_TYPES: &[&str] = &[
     "request_sync",
     "agent.list",
     "session.list",
+    "session.activate",
     "agent.create",
     "agent.attach",
     "agent.detach",

@@ -157,6 +157,18 @@ pub struct SessionListData {
     pub sessions: Vec<SessionSummary>,
 }
 
+/// `session.activate`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionActivated {
+    /// The session the agent's next Runtime generation opens.
+    pub session_id: String,
+    /// The session it was on.
+    pub previous_session_id: String,
+    /// True when a live idle Runtime was asked to stop (it ends on the old session; the
+    /// next attach or prompt starts a generation on the new one).
+    pub runtime_stopping: bool,
+}
+
 /// `session_op fork`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ForkData {

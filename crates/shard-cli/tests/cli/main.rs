@@ -8,6 +8,7 @@ mod commands;
 mod config;
 mod daemon;
 mod daemon_security;
+mod daemon_sessions;
 mod gate;
 mod harness;
 mod mock;

@@ -370,11 +370,11 @@ fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut
         flush_queued(shared, rt);
         if !entry.manifest.started {
             entry.manifest.started = true;
-            let m = entry.manifest.clone();
-            let store = shared.store.clone();
+            let shared = Arc::clone(shared);
+            let agent_id = agent_id.to_string();
             tokio::spawn(async move {
-                if let Err(e) = store.save(&m).await {
-                    tracing::warn!(error = %e, "could not record the first start");
+                if let Err(e) = shared.persist_manifest(&agent_id).await {
+                    tracing::warn!(error = %e.message, "could not record the first start");
                 }
             });
         }
