@@ -334,8 +334,7 @@ pub fn reply(app: &mut App, purpose: Purpose, result: Result<Option<Value>, Stri
             }
             Purpose::Compact => {
                 let d: CompactData = parse(data)?;
-                let v = serde_json::to_value(&d).unwrap_or_default();
-                app.note_text(format!("compacted: {v}"), app.theme.dim());
+                app.note_text(compact_line(&d), app.theme.dim());
             }
             Purpose::Agents => {
                 let d: AgentsData = parse(data)?;
@@ -443,6 +442,38 @@ pub fn project_files(cwd: &std::path::Path) -> Vec<String> {
         }
     }
     out.sort();
+    out
+}
+
+/// One readable line for a `session_op compact` answer; the raw JSON carries entry ids
+/// a user has no use for.
+pub(crate) fn compact_line(d: &CompactData) -> String {
+    match d {
+        CompactData::Compacted {
+            tokens_before,
+            tokens_after,
+            ..
+        } => format!(
+            "compacted: {} \u{2192} {} tokens",
+            grouped(*tokens_before),
+            grouped(*tokens_after)
+        ),
+        CompactData::NoOp { reason, .. } => {
+            format!("nothing to compact ({})", strip(reason).replace('_', " "))
+        }
+    }
+}
+
+/// `12345` as `12,345`: token counts are read at a glance.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
     out
 }
 

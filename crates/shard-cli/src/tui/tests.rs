@@ -361,3 +361,56 @@ fn frame_time_with_ten_thousand_messages() {
     );
     assert!(p(0.95) < 16.0, "p95 frame {:.2} ms", p(0.95));
 }
+
+#[test]
+fn compaction_and_fork_answers_read_as_sentences() {
+    let mut a = app();
+    a.purposes.insert(7, super::slash::Purpose::Compact);
+    a.reply(
+        7,
+        Ok(Some(serde_json::json!({
+            "compacted": true, "index": 1, "tokens_before": 12345, "tokens_after": 2100,
+            "first_kept_entry_id": "e9", "message_range": ["e1", "e8"]
+        }))),
+    );
+    a.purposes.insert(8, super::slash::Purpose::Compact);
+    a.reply(
+        8,
+        Ok(Some(
+            serde_json::json!({"compacted": false, "reason": "no_safe_cut"}),
+        )),
+    );
+    a.purposes.insert(9, super::slash::Purpose::Fork);
+    a.reply(
+        9,
+        Ok(Some(serde_json::json!({
+            "fork_id": "f1", "session_id": "s-forked", "head_entry_id": "e4"
+        }))),
+    );
+    let f = frame(&mut a, 70, 12);
+    assert!(f.contains("compacted: 12,345 \u{2192} 2,100 tokens"), "{f}");
+    assert!(f.contains("nothing to compact (no safe cut)"), "{f}");
+    assert!(f.contains("forked: session s-forked"), "{f}");
+    assert!(!f.contains("first_kept_entry_id"), "{f}");
+    insta::assert_snapshot!(f);
+}
+
+#[test]
+fn token_counts_are_grouped_by_thousands() {
+    use shard_protocol::responses::CompactData;
+    let line = |before, after| {
+        super::slash::compact_line(&CompactData::Compacted {
+            compacted: true,
+            index: 0,
+            tokens_before: before,
+            tokens_after: after,
+            first_kept_entry_id: String::new(),
+            message_range: [String::new(), String::new()],
+        })
+    };
+    assert_eq!(line(999, 0), "compacted: 999 \u{2192} 0 tokens");
+    assert_eq!(
+        line(1_000, 1_234_567),
+        "compacted: 1,000 \u{2192} 1,234,567 tokens"
+    );
+}

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::harness::*;
+use crate::mock::{self, MockApi};
 
 fn have_tmux() -> bool {
     let ok = Command::new("tmux")
@@ -32,6 +33,8 @@ fn have_tmux() -> bool {
 struct Tmux {
     socket: String,
     home: std::path::PathBuf,
+    /// Extra environment for every window (e.g. a provider pointed at the mock API).
+    env: Vec<(String, String)>,
 }
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -44,6 +47,11 @@ impl Tmux {
     /// Starts `shard ARGS` in a `w`×`h` window; after it exits, the pane prints its
     /// exit status and whether the terminal is back in canonical mode.
     fn start(sb: &Sandbox, args: &[&str], w: u16, h: u16) -> Tmux {
+        Tmux::start_env(sb, args, w, h, Vec::new())
+    }
+
+    /// As [`Tmux::start`], with `env` set for `shard` in every window.
+    fn start_env(sb: &Sandbox, args: &[&str], w: u16, h: u16, env: Vec<(String, String)>) -> Tmux {
         let socket = format!(
             "shard-test-{}-{}",
             std::process::id(),
@@ -52,6 +60,7 @@ impl Tmux {
         let t = Tmux {
             socket,
             home: sb.home(),
+            env,
         };
         t.window("main", sb, args, w, h);
         t
@@ -59,10 +68,15 @@ impl Tmux {
 
     fn window(&self, name: &str, sb: &Sandbox, args: &[&str], w: u16, h: u16) {
         let cmd = format!(
-            "cd {} && env SHARD_HOME={} NO_COLOR=1 TERM=xterm-256color {} {}; \
+            "cd {} && env SHARD_HOME={} NO_COLOR=1 TERM=xterm-256color {} {} {}; \
              echo SHARD-EXIT=$?; stty -a | tr ' ;' '\\n\\n' | grep -x -- '-\\?icanon'; sleep 3600",
             quote(&sb.work().display().to_string()),
             quote(&sb.home().display().to_string()),
+            self.env
+                .iter()
+                .map(|(k, v)| quote(&format!("{k}={v}")))
+                .collect::<Vec<_>>()
+                .join(" "),
             quote(shard_bin()),
             args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
         );
@@ -219,6 +233,51 @@ fn a_prompt_streams_and_a_permission_is_answered_with_y() {
     );
     let s = t.screen("main");
     assert!(status_line(&s).contains("direct"), "{s}");
+}
+
+/// Issue 14 asks for the client against "a local mock of the provider API" too: here
+/// `shard` streams over real HTTP (server-sent events) from the mock Anthropic API, so
+/// the provider's SSE decoding, the tool call and the answered permission all pass
+/// through the real network path into the terminal.
+#[test]
+fn against_the_mock_anthropic_api_the_answer_streams_and_a_permission_is_answered_with_y() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let api = MockApi::start(vec![
+        mock::anthropic_text("streamed over http from the mock"),
+        mock::anthropic_bash("toolu_1", "printf hello > bashed.txt"),
+        mock::anthropic_text("the file is written"),
+    ]);
+    let args = [
+        "--no-daemon",
+        "--provider",
+        "anthropic",
+        "--model",
+        "claude-haiku-4-5",
+    ];
+    let t = Tmux::start_env(&sb, &args, 80, 24, api.env());
+    t.wait("type a prompt");
+    t.type_text("main", "hello");
+    t.keys(&["Enter"]);
+    let s = t.wait("streamed over http from the mock");
+    assert!(s.contains("› hello"), "{s}");
+    t.type_text("main", "run it");
+    t.keys(&["Enter"]);
+    let s = t.wait("[y]");
+    assert!(s.contains("permission"), "{s}");
+    t.type_text("main", "y");
+    t.wait("the file is written");
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("bashed.txt")).unwrap(),
+        "hello"
+    );
+    let requests = api.requests();
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    assert!(requests.iter().all(|r| r.path.ends_with("/v1/messages")));
+    assert_eq!(requests[0].body["stream"], true);
+    mock::assert_anthropic_pairs(&requests[2].body);
 }
 
 #[test]
