@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Daemon benchmark: builds the release `shard` binary and runs the bench driver against it.
-# Usage: bench/daemon/run.sh   (env: DELTAS=50000 AGENTS=50 CARGO_TARGET_DIR=...)
+# Usage: bench/daemon/run.sh   (env: DELTAS=50000 AGENTS=50 ONLY=core CARGO_TARGET_DIR=...)
+# ONLY=core runs only the daemon-core figures (agent.list under 20 creates, idle connections).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"

@@ -28,6 +28,8 @@ pub struct Config {
     pub models: Vec<ModelConfig>,
     /// `[sandbox]`: the sandbox for tool processes (docs/sandbox.md).
     pub sandbox: shard_sandbox::SandboxConfig,
+    /// `[compaction]`: when the context is compacted automatically (docs/sessions.md).
+    pub compaction: CompactionConfig,
     /// The whole file as parsed, for readers of sections this crate does not own.
     #[serde(skip)]
     pub raw: toml::Table,
@@ -58,6 +60,57 @@ pub struct ToolsConfig {
     pub bash_max_timeout_secs: Option<u64>,
     /// Default `bash` timeout, in seconds.
     pub bash_default_timeout_secs: Option<u64>,
+}
+
+/// `[compaction]` (ARCHITECTURE §12). `enabled = false` turns off only the automatic
+/// triggers; `session_op compact` still runs.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CompactionConfig {
+    /// Automatic compaction between turns, mid-turn, and on a context-overflow refusal.
+    pub enabled: bool,
+    /// Share of the model's context window above which a finished turn is followed by a
+    /// compaction; between 0 (exclusive) and 1.
+    #[serde(deserialize_with = "ratio")]
+    pub reserve_ratio: f64,
+    /// Tokens of the newest messages every compaction keeps verbatim (at least 1).
+    #[serde(deserialize_with = "positive")]
+    pub keep_recent_tokens: u64,
+}
+
+/// Default [`CompactionConfig::keep_recent_tokens`].
+pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        CompactionConfig {
+            enabled: true,
+            reserve_ratio: 0.8,
+            keep_recent_tokens: DEFAULT_KEEP_RECENT_TOKENS,
+        }
+    }
+}
+
+fn ratio<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if v > 0.0 && v <= 1.0 {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "reserve_ratio must be above 0 and at most 1, not {v}"
+        )))
+    }
+}
+
+fn positive<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let v = u64::deserialize(d)?;
+    if v > 0 {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(
+            "keep_recent_tokens must be a positive number of tokens",
+        ))
+    }
 }
 
 impl Config {
@@ -102,7 +155,7 @@ mod tests {
         let cases = [
             (
                 "colour = \"red\"\n",
-                "config.toml:1: unknown key `colour` at the top level (expected one of: modes, permissions, headless, tools, providers, models, sandbox)",
+                "config.toml:1: unknown key `colour` at the top level (expected one of: modes, permissions, headless, tools, providers, models, sandbox, compaction)",
             ),
             (
                 "[[modes]]\nname = \"review\"\npromt = \"be terse\"\n",
@@ -145,6 +198,39 @@ mod tests {
             level.starts_with("/home/u/.shard/config.toml:3: "),
             "{level}"
         );
+    }
+
+    #[test]
+    fn compaction_section_is_strict_and_checked() {
+        let e = err("[compaction]
+keep_recent = 5
+");
+        assert!(
+            e.contains("config.toml:2: unknown key `keep_recent` in [compaction]"),
+            "{e}"
+        );
+        let e = err("[compaction]
+enabled = true
+reserve_ratio = 1.5
+");
+        assert!(e.contains("config.toml:3: "), "{e}");
+        assert!(e.contains("reserve_ratio must be above 0"), "{e}");
+        let e = err("[compaction]
+keep_recent_tokens = 0
+");
+        assert!(e.contains("config.toml:2: "), "{e}");
+        let c = Config::parse(
+            Path::new("config.toml"),
+            "[compaction]
+enabled = false
+keep_recent_tokens = 500
+",
+        )
+        .unwrap();
+        assert!(!c.compaction.enabled);
+        assert_eq!(c.compaction.keep_recent_tokens, 500);
+        assert_eq!(c.compaction.reserve_ratio, 0.8);
+        assert!(Config::default().compaction.enabled);
     }
 
     #[test]

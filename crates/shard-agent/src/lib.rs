@@ -7,12 +7,14 @@
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod ask;
+pub mod compactor;
 pub mod config;
 pub mod hooks;
 pub mod images;
 pub mod models;
 pub mod modes;
 pub mod prompt;
+pub mod recall;
 pub mod runtime;
 pub mod transport;
 

@@ -20,7 +20,10 @@ pub async fn read_commands<R: AsyncRead + Unpin>(reader: R, inputs: mpsc::Sender
                 Err(e) => Input::Invalid(e),
             },
             Ok(Err(line_error)) => Input::Invalid(DecodeError {
-                id: None,
+                // The answer carries the command's id when the line's start shows one.
+                id: match &line_error {
+                    shard_protocol::LineError::TooLong { id, .. } => id.clone(),
+                },
                 type_name: None,
                 message: line_error.to_string(),
             }),

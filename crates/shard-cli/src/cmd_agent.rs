@@ -152,7 +152,17 @@ async fn serve(opts: RuntimeOptions) -> ExitCode {
         tracing::warn!(%err, "cannot overwrite keys in the initial environment");
     }
     let writer = tokio::spawn(write_events(tokio::io::stdout(), event_rx));
-    let reader = tokio::spawn(read_commands(tokio::io::stdin(), input_tx.clone()));
+    let reader = if daemon_managed() {
+        // Under a daemon, end of input means the daemon is gone (or deliberately done
+        // with this Runtime, which it only is when idle or after an abort): abort the turn
+        // at once and exit, so no provider call or tool runs unattended (issue 10 §7). A
+        // direct Runtime lets its turn finish instead.
+        let (raw_tx, raw_rx) = mpsc::channel::<Input>(256);
+        tokio::spawn(abort_on_eof(raw_rx, input_tx.clone()));
+        tokio::spawn(read_commands(tokio::io::stdin(), raw_tx))
+    } else {
+        tokio::spawn(read_commands(tokio::io::stdin(), input_tx.clone()))
+    };
     tokio::spawn(forward_signals(input_tx));
     runtime.run().await;
     reader.abort();
@@ -168,6 +178,32 @@ async fn check(opts: RuntimeOptions) -> ExitCode {
         },
         Err(e) => report_start_failure(e).await,
     }
+}
+
+/// True for a Runtime the daemon started: the daemon sets `SHARD_DAEMON_SOCK` and
+/// `SHARD_AGENT_ID` for its children only (ARCHITECTURE §16 item 13).
+fn daemon_managed() -> bool {
+    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    set("SHARD_DAEMON_SOCK") && set("SHARD_AGENT_ID")
+}
+
+/// Passes inputs through; at end of input, an `abort` goes first.
+async fn abort_on_eof(mut raw: mpsc::Receiver<Input>, inputs: mpsc::Sender<Input>) {
+    while let Some(input) = raw.recv().await {
+        if matches!(input, Input::Eof) {
+            break;
+        }
+        if inputs.send(input).await.is_err() {
+            return;
+        }
+    }
+    tracing::info!("end of input from the daemon: aborting and exiting");
+    let abort = shard_protocol::ClientMessage {
+        id: None,
+        command: shard_protocol::Command::Abort(Default::default()),
+    };
+    let _ = inputs.send(Input::Command(abort)).await;
+    let _ = inputs.send(Input::Eof).await;
 }
 
 /// SIGTERM and SIGINT abort the current turn and end input, so the Runtime persists

@@ -30,8 +30,12 @@ pub struct AttachArgs {
     observer: bool,
 }
 
-/// Runs `shard attach`.
+/// Runs `shard attach`: the interactive client on a terminal, line mode otherwise.
 pub fn attach(args: AttachArgs) -> ExitCode {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+        return crate::tui::attach(args.agent, args.observer);
+    }
     with_client(|c| async move {
         let role = if args.observer {
             AttachRole::Observer

@@ -12,6 +12,7 @@ mod cmd_web;
 mod common;
 mod prompter;
 mod run_print;
+mod tui;
 
 use std::process::ExitCode;
 
@@ -25,11 +26,21 @@ pub const EXIT_NOT_IMPLEMENTED: u8 = 2;
     name = "shard",
     version,
     about = "Shard runs coding agents: durable, shareable, fast.",
-    propagate_version = true
+    long_about = "Shard runs coding agents: durable, shareable, fast.\n\n\
+        With no subcommand, `shard` opens the interactive terminal client on an agent for \
+        this directory: through the daemon when one runs, else in this process.",
+    after_long_help = "Interactive client keys: Enter sends; Shift+Enter or Ctrl+J adds a line; \
+        Enter while the agent works queues a follow-up; Ctrl+Enter steers (Alt+Enter where the \
+        terminal cannot tell Ctrl+Enter from Enter); Esc aborts; Ctrl+C twice quits. \
+        /help inside the client lists the commands.",
+    propagate_version = true,
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
     #[command(subcommand)]
     command: Option<Commands>,
+    #[command(flatten)]
+    tui: tui::TuiArgs,
 }
 
 #[derive(Subcommand)]
@@ -58,11 +69,6 @@ enum Commands {
     Protocol(cmd_protocol::ProtocolArgs),
 }
 
-fn not_implemented(what: &str) -> ExitCode {
-    eprintln!("shard: {what} is not implemented yet");
-    ExitCode::from(EXIT_NOT_IMPLEMENTED)
-}
-
 fn main() -> ExitCode {
     // First, while the process has one thread: provider keys move out of the initial
     // environment block, which is then overwritten, and the process becomes
@@ -72,7 +78,7 @@ fn main() -> ExitCode {
     shard_sandbox::hardening::harden(&[]);
     let cli = Cli::parse();
     match cli.command {
-        None => not_implemented("the interactive terminal client"),
+        None => tui::run(cli.tui),
         Some(Commands::Agent(args)) => cmd_agent::run(args),
         Some(Commands::Run(args)) => cmd_run::run(args),
         Some(Commands::Daemon(args)) => cmd_daemon::daemon(args),

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use shard_protocol::ErrorCode;
+use shard_protocol::command::SessionActivate;
 use shard_protocol::command::{Command, SessionOpKind};
-use shard_protocol::responses::{AgentsData, TerminateData};
+use shard_protocol::responses::{AgentsData, SessionActivated, SessionListData, TerminateData};
 
 use crate::core::{ConnId, Shared, begin_shutdown};
 use crate::reply::{ProtocolError, Reply, ReplySlot};
@@ -53,6 +54,32 @@ pub(crate) fn dispatch(
             } else {
                 data(AgentsData { agents })
             }
+        }
+        Command::SessionList(q) => {
+            let store = shard_session::SessionStore::new(&core.cfg.home);
+            return Handled::Later(Box::pin(async move {
+                let listed = tokio::task::spawn_blocking(move || {
+                    store.list_for_cwd(std::path::Path::new(&q.cwd))
+                })
+                .await;
+                match listed {
+                    Ok(Ok(metas)) => data(SessionListData {
+                        sessions: metas.iter().map(|m| m.to_summary(false)).collect(),
+                    }),
+                    Ok(Err(e)) => Err(ProtocolError::new(
+                        ErrorCode::InternalError,
+                        format!("could not list sessions: {e}"),
+                    )),
+                    Err(e) => Err(ProtocolError::new(
+                        ErrorCode::InternalError,
+                        format!("could not list sessions: {e}"),
+                    )),
+                }
+            }));
+        }
+        Command::SessionActivate(a) => {
+            let core = Arc::clone(core);
+            return Handled::Later(Box::pin(async move { activate(&core, a).await }));
         }
         Command::AgentCreate(c) => {
             let core = Arc::clone(core);
@@ -132,6 +159,40 @@ pub(crate) fn dispatch(
         )),
     };
     Handled::Now(now)
+}
+
+/// `session.activate` (issue 15): the session must be one `session.list` lists for the
+/// agent's cwd; the switch is recorded in the manifest before the answer.
+async fn activate(core: &Arc<Shared>, a: SessionActivate) -> Result<Reply, ProtocolError> {
+    let cwd = core.activation_cwd(&a.agent_id)?;
+    let store = shard_session::SessionStore::new(&core.cfg.home);
+    let wanted = a.session_id.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        store
+            .list_for_cwd(std::path::Path::new(&cwd))
+            .map(|metas| metas.iter().any(|m| m.session_id == wanted))
+    })
+    .await
+    .map_err(|e| ProtocolError::new(ErrorCode::InternalError, e.to_string()))?
+    .map_err(|e| {
+        ProtocolError::new(
+            ErrorCode::InternalError,
+            format!("could not list sessions: {e}"),
+        )
+    })?;
+    if !found {
+        return Err(ProtocolError::new(
+            ErrorCode::NotFound,
+            format!("no session {} in the agent's cwd", a.session_id),
+        ));
+    }
+    let done = core.activate_session(&a.agent_id, &a.session_id)?;
+    core.persist_manifest(&a.agent_id).await?;
+    data(SessionActivated {
+        session_id: a.session_id,
+        previous_session_id: done.previous_session_id,
+        runtime_stopping: done.runtime_stopping,
+    })
 }
 
 /// Observers are read-only (§16 item 8): these are the commands they may send.

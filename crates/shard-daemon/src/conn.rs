@@ -139,7 +139,10 @@ pub(crate) async fn serve(shared: Arc<Shared>, conn: Connection, _slot: ConnSlot
     shared.unregister_conn(conn_id);
     outbox.finish();
     let abort = writer.abort_handle();
-    if tokio::time::timeout(WRITER_DRAIN, writer).await.is_err() {
+    if tokio::time::timeout(outbox.writer_bound(WRITER_DRAIN), writer)
+        .await
+        .is_err()
+    {
         abort.abort();
     }
     tracing::debug!(conn_id, "client disconnected");

@@ -123,6 +123,16 @@ impl Outbox {
         self.bytes.fetch_sub(frame.len(), Ordering::AcqRel);
     }
 
+    /// How long the writer may still need: a client closed with a reason is given the
+    /// reason's own delivery time; one that is only finishing, a short drain.
+    pub(crate) fn writer_bound(&self, drain: Duration) -> Duration {
+        if self.close_token.is_cancelled() {
+            REASON_TIMEOUT + Duration::from_secs(3)
+        } else {
+            drain
+        }
+    }
+
     /// True once closed.
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)

@@ -268,3 +268,72 @@ async fn a_headless_timeout_is_also_a_timeout_error_event() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_runtime_answer_over_the_line_limit_still_answers_the_client() {
+    let mut s = start(|c| c.max_line = 4096).await;
+    let c = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, mut rt) = create(&mut s, &c, None).await;
+    let f = c.attach(&id, AttachRole::Interactive);
+    tokio::pin!(f);
+    let cmd = tokio::select! { c = rt.next_command() => c, _ = &mut f => panic!("no sync yet") };
+    rt.emit(sync_json("idle")).await;
+    rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
+        .await;
+    f.await.unwrap();
+    let ask = json!({"type":"list_modes","agent_id":id});
+    let pending = c.request(serde_json::from_value(ask).unwrap());
+    tokio::pin!(pending);
+    let fwd =
+        tokio::select! { c = rt.next_command() => c, _ = &mut pending => panic!("answered early") };
+    rt.emit(
+        json!({"id":fwd["id"],"type":"response","command":"list_modes","success":true,
+        "data":{"pad":"x".repeat(10_000)}}),
+    )
+    .await;
+    let r = tokio::time::timeout(T, pending).await.unwrap().unwrap();
+    assert!(!r.success);
+    assert_eq!(r.error.unwrap().code.as_str(), "INTERNAL_ERROR");
+}
+
+#[tokio::test]
+async fn session_list_lists_a_cwds_sessions_newest_first_with_forks() {
+    let s = start(|_| {}).await;
+    let cwd = s.home.join("project");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let store = shard_session::SessionStore::new(&s.home);
+    let old_id = shard_protocol::ids::new_id(shard_protocol::ids::SESSION);
+    let mut old = store.open_or_create(&old_id, &cwd).unwrap();
+    let text = |t: &str| {
+        shard_session::EntryKind::message(shard_protocol::types::Message {
+            id: String::new(),
+            role: shard_protocol::types::Role::User,
+            content: vec![shard_protocol::types::ContentBlock::Text { text: t.into() }],
+        })
+    };
+    let at = old.append(text("the first prompt")).unwrap();
+    old.write_meta().unwrap();
+    std::thread::sleep(Duration::from_millis(2));
+    let forked = store.fork(&old.reader().unwrap(), &at.id).unwrap();
+    drop(old);
+
+    let mut raw = Raw::connect(&s.home).await;
+    let line = json!({"type":"session.list","id":"sl","cwd":cwd.to_str().unwrap()});
+    raw.send(format!("{line}\n").as_bytes()).await;
+    let r = raw.response().await;
+    assert_eq!(r["success"], true, "{r}");
+    let sessions = r["data"]["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{r}");
+    assert_eq!(sessions[0]["session_id"], json!(forked.session_id));
+    assert_eq!(
+        sessions[0]["forked_from"]["source_session_id"],
+        json!(old_id)
+    );
+    assert_eq!(sessions[1]["title"], "the first prompt");
+    assert_eq!(sessions[1]["message_count"], 1);
+
+    let other = json!({"type":"session.list","id":"s2","cwd":"/nowhere"});
+    raw.send(format!("{other}\n").as_bytes()).await;
+    let r = raw.response().await;
+    assert_eq!(r["data"]["sessions"], json!([]));
+}

@@ -238,6 +238,13 @@ fn attack_signature_grants_cannot_be_widened() {
         ("npm run test", "npm run deploy"),
         ("cargo test", "cargo run"),
         ("rm -rf out", "rm -rf --no-preserve-root /"),
+        ("git stash list", "git stash drop"),
+        ("git push origin main", "git push --force origin main"),
+        ("cargo +nightly test", "cargo +nightly run"),
+        ("make test", "make deploy"),
+        ("tar xf a.tar", "tar xIf sh a.tar"),
+        ("make test", "make test SHELL=/tmp/evil"),
+        ("printf x", "printf -v PATH /tmp"),
     ] {
         let grant = crate::grants::signature_grant(granted)
             .unwrap_or_else(|| panic!("no signature for {granted}"));
@@ -311,6 +318,11 @@ fn attack_code_runners_get_no_signature() {
         "curl x | sh",
         "docker run x",
         "./script.sh deploy",
+        "tar xIf sh a.tar",
+        "make test CC=evil",
+        "patch -p1 x",
+        "go test -exec evil ./...",
+        "cargo test --config x",
     ] {
         assert!(signature::signatures(line).is_none(), "signed: {line}");
     }

@@ -120,6 +120,15 @@ fn attack_deny_rule_through_wrappers_and_aliases() {
         "flock /tmp/l git push",
         "strace git push",
         "npx something",
+        "busybox sh -c 'git push'",
+        "tar -I 'git push' -xf a.tar",
+        "tar xIf 'git push' a.tar",
+        "rg --pre 'git push' x",
+        "scp -S ./evil a b:",
+        "rsync -e 'git push' a b:",
+        "vim -c '!git push' x",
+        "deno eval 'x'",
+        "pwsh -Command x",
     ] {
         assert!(bash_denied(&rules, line), "not denied: {line}");
     }

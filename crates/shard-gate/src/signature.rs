@@ -130,7 +130,6 @@ const PLAIN: &[&str] = &[
     "uptime",
     "pgrep",
     "tee",
-    "patch",
     "gzip",
     "gunzip",
     "zcat",
@@ -175,6 +174,10 @@ const RUNS_CODE_FLAGS: &[(&str, &[&str])] = &[
     ),
     ("sed", &["-i", "--in-place", "-f", "--file", "-s"]),
     ("curl", &["-K", "--config"]),
+    ("printf", &["-v"]),
+    ("go", &["-exec", "-toolexec"]),
+    ("cargo", &["--config", "-Z"]),
+    ("npm", &["--script-shell", "--node-options"]),
     ("wget", &["-e", "--execute", "-i", "--input-file"]),
 ];
 
@@ -311,6 +314,18 @@ pub fn signature(cmd: &SimpleCommand) -> Option<CommandSignature> {
         .filter(|w| w.text.len() > 1 && w.text.starts_with('-'))
         .map(|w| w.text.clone())
         .collect();
+    // `tar xIf prog a.tar`: an old-style first word is an option cluster.
+    if name == "tar"
+        && let Some(first) = rest.first()
+        && !first.text.starts_with('-')
+    {
+        flags.push(format!("-{}", first.text));
+    }
+    // `make test CC=evil`, `just x=y recipe`: a variable set on the command line can make
+    // the granted target run anything.
+    if matches!(name, "make" | "just") && rest.iter().any(|w| w.text.contains('=')) {
+        return None;
+    }
     flags.sort();
     flags.dedup();
     if let Some((_, bad)) = RUNS_CODE_FLAGS.iter().find(|(n, _)| *n == name)

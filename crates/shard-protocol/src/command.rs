@@ -73,6 +73,12 @@ pub enum Command {
     /// List agents.
     #[serde(rename = "agent.list")]
     AgentList(Empty),
+    /// Additive (issue 15): the sessions of a working directory, forks included.
+    #[serde(rename = "session.list")]
+    SessionList(SessionListQuery),
+    /// Additive (issue 15): the agent's next Runtime generation opens another session.
+    #[serde(rename = "session.activate")]
+    SessionActivate(SessionActivate),
     /// Create (or adopt) an agent.
     #[serde(rename = "agent.create")]
     AgentCreate(Box<AgentCreate>),
@@ -147,6 +153,8 @@ impl Command {
             Command::UiResponse(_) => "ui_response",
             Command::RequestSync(_) => "request_sync",
             Command::AgentList(_) => "agent.list",
+            Command::SessionList(_) => "session.list",
+            Command::SessionActivate(_) => "session.activate",
             Command::AgentCreate(_) => "agent.create",
             Command::AgentAttach(_) => "agent.attach",
             Command::AgentDetach(_) => "agent.detach",
@@ -224,6 +232,24 @@ impl Command {
             _ => return None,
         })
     }
+}
+
+/// `session.list`: which directory's sessions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionListQuery {
+    /// The working directory, as agents were created with it.
+    pub cwd: String,
+}
+
+/// `session.activate`: which agent moves to which session of its cwd.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionActivate {
+    /// The agent whose session changes.
+    pub agent_id: String,
+    /// A session of the agent's cwd (as `session.list` lists them, forks included).
+    pub session_id: String,
 }
 
 /// A command with no payload.

@@ -24,6 +24,8 @@ pub const COMMAND_TYPES: &[&str] = &[
     "ui_response",
     "request_sync",
     "agent.list",
+    "session.list",
+    "session.activate",
     "agent.create",
     "agent.attach",
     "agent.detach",

@@ -113,8 +113,8 @@ pub struct SetReasoningLevelData {
     pub effective: Effective,
 }
 
-/// One session of `session_op list`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// One session of `session_op list` and `session.list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionSummary {
     /// Session id.
     pub session_id: String,
@@ -128,13 +128,45 @@ pub struct SessionSummary {
     pub entry_count: u64,
     /// The Runtime's own session.
     pub current: bool,
+    /// Additive (issue 15): messages in the transcript (prompts, answers, tool results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_count: Option<u64>,
+    /// Additive (issue 15): the recorded cost of its model calls, US dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    /// Additive (issue 15): where a fork came from; absent for an original session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkProvenance>,
 }
 
-/// `session_op list`.
+/// Where a forked session came from (`session_op fork`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ForkProvenance {
+    /// The fork's id.
+    pub fork_id: String,
+    /// The session it was split from.
+    pub source_session_id: String,
+    /// The entry it was split at.
+    pub source_entry_id: String,
+}
+
+/// `session_op list` and `session.list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionListData {
     /// Newest first.
     pub sessions: Vec<SessionSummary>,
+}
+
+/// `session.activate`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionActivated {
+    /// The session the agent's next Runtime generation opens.
+    pub session_id: String,
+    /// The session it was on.
+    pub previous_session_id: String,
+    /// True when a live idle Runtime was asked to stop (it ends on the old session; the
+    /// next attach or prompt starts a generation on the new one).
+    pub runtime_stopping: bool,
 }
 
 /// `session_op fork`.

@@ -24,6 +24,7 @@ pub fn protocol_schema() -> Value {
     generator.subschema_for::<responses::ReasoningLevelsData>();
     generator.subschema_for::<responses::SetReasoningLevelData>();
     generator.subschema_for::<responses::SessionListData>();
+    generator.subschema_for::<responses::SessionActivated>();
     generator.subschema_for::<responses::ForkData>();
     generator.subschema_for::<responses::CompactData>();
     generator.subschema_for::<responses::SubagentCreated>();

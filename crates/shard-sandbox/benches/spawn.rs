@@ -28,6 +28,7 @@ fn fixture() -> &'static Fixture {
             hidden: vec![dir.path().join("home")],
             visible: Vec::new(),
             temp_parent: None,
+            probe_cache: None,
         };
         let on = Sandbox::new(&SandboxConfig::default(), spec.clone()).unwrap();
         let off_net = Sandbox::new(
@@ -89,6 +90,7 @@ fn prepare_and_probe() {
         hidden: vec![f.dir.path().join("home")],
         visible: Vec::new(),
         temp_parent: None,
+        probe_cache: None,
     };
     divan::black_box(Sandbox::new(&SandboxConfig::default(), spec).unwrap());
 }

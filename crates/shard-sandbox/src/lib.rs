@@ -88,6 +88,9 @@ pub struct SandboxSpec {
     pub visible: Vec<PathBuf>,
     /// Where the private temp dir is created (default: the system temp dir).
     pub temp_parent: Option<PathBuf>,
+    /// Where a successful probe is remembered until the next boot (`SHARD_HOME`), so
+    /// later Runtimes start without probing; None probes every time.
+    pub probe_cache: Option<PathBuf>,
 }
 
 /// What a sandboxed spawn guarantees, for the caller's messages.

@@ -29,8 +29,6 @@ pub(crate) struct Prepared {
     plan: Arc<Plan>,
     /// Value of `TMPDIR` inside the sandbox.
     tmpdir: PathBuf,
-    /// Removed when the Runtime ends.
-    _temp: tempfile::TempDir,
 }
 
 impl Prepared {
@@ -94,13 +92,16 @@ pub(crate) fn prepare(
         .collect();
     let temp_parent = spec.temp_parent.clone().unwrap_or_else(std::env::temp_dir);
     let temp = tempfile::Builder::new()
-        .prefix("shard-tmp-")
+        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
         .tempdir_in(&temp_parent)
         .map_err(io_err(format!(
             "creating a private temp dir in {}",
             temp_parent.display()
         )))?;
-    let temp_path = canon(temp.path());
+    // Not removed on exit: unlinking on a `discard` file system can take tens of ms, paid
+    // by every Runtime's exit. The next Runtime sweeps it (and those of killed Runtimes).
+    let temp_path = canon(&temp.keep());
+    sweep_in_background(temp_parent.clone());
     let mut missing = Vec::new();
 
     // Covers: hidden paths first, then /tmp replaced by the private dir — unless a
@@ -218,7 +219,14 @@ pub(crate) fn prepare(
             .map(PathBuf::as_path)
             .unwrap_or(Path::new("/")),
     )?;
-    for _ in 0..6 {
+    let cache = spec
+        .probe_cache
+        .as_ref()
+        .map(|dir| (dir.join(PROBE_CACHE), probe_key(config, &roots)));
+    let cached = cache.as_ref().is_some_and(|(file, key)| {
+        missing.is_empty() && std::fs::read_to_string(file).is_ok_and(|k| k == *key)
+    });
+    for _ in 0..if cached { 0 } else { 6 } {
         let failure = sys::probe(&plan, &probe_cwd).map_err(io_err("probing the sandbox"))?;
         let Some(f) = failure else { break };
         let why = format!(
@@ -249,6 +257,12 @@ pub(crate) fn prepare(
             }
         }
     }
+    if !cached
+        && missing.is_empty()
+        && let Some((file, key)) = &cache
+    {
+        remember_probe(file, key);
+    }
     Ok((
         Prepared {
             plan: Arc::new(plan),
@@ -257,10 +271,88 @@ pub(crate) fn prepare(
             } else {
                 tmpdir
             },
-            _temp: temp,
         },
         missing,
     ))
+}
+
+/// File under the probe cache dir remembering a complete sandbox.
+const PROBE_CACHE: &str = "sandbox-probe";
+
+/// What a remembered probe is valid for: this boot, user, network setting, build and
+/// workspace roots.
+fn probe_key(config: &SandboxConfig, roots: &[PathBuf]) -> String {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let roots: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+    format!(
+        "complete boot={} uid={} network={} version={} roots={:?}\n",
+        boot.trim(),
+        nix::unistd::getuid().as_raw(),
+        config.network,
+        env!("CARGO_PKG_VERSION"),
+        roots
+    )
+}
+
+/// Writes the probe cache (0600, atomically); failures only cost a probe next time.
+fn remember_probe(file: &Path, key: &str) {
+    use std::io::Write;
+    let Some(dir) = file.parent() else { return };
+    let write = || -> std::io::Result<()> {
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        tmp.write_all(key.as_bytes())?;
+        tmp.persist(file).map_err(|e| e.error)?;
+        Ok(())
+    };
+    if let Err(err) = write() {
+        tracing::debug!(%err, "cannot remember the sandbox probe");
+    }
+}
+
+/// Private temp dirs are named `shard-tmp-<pid of the Runtime>-<random>`.
+const TEMP_PREFIX: &str = "shard-tmp-";
+
+/// Removes, on a detached thread, the private temp dirs of Runtimes that are gone (ended or
+/// killed), among those this user owns in `parent`.
+fn sweep_in_background(parent: PathBuf) {
+    let spawned = std::thread::Builder::new()
+        .name("shard-tmp-sweep".into())
+        .spawn(move || sweep_stale(&parent));
+    if let Err(err) = spawned {
+        tracing::debug!(%err, "cannot start the temp dir sweep");
+    }
+}
+
+/// See [`sweep_in_background`].
+pub(crate) fn sweep_stale(parent: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    let uid = nix::unistd::getuid().as_raw();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TEMP_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // EPERM: the process exists (another user's).
+        let alive = !matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+            Err(nix::errno::Errno::ESRCH)
+        );
+        let ours = entry.metadata().is_ok_and(|m| m.is_dir() && m.uid() == uid);
+        if !alive && ours {
+            let path = entry.path();
+            if let Err(err) = std::fs::remove_dir_all(&path) {
+                tracing::debug!(path = %path.display(), %err, "cannot remove a stale temp dir");
+            }
+        }
+    }
 }
 
 /// `XDG_RUNTIME_DIR` (or `/run/user/UID`): the session bus and user services live there,
@@ -321,4 +413,30 @@ fn ruleset(abi: u32, network: bool, writable: &[PathBuf]) -> std::io::Result<Own
         }
     }
     Ok(rs)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn stale_temp_dirs_of_gone_runtimes_are_swept() {
+        let parent = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let gone = parent.path().join(format!("{TEMP_PREFIX}{dead}-abc"));
+        let live = parent
+            .path()
+            .join(format!("{TEMP_PREFIX}{}-def", std::process::id()));
+        let other = parent.path().join("unrelated");
+        for d in [&gone, &live, &other] {
+            std::fs::create_dir_all(d.join("sub")).unwrap();
+        }
+        sweep_stale(parent.path());
+        assert!(!gone.exists());
+        assert!(live.exists());
+        assert!(other.exists());
+    }
 }

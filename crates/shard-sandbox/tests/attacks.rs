@@ -37,6 +37,7 @@ impl Env {
                 hidden: vec![self.home()],
                 visible: Vec::new(),
                 temp_parent: None,
+                probe_cache: None,
             },
         )
         .unwrap()
@@ -313,6 +314,7 @@ fn a_workspace_inside_shard_home_stays_writable() {
             hidden: vec![env.home()],
             visible: Vec::new(),
             temp_parent: None,
+            probe_cache: None,
         },
     )
     .unwrap();
@@ -354,6 +356,7 @@ fn a_visible_folder_inside_shard_home_is_readable_not_writable() {
             hidden: vec![env.home()],
             visible: vec![out_dir.clone(), env.home().join("absent")],
             temp_parent: None,
+            probe_cache: None,
         },
     )
     .unwrap();
@@ -380,4 +383,65 @@ fn a_visible_folder_inside_shard_home_is_readable_not_writable() {
         "{t}"
     );
     assert!(!out_dir.join("new.log").exists(), "{t}");
+}
+
+#[test]
+fn a_complete_probe_is_remembered_for_the_boot() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let spec = SandboxSpec {
+        workspace_roots: vec![env.work()],
+        hidden: vec![env.home()],
+        visible: Vec::new(),
+        temp_parent: None,
+        probe_cache: Some(env.home()),
+    };
+    let sb = Sandbox::new(&SandboxConfig::default(), spec.clone()).unwrap();
+    let file = env.home().join("sandbox-probe");
+    if !sb.missing().is_empty() {
+        assert!(!file.exists(), "an incomplete probe must not be remembered");
+        return;
+    }
+    let key = std::fs::read_to_string(&file).unwrap();
+    assert!(key.starts_with("complete boot="), "{key}");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    // A key for something else is not trusted: the probe runs again and rewrites it.
+    std::fs::write(&file, "complete boot=other\n").unwrap();
+    let again = Sandbox::new(&SandboxConfig::default(), spec).unwrap();
+    assert!(again.missing().is_empty());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), key);
+    // The remembered sandbox works.
+    let out = run(&again, &env.work(), "echo ok > f && echo $$");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "2",
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn the_covers_cannot_be_undone() {
+    let env = Env::new();
+    let Some(sb) = full(&env, SandboxConfig::default()) else {
+        return;
+    };
+    let h = env.home().display().to_string();
+    let out = run(
+        &sb,
+        &env.work(),
+        &format!(
+            "umount -l {h} 2>&1; cat {h}/config.toml; \
+             unshare -Urm sh -c 'umount -l {h}; cat {h}/config.toml' 2>&1; \
+             mount -t tmpfs none {o} 2>&1; echo END",
+            o = env.work().display()
+        ),
+    );
+    let t = text(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("END"), "{t}");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("secret"),
+        "{t}"
+    );
 }

@@ -89,6 +89,25 @@ pub enum EntryKind {
     },
     /// The oldest part of the live window was replaced by a summary.
     Compaction(CompactionEntry),
+    /// A marker rooting a chain: the first entry of a fork names where it came from.
+    Checkpoint(CheckpointEntry),
+}
+
+/// Payload of a `checkpoint` entry (PROTOCOL §9.2 `fork`: the fork-marker row).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointEntry {
+    /// What the checkpoint marks; `"fork"` for a fork's root.
+    #[serde(rename = "artifactKind")]
+    pub artifact_kind: String,
+    /// The fork's id.
+    #[serde(rename = "forkId")]
+    pub fork_id: String,
+    /// The session it was split from.
+    #[serde(rename = "sourceSessionId")]
+    pub source_session_id: String,
+    /// The entry it was split at.
+    #[serde(rename = "sourceEntryId")]
+    pub source_entry_id: String,
 }
 
 impl EntryKind {
@@ -100,6 +119,7 @@ impl EntryKind {
             EntryKind::ModelChange { .. } => "model_change",
             EntryKind::ReasoningLevelChange { .. } => "reasoning_level_change",
             EntryKind::Compaction(_) => "compaction",
+            EntryKind::Checkpoint(_) => "checkpoint",
         }
     }
 
@@ -124,8 +144,9 @@ pub(crate) const STATE_KINDS: [&str; 4] = [
 ];
 
 /// Every kind this version understands.
-pub(crate) const KNOWN_KINDS: [&str; 5] = [
+pub(crate) const KNOWN_KINDS: [&str; 6] = [
     "message",
+    "checkpoint",
     "mode_change",
     "model_change",
     "reasoning_level_change",

@@ -12,11 +12,14 @@
 // binary: a library reports through return values and `tracing`, never by printing.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
+pub mod compact;
 mod entry;
 mod error;
+mod fork;
 mod lines;
 mod meta;
 mod reader;
+mod recall;
 pub mod records;
 pub mod repair;
 mod session;
@@ -25,12 +28,14 @@ mod store;
 mod window;
 
 pub use entry::{
-    CompactionEntry, Entry, EntryKind, FORMAT_VERSION, ForkOrigin, HeaderTag, MessageEntry,
-    SessionHeader,
+    CheckpointEntry, CompactionEntry, Entry, EntryKind, FORMAT_VERSION, ForkOrigin, HeaderTag,
+    MessageEntry, SessionHeader,
 };
 pub use error::SessionError;
+pub use fork::Forked;
 pub use meta::{META_VERSION, SessionMeta};
 pub use reader::SessionReader;
+pub use recall::NewCompaction;
 pub use session::{LOCK_FILE, META_FILE, Session, TRANSCRIPT_FILE};
 pub use state::{ModelRef, SessionState, TITLE_CHARS, TornLine};
 pub use store::SessionStore;

@@ -7,15 +7,15 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::entry::{Frame, SessionHeader};
+use crate::entry::{ForkOrigin, Frame, SessionHeader};
 use crate::lines::RevLines;
 use crate::state::{ModelRef, SessionState};
 
 /// Version of the `meta.json` format.
-pub const META_VERSION: u32 = 1;
+pub const META_VERSION: u32 = 2;
 
 /// The contents of a session's `meta.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionMeta {
     /// Format version.
     pub version: u32,
@@ -47,6 +47,15 @@ pub struct SessionMeta {
     /// Index of the last compaction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction_index: Option<u64>,
+    /// Message entries.
+    #[serde(default)]
+    pub message_count: u64,
+    /// Sum of the recorded messages' costs, US dollars.
+    #[serde(default)]
+    pub cost: f64,
+    /// Where a fork came from (from the header).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkOrigin>,
     /// Transcript bytes this meta describes; an open scans only what follows.
     pub transcript_len: u64,
     /// Unreadable lines met by scans so far.
@@ -70,8 +79,32 @@ impl SessionMeta {
             reasoning_level: state.reasoning_level.clone(),
             last_entry_id: state.last_entry_id.clone(),
             compaction_index: state.compaction_index,
+            message_count: state.message_count,
+            cost: state.cost,
+            forked_from: header.forked_from.clone(),
             transcript_len: state.transcript_len,
             skipped_lines: state.skipped_lines,
+        }
+    }
+
+    /// This session as one row of `session_op list` / `session.list`.
+    pub fn to_summary(&self, current: bool) -> shard_protocol::responses::SessionSummary {
+        shard_protocol::responses::SessionSummary {
+            session_id: self.session_id.clone(),
+            title: self.title.clone().unwrap_or_default(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            entry_count: self.entry_count,
+            current,
+            message_count: Some(self.message_count),
+            cost: Some(self.cost),
+            forked_from: self.forked_from.as_ref().map(|f| {
+                shard_protocol::responses::ForkProvenance {
+                    fork_id: f.fork_id.clone(),
+                    source_session_id: f.source_session_id.clone(),
+                    source_entry_id: f.source_entry_id.clone(),
+                }
+            }),
         }
     }
 
@@ -84,6 +117,8 @@ impl SessionMeta {
             last_entry_id: self.last_entry_id.clone(),
             last_timestamp: self.last_entry_id.as_ref().map(|_| self.updated_at),
             compaction_index: self.compaction_index,
+            message_count: self.message_count,
+            cost: self.cost,
             title: self.title.clone(),
             transcript_len: self.transcript_len,
             skipped_lines: self.skipped_lines,

@@ -23,6 +23,11 @@ pub struct SessionReader {
 }
 
 impl SessionReader {
+    /// Index of the last compaction within the bytes this view covers.
+    pub fn compaction_index(&self) -> Option<u64> {
+        self.compaction_index
+    }
+
     fn transcript_path(&self) -> PathBuf {
         self.path.clone()
     }

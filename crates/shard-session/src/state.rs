@@ -26,7 +26,7 @@ pub struct ModelRef {
 
 /// The session state a Runtime restores from: the mode, model and reasoning level it ran
 /// with last (a launch flag overrides them and is recorded; docs/sessions.md).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionState {
     /// Last recorded mode.
     pub mode: Option<String>,
@@ -42,6 +42,10 @@ pub struct SessionState {
     pub last_timestamp: Option<u64>,
     /// Index of the last compaction.
     pub compaction_index: Option<u64>,
+    /// Message entries (prompts, answers, tool results).
+    pub message_count: u64,
+    /// Sum of the `usage.cost` of recorded messages, in US dollars.
+    pub cost: f64,
     /// The first user prompt, shortened to [`TITLE_CHARS`] characters.
     pub title: Option<String>,
     /// Bytes of transcript these figures describe.
@@ -56,6 +60,10 @@ impl SessionState {
         self.note_chain(&entry.id, entry.timestamp);
         match &entry.kind {
             EntryKind::Message(m) => {
+                self.message_count += 1;
+                if let Some(c) = m.usage.as_ref().and_then(|u| u.cost) {
+                    self.cost += c;
+                }
                 if self.title.is_none() && m.message.role == Role::User {
                     self.title = title_of(&m.message.content);
                 }
@@ -69,6 +77,7 @@ impl SessionState {
             }
             EntryKind::ReasoningLevelChange { level } => self.reasoning_level = Some(level.clone()),
             EntryKind::Compaction(c) => self.compaction_index = Some(c.index),
+            EntryKind::Checkpoint(_) => {}
         }
     }
 
@@ -123,6 +132,25 @@ fn fast_frame(line: &[u8]) -> Option<(&[u8], &[u8], u64)> {
         .parse()
         .ok()?;
     Some((kind, id, ts))
+}
+
+/// The `usage.cost` of a message line this store wrote, found without a parse: usage is
+/// written after the message, so its key is the last structural `"usage":{` (keys inside
+/// strings have escaped quotes and cannot match).
+fn fast_cost(line: &[u8]) -> Option<f64> {
+    let at = memchr::memmem::rfind(line, b"\"usage\":{")?;
+    let rest = &line[at..];
+    let end = memchr::memchr(b'}', rest)?;
+    let usage = &rest[..end];
+    let c = memchr::memmem::find(usage, b"\"cost\":")? + 7;
+    let digits = usage[c..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'e' | b'E' | b'+'))
+        .count();
+    std::str::from_utf8(&usage[c..c + digits])
+        .ok()?
+        .parse()
+        .ok()
 }
 
 /// Folds lines `[from, to)` of the transcript into `state`. Message lines are counted from
@@ -188,6 +216,10 @@ fn scan_line(line: &[u8], state: &mut SessionState) {
             && let Ok(id) = std::str::from_utf8(id)
         {
             state.note_chain(id, ts);
+            if kind == b"message" {
+                state.message_count += 1;
+                state.cost += fast_cost(line).unwrap_or(0.0);
+            }
             return;
         }
     }
@@ -227,6 +259,13 @@ mod tests {
             br#"{"type":"mode_change","id":"ent-1","parent_id":null,"timestamp":7,"mode":"x"}"#;
         assert_eq!(fast_frame(line).unwrap().2, 7);
         assert!(fast_frame(br#"{"id":"x","type":"message"}"#).is_none());
+    }
+
+    #[test]
+    fn fast_cost_reads_the_usage_cost() {
+        let line = br#"{"type":"message","id":"e","parent_id":null,"timestamp":1,"message":{"args":{"cost":9}},"usage":{"input":3,"cost":0.25,"model":"m"},"model":"m"}"#;
+        assert_eq!(fast_cost(line), Some(0.25));
+        assert_eq!(fast_cost(br#"{"type":"message","message":{}}"#), None);
     }
 
     #[test]

@@ -38,14 +38,62 @@ impl SessionStore {
         self.home.join("sessions")
     }
 
-    /// The directory of `session_id`, after validating the id.
+    /// The directory of `session_id`, after validating the id: `sessions/<id>`, or for a
+    /// fork the `forks/<id>` folder under its source (searched when there is no top-level
+    /// folder; docs/sessions.md).
     pub fn session_dir(&self, session_id: &str) -> Result<PathBuf, SessionError> {
         if !ids::is_valid(ids::SESSION, session_id) {
             return Err(SessionError::InvalidId(
                 session_id.chars().take(64).collect(),
             ));
         }
-        Ok(self.sessions_dir().join(session_id))
+        let top = self.sessions_dir().join(session_id);
+        if top.is_dir() {
+            return Ok(top);
+        }
+        Ok(self.find_fork(session_id).unwrap_or(top))
+    }
+
+    /// Every session folder: the top-level ones, then forks under them (to
+    /// [`crate::fork::MAX_FORK_DEPTH`] levels), each with its id.
+    pub(crate) fn all_session_dirs(&self) -> Vec<(String, PathBuf)> {
+        let mut out = Vec::new();
+        let mut level: Vec<PathBuf> = vec![self.sessions_dir()];
+        for depth in 0..=crate::fork::MAX_FORK_DEPTH {
+            let mut next = Vec::new();
+            for parent in &level {
+                let Ok(entries) = std::fs::read_dir(parent) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    let name = entry.file_name();
+                    let Some(name) = name.to_str() else { continue };
+                    if !ids::is_valid(ids::SESSION, name) {
+                        continue;
+                    }
+                    let path = entry.path();
+                    next.push(path.join("forks"));
+                    out.push((name.to_string(), path));
+                }
+            }
+            if next.is_empty() || depth == crate::fork::MAX_FORK_DEPTH {
+                break;
+            }
+            level = next;
+        }
+        out
+    }
+
+    fn find_fork(&self, session_id: &str) -> Option<PathBuf> {
+        self.all_session_dirs()
+            .into_iter()
+            .find(|(id, _)| id == session_id)
+            .map(|(_, p)| p)
+    }
+
+    /// Opens the existing session in `dir` (a fork being written).
+    pub(crate) fn open_dir(&self, session_id: &str, dir: PathBuf) -> Result<Session, SessionError> {
+        self.open_in(session_id, dir, None)
     }
 
     /// Opens the session, creating it with this id and `cwd` when absent (the daemon
@@ -84,25 +132,21 @@ impl SessionStore {
         read_header(&file, &path, session_id).map(|(h, _)| h)
     }
 
-    /// Sessions whose cwd equals `cwd` (compared as given, not canonicalized), newest
-    /// `updated_at` first, read from `meta.json` files only.
+    /// Sessions whose cwd equals `cwd` (compared as given, not canonicalized), forks
+    /// included, newest `updated_at` first, read from `meta.json` files only.
     pub fn list_for_cwd(&self, cwd: &Path) -> Result<Vec<SessionMeta>, SessionError> {
         let root = self.sessions_dir();
-        let entries = match std::fs::read_dir(&root) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(SessionError::io("listing", &root, e)),
-        };
+        if let Err(e) = std::fs::metadata(&root) {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                return Ok(Vec::new());
+            }
+            return Err(SessionError::io("listing", &root, e));
+        }
         let want = cwd.to_string_lossy();
         let mut out = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| SessionError::io("listing", &root, e))?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if !ids::is_valid(ids::SESSION, name) {
-                continue;
-            }
-            let path = entry.path().join(META_FILE);
+        for (name, dir) in self.all_session_dirs() {
+            let name = name.as_str();
+            let path = dir.join(META_FILE);
             let bytes = match std::fs::read(&path) {
                 Ok(b) => b,
                 Err(e) => {

@@ -836,3 +836,119 @@ fn entries_can_be_visited_newest_first() {
     .unwrap();
     assert_eq!(first_only, [c.id]);
 }
+
+#[test]
+fn planned_compaction_reloads_as_summary_plus_kept_and_recall_returns_the_summarized() {
+    use shard_session::NewCompaction;
+    use shard_session::compact::plan_cut;
+    let h = home();
+    let store = SessionStore::new(&h.home);
+    let id = ids::new_id(ids::SESSION);
+    let mut s = store.open_or_create(&id, &h.cwd).unwrap();
+    for i in 0..6 {
+        s.append(user(&format!("prompt {i} {}", "x".repeat(400))))
+            .unwrap();
+        s.append(calling("looking", &format!("call-{i}"))).unwrap();
+        s.append(tool_result(&format!("call-{i}"), &"y".repeat(400)))
+            .unwrap();
+        s.append(assistant(&format!("answer {i}"))).unwrap();
+    }
+    let context = s.context_messages().unwrap();
+    let cut = plan_cut(&context, 0, 200).unwrap();
+    // Keeps the last turn whole: 4 messages of roughly 100 + 5 + 100 + 5 tokens.
+    assert_eq!(cut.first_kept, 20);
+    let summarized: Vec<Message> = context[cut.summarized.clone()].to_vec();
+    let (entry, c) = s
+        .append_compaction(NewCompaction {
+            summary: "goal: six prompts".into(),
+            tokens_before: cut.tokens_before,
+            tokens_after: cut.tokens_kept + 20,
+            first_kept_entry_id: context[cut.first_kept].id.clone(),
+            message_range: [
+                summarized[0].id.clone(),
+                summarized.last().unwrap().id.clone(),
+            ],
+        })
+        .unwrap();
+    assert_eq!(c.index, 0);
+    assert_eq!(s.next_compaction_index(), 1);
+    drop(s);
+
+    let s = store.open_existing(&id).unwrap();
+    let reloaded = s.context_messages().unwrap();
+    assert_eq!(reloaded[0].id, entry.id);
+    assert!(texts(&reloaded)[0].contains("goal: six prompts"));
+    assert_eq!(reloaded[1..], context[20..]);
+    assert_eq!(s.live_window(1 << 20).unwrap().compaction_index, Some(0));
+    assert_eq!(s.recall(0).unwrap(), summarized);
+    assert!(matches!(s.recall(1), Err(SessionError::NotFound(_))));
+    // Nothing is cut twice: the new context offers no cut keeping a whole turn.
+    assert_eq!(plan_cut(&reloaded, 1, 200), None);
+}
+
+#[test]
+fn fork_copies_the_window_at_an_entry_into_a_new_session_and_leaves_the_source_alone() {
+    let h = home();
+    let store = SessionStore::new(&h.home);
+    let id = ids::new_id(ids::SESSION);
+    let mut s = store.open_or_create(&id, &h.cwd).unwrap();
+    let first = s.append(user("first prompt")).unwrap();
+    s.append(calling("reading", "c1")).unwrap();
+    s.append(tool_result("c1", "out")).unwrap();
+    let at = s.append(assistant("done")).unwrap();
+    s.append(user("later")).unwrap();
+    s.append(assistant("later answer")).unwrap();
+    s.sync_data().unwrap();
+    let before = fs::read(transcript(&s)).unwrap();
+    let window_at: Vec<Message> = s.context_messages().unwrap()[..4].to_vec();
+
+    let forked = store.fork(&s.reader().unwrap(), &at.id).unwrap();
+    assert_eq!(
+        fs::read(transcript(&s)).unwrap(),
+        before,
+        "source bytes changed"
+    );
+    assert!(forked.fork_id.starts_with("fork-"));
+    let dir = h
+        .home
+        .join("sessions")
+        .join(&id)
+        .join("forks")
+        .join(&forked.session_id);
+    assert!(dir.join("session.jsonl").is_file());
+
+    let f = store.open_existing(&forked.session_id).unwrap();
+    let origin = f.header().forked_from.clone().unwrap();
+    assert_eq!(origin.source_session_id, id);
+    assert_eq!(origin.source_entry_id, at.id);
+    assert_eq!(origin.fork_id, forked.fork_id);
+    let lines = raw_lines(&transcript(&f));
+    assert_eq!(lines[1]["type"], "checkpoint");
+    assert_eq!(lines[1]["artifactKind"], "fork");
+    assert_eq!(lines[1]["sourceSessionId"], id.as_str());
+    assert_eq!(lines[1]["sourceEntryId"], at.id.as_str());
+    assert_eq!(
+        f.state().last_entry_id.as_deref(),
+        Some(forked.head_entry_id.as_str())
+    );
+    let copied = f.context_messages().unwrap();
+    assert_eq!(texts(&copied), texts(&window_at));
+    assert!(copied.iter().all(|m| m.id != first.id && m.id != at.id));
+    assert_eq!(f.state().message_count, 4);
+    drop(f);
+
+    let listed = store.list_for_cwd(&h.cwd).unwrap();
+    assert_eq!(listed.len(), 2);
+    let fork_meta = listed
+        .iter()
+        .find(|m| m.session_id == forked.session_id)
+        .unwrap();
+    assert_eq!(
+        fork_meta.forked_from.as_ref().unwrap().source_entry_id,
+        at.id
+    );
+    assert!(matches!(
+        store.fork(&s.reader().unwrap(), "ent-01J00000000000000000000000"),
+        Err(SessionError::NotFound(_))
+    ));
+}

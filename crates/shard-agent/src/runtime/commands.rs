@@ -4,8 +4,8 @@ use serde_json::json;
 use shard_protocol::command::{SessionOpKind, StreamingBehavior};
 use shard_protocol::event::{Effective, ModeChanged, ModelChanged, ReasoningLevelChanged};
 use shard_protocol::responses::{
-    ListModelsData, ListModesData, ReasoningLevelsData, SessionListData, SessionSummary,
-    SetModeData, SetModelData, SetReasoningLevelData,
+    ListModelsData, ListModesData, ReasoningLevelsData, SessionListData, SetModeData, SetModelData,
+    SetReasoningLevelData,
 };
 use shard_protocol::{ClientMessage, Command, ErrorCode, Event};
 use shard_session::EntryKind;
@@ -76,11 +76,8 @@ impl Runtime {
             }
             Command::SessionOp(op) => match op.op {
                 SessionOpKind::List => self.list_sessions(id, name).await,
-                SessionOpKind::Compact | SessionOpKind::Fork => {
-                    let msg = "session compaction and fork are not configured in this build";
-                    self.emit(Event::err(id, Some(name), ErrorCode::NotFound, msg))
-                        .await;
-                }
+                SessionOpKind::Compact => self.request_compact(id, name, op.args).await,
+                SessionOpKind::Fork => self.fork(id, name, op.args).await,
             },
             Command::PermissionResponse(r) => {
                 self.answer_permission(&r);
@@ -289,15 +286,8 @@ impl Runtime {
         };
         let current = self.session.id().to_string();
         let sessions = metas
-            .into_iter()
-            .map(|m| SessionSummary {
-                current: m.session_id == current,
-                session_id: m.session_id,
-                title: m.title.unwrap_or_default(),
-                created_at: m.created_at,
-                updated_at: m.updated_at,
-                entry_count: m.entry_count,
-            })
+            .iter()
+            .map(|m| m.to_summary(m.session_id == current))
             .collect();
         let data = SessionListData { sessions };
         self.emit(Event::ok(id, name, to_value(&data))).await;

@@ -4,7 +4,9 @@
 //! no shared state and no lock.
 
 mod commands;
+mod compaction;
 mod context;
+mod fork;
 mod partial;
 mod permissions;
 mod serve;
@@ -117,6 +119,23 @@ pub enum StartError {
     Cwd(String, String),
 }
 
+/// Prepares the tool sandbox on its own thread (docs/sandbox.md).
+fn start_sandbox(
+    config: &Config,
+    opts: &RuntimeOptions,
+    tool_output: std::path::PathBuf,
+) -> std::thread::JoinHandle<Result<shard_sandbox::Sandbox, shard_sandbox::SandboxError>> {
+    let sandbox_config = config.sandbox.clone();
+    let spec = shard_sandbox::SandboxSpec {
+        workspace_roots: vec![opts.cwd.clone()],
+        hidden: vec![opts.shard_home.clone()],
+        visible: vec![tool_output],
+        temp_parent: None,
+        probe_cache: Some(opts.shard_home.clone()),
+    };
+    std::thread::spawn(move || shard_sandbox::Sandbox::new(&sandbox_config, spec))
+}
+
 /// A user message waiting to be delivered.
 #[derive(Debug, Clone)]
 pub(crate) struct UserInput {
@@ -161,6 +180,13 @@ pub struct Runtime {
     /// replaces it (through the model-call hook).
     context: Option<crate::hooks::SharedContext>,
     internal: mpsc::Receiver<Internal>,
+    /// A manual compaction accepted and not yet run.
+    compact_next: Option<compaction::CompactRequest>,
+    /// Set while a compaction's summary is being written; an abort cancels it.
+    compaction_cancel: Option<CancellationToken>,
+    /// Context tokens the provider reported for the last call and the context length
+    /// they cover: later use is that plus an estimate of what was added.
+    usage_mark: Option<(u64, usize)>,
     pending_ui: Vec<(
         shard_protocol::event::UiRequest,
         tokio::sync::oneshot::Sender<serde_json::Value>,
@@ -212,6 +238,12 @@ impl Runtime {
             .session_id
             .clone()
             .unwrap_or_else(|| ids::new_id(ids::SESSION));
+        // The sandbox's probe (a fork that enters it) overlaps with opening the session.
+        let tool_output = store
+            .session_dir(&session_id)
+            .map_err(session_start_error)?
+            .join("tool-output");
+        let sandbox = start_sandbox(&config, &opts, tool_output.clone());
         let session = store
             .open_or_create(&session_id, &opts.cwd)
             .map_err(session_start_error)?;
@@ -246,27 +278,21 @@ impl Runtime {
             None => ProcessTracker::default(),
         };
 
-        // The saved outputs of cut results stay readable by `bash` inside the sandbox.
-        let tool_output = session.dir().join("tool-output");
+        // The saved outputs of cut results stay readable by `bash` inside the sandbox (a
+        // folder created after the probe is mounted from the next call on).
         if let Err(err) = shard_session::records::ensure_private_dir(&tool_output) {
             tracing::warn!(%err, "cannot create the session's tool-output folder");
         }
-        let sandbox = shard_sandbox::Sandbox::new(
-            &config.sandbox,
-            shard_sandbox::SandboxSpec {
-                workspace_roots: vec![opts.cwd.clone()],
-                hidden: vec![opts.shard_home.clone()],
-                visible: vec![tool_output],
-                temp_parent: None,
-            },
-        )
-        .map_err(|e| StartError::Config(e.to_string()))?;
+        let sandbox = sandbox
+            .join()
+            .map_err(|_| StartError::Config("the sandbox probe panicked".to_string()))?
+            .map_err(|e| StartError::Config(e.to_string()))?;
         if let Some(warning) = sandbox.warning() {
             tracing::warn!("{warning}");
         }
 
         let cwd_for_prompt = opts.cwd.clone();
-        Ok(Runtime {
+        let mut runtime = Runtime {
             opts,
             config,
             events,
@@ -295,10 +321,16 @@ impl Runtime {
             instructions: crate::prompt::project_instructions(&cwd_for_prompt),
             context: None,
             internal,
+            compact_next: None,
+            compaction_cancel: None,
+            usage_mark: None,
             pending_ui: Vec::new(),
             eof: false,
             sink_closed: false,
-        })
+        };
+        // A compacted session offers `recall` from its first request.
+        runtime.register_recall();
+        Ok(runtime)
     }
 
     /// What the sandbox lacks or refuses, to be said once on stderr; None when it is
@@ -359,6 +391,10 @@ impl Runtime {
             .await;
         }
         loop {
+            if let Some(request) = self.compact_next.take() {
+                self.run_manual_compaction(request).await;
+                continue;
+            }
             if let Some(input) = self.start_next.take().or_else(|| {
                 if self.status == AgentStatus::Idle {
                     self.follow_ups.pop_front()

@@ -3,7 +3,7 @@
 //! persisted before its event is emitted.
 
 use futures::StreamExt;
-use shard_ai::{ModelRequest, ProviderError, StopReason, StreamEvent};
+use shard_ai::{ErrorKind, ModelRequest, ProviderError, StopReason, StreamEvent};
 use shard_protocol::ErrorCode;
 use shard_protocol::event::{
     DeltaKind, ErrorEvent, Event, MessageComplete, MessageDelta, StatusEvent, TurnEnd, TurnStart,
@@ -25,7 +25,12 @@ const MAX_ITERATIONS: u32 = 500;
 /// The running turn.
 pub(crate) struct TurnState {
     pub(crate) cancel: CancellationToken,
+    /// Mirrors `cancel` (only `request_abort` cancels it): read once per streamed event,
+    /// where the token's lock would cost more than the event.
+    aborted: bool,
     usage: Usage,
+    /// A `context_window_exceeded` refusal was answered by compacting once already.
+    overflow_retried: bool,
 }
 
 enum Call {
@@ -38,25 +43,30 @@ enum Call {
 enum StreamOutcome {
     Done(StopReason),
     Aborted,
-    /// The protocol code of the failure (one per provider error kind) and its message.
-    Failed(ErrorCode, String),
+    /// The protocol code of the failure (one per provider error kind), its message, and
+    /// whether the provider said the context does not fit its window.
+    Failed(ErrorCode, String, bool),
 }
 
 impl Runtime {
     /// No turn runs, or the running one was aborted.
     pub(super) fn cancelled(&self) -> bool {
-        self.turn.as_ref().is_none_or(|t| t.cancel.is_cancelled())
+        self.turn.as_ref().is_none_or(|t| t.aborted)
     }
 
     /// A turn runs and was aborted (a permission asked outside a turn is not aborted).
     pub(super) fn turn_cancelled(&self) -> bool {
-        self.turn.as_ref().is_some_and(|t| t.cancel.is_cancelled())
+        self.turn.as_ref().is_some_and(|t| t.aborted)
     }
 
     /// Cancels the provider stream and every running tool of the current turn.
     pub(crate) fn request_abort(&mut self) {
-        if let Some(t) = &self.turn {
+        if let Some(t) = &mut self.turn {
+            t.aborted = true;
             t.cancel.cancel();
+        }
+        if let Some(c) = &self.compaction_cancel {
+            c.cancel();
         }
         self.steers.clear();
         self.follow_ups.clear();
@@ -66,7 +76,9 @@ impl Runtime {
         let turn_id = ids::new_id(ids::TURN);
         self.turn = Some(TurnState {
             cancel: CancellationToken::new(),
+            aborted: false,
             usage: Usage::default(),
+            overflow_retried: false,
         });
         self.set_status(AgentStatus::Streaming).await;
         self.emit(Event::TurnStart(TurnStart {
@@ -113,6 +125,7 @@ impl Runtime {
         }))
         .await;
         self.set_status(AgentStatus::Idle).await;
+        self.compact_between_turns().await;
     }
 
     pub(super) async fn emit_error(&mut self, code: ErrorCode, message: String) {
@@ -208,6 +221,9 @@ impl Runtime {
                 return Call::Stop;
             }
         };
+        if !self.compact_if_full().await {
+            return Call::Stop;
+        }
         let Some(messages) = self.context_for_call(&active.info).await else {
             return Call::Stop;
         };
@@ -236,10 +252,14 @@ impl Runtime {
                     break StreamOutcome::Failed(
                         ErrorCode::ProviderError,
                         "the model's stream ended before it finished".into(),
+                        false,
                     );
                 }
                 Some(Err(ProviderError::Cancelled)) => break StreamOutcome::Aborted,
-                Some(Err(e)) => break StreamOutcome::Failed(e.error_code(), e.to_string()),
+                Some(Err(e)) => {
+                    let overflow = e.kind() == Some(ErrorKind::ContextWindowExceeded);
+                    break StreamOutcome::Failed(e.error_code(), e.to_string(), overflow);
+                }
                 Some(Ok(StreamEvent::Done { stop_reason })) => {
                     break StreamOutcome::Done(stop_reason);
                 }
@@ -272,7 +292,7 @@ impl Runtime {
         let (stop_reason, error) = match outcome {
             StreamOutcome::Done(r) => (Some(r), None),
             StreamOutcome::Aborted => (None, None),
-            StreamOutcome::Failed(code, e) => (None, Some((code, e))),
+            StreamOutcome::Failed(code, e, overflow) => (None, Some((code, e, overflow))),
         };
         let (blocks, calls) = partial.finish();
         let stop_text = match (&stop_reason, &error) {
@@ -316,6 +336,8 @@ impl Runtime {
             u.context_tokens =
                 Some(u.input + u.output + u.cache_read.unwrap_or(0) + u.cache_write.unwrap_or(0));
             self.last_usage = Some(u.clone());
+            let len = self.context.as_ref().map_or(0, Vec::len);
+            self.usage_mark = u.context_tokens.map(|t| (t, len));
             if let Some(t) = &mut self.turn {
                 add_usage(&mut t.usage, &u);
             }
@@ -325,7 +347,21 @@ impl Runtime {
             }))
             .await;
         }
-        if let Some((code, e)) = error {
+        if let Some((code, e, overflow)) = error {
+            let retry = overflow
+                && self.config.compaction.enabled
+                && self.turn.as_ref().is_some_and(|t| !t.overflow_retried);
+            if retry {
+                if let Some(t) = &mut self.turn {
+                    t.overflow_retried = true;
+                }
+                if self
+                    .compact_in_turn("the provider refused the context as too long")
+                    .await
+                {
+                    return Call::Again;
+                }
+            }
             self.emit_error(code, e).await;
             return Call::Stop;
         }

@@ -2,7 +2,10 @@
 
 pub mod support;
 
+mod compaction;
+mod fork;
 mod hook;
+mod long_session;
 mod modes;
 mod permissions;
 mod resume;

@@ -43,3 +43,20 @@ async fn tools_added_and_removed_while_running_reach_the_next_call() {
     rec.assert_clean();
     a.close().await;
 }
+
+#[tokio::test]
+async fn an_allow_list_applies_to_tools_added_later() {
+    let dirs = Dirs::new();
+    let rec = Recorder::new(vec![Reply::text("ok")]);
+    let mut start = Start::new(&dirs, &rec);
+    start.tools = Some(vec!["read".into(), "mcp__a".into()]);
+    let mut a = Agent::start(start).await;
+    a.tools.add(Blocker::new("mcp__a")).await.expect("running");
+    a.tools.add(Blocker::new("mcp__b")).await.expect("running");
+    a.prompt("which tools?").await;
+    let reqs = rec.requests();
+    let names: Vec<&str> = reqs[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["read", "mcp__a"]);
+    rec.assert_clean();
+    a.close().await;
+}

@@ -17,15 +17,15 @@ use shard_protocol::{Event, IncomingEvent};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 /// Generous: the machine is small and shared.
-const T: Duration = Duration::from_secs(60);
+pub(super) const T: Duration = Duration::from_secs(60);
 
-struct Daemon {
-    child: Child,
-    home: PathBuf,
+pub(super) struct Daemon {
+    pub(super) child: Child,
+    pub(super) home: PathBuf,
 }
 
 impl Daemon {
-    fn start(home: &Path, extra: &[&str]) -> Daemon {
+    pub(super) fn start(home: &Path, extra: &[&str]) -> Daemon {
         let mut child = StdCommand::new(env!("CARGO_BIN_EXE_shard"))
             .args(["daemon", "--port", "0"])
             .args(extra)
@@ -63,11 +63,11 @@ impl Daemon {
         }
     }
 
-    async fn client(&self) -> Client {
+    pub(super) async fn client(&self) -> Client {
         Client::connect_daemon(&self.home).await.unwrap()
     }
 
-    fn wait_exit(&mut self) -> std::process::ExitStatus {
+    pub(super) fn wait_exit(&mut self) -> std::process::ExitStatus {
         self.child.wait().unwrap()
     }
 }
@@ -85,17 +85,17 @@ impl Drop for Daemon {
     }
 }
 
-fn home() -> tempfile::TempDir {
+pub(super) fn home() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
-fn script(dir: &Path, name: &str, turns: Value) -> String {
+pub(super) fn script(dir: &Path, name: &str, turns: Value) -> String {
     let p = dir.join(name);
     std::fs::write(&p, serde_json::to_vec(&json!({ "turns": turns })).unwrap()).unwrap();
     p.display().to_string()
 }
 
-fn create_req(cwd: &Path, script: &str) -> AgentCreate {
+pub(super) fn create_req(cwd: &Path, script: &str) -> AgentCreate {
     serde_json::from_value(json!({
         "cwd": cwd.display().to_string(), "provider": "scripted", "model": script,
         "headless_policy": "queue"
@@ -103,11 +103,11 @@ fn create_req(cwd: &Path, script: &str) -> AgentCreate {
     .unwrap()
 }
 
-fn prompt(agent: &str, text: &str) -> Command {
+pub(super) fn prompt(agent: &str, text: &str) -> Command {
     serde_json::from_value(json!({"type":"prompt","agent_id":agent,"message":text})).unwrap()
 }
 
-async fn next(rx: &mut AgentEvents) -> Event {
+pub(super) async fn next(rx: &mut AgentEvents) -> Event {
     tokio::time::timeout(T, rx.recv())
         .await
         .expect("event in time")
@@ -115,7 +115,10 @@ async fn next(rx: &mut AgentEvents) -> Event {
 }
 
 /// Reads events until `pred` matches one; returns it with what came before.
-async fn until(rx: &mut AgentEvents, pred: impl Fn(&Event) -> bool) -> (Event, Vec<Event>) {
+pub(super) async fn until(
+    rx: &mut AgentEvents,
+    pred: impl Fn(&Event) -> bool,
+) -> (Event, Vec<Event>) {
     let mut before = Vec::new();
     loop {
         let e = next(rx).await;
@@ -126,7 +129,7 @@ async fn until(rx: &mut AgentEvents, pred: impl Fn(&Event) -> bool) -> (Event, V
     }
 }
 
-async fn orchestrator_until(c: &Client, pred: impl Fn(&Event) -> bool) -> Event {
+pub(super) async fn orchestrator_until(c: &Client, pred: impl Fn(&Event) -> bool) -> Event {
     loop {
         let e = tokio::time::timeout(T, c.next_event())
             .await
@@ -140,14 +143,14 @@ async fn orchestrator_until(c: &Client, pred: impl Fn(&Event) -> bool) -> Event 
     }
 }
 
-fn bash_turns(cmd: &str) -> Value {
+pub(super) fn bash_turns(cmd: &str) -> Value {
     json!([
         {"steps":[{"tool_call":{"id":"call-1","name":"bash","args":{"command":cmd}}}]},
         {"steps":[{"text":"done"}]}
     ])
 }
 
-fn text_of(blocks: &[ContentBlock]) -> String {
+pub(super) fn text_of(blocks: &[ContentBlock]) -> String {
     blocks
         .iter()
         .filter_map(|b| match b {
@@ -293,7 +296,7 @@ async fn raw_attach(home: &Path, agent: &str) -> tokio::io::BufReader<tokio::net
     r
 }
 
-fn runtime_pid(home: &Path, agent: &str) -> i32 {
+pub(super) fn runtime_pid(home: &Path, agent: &str) -> i32 {
     let v: Value = serde_json::from_slice(
         &std::fs::read(home.join("runtime").join(format!("{agent}.json"))).unwrap(),
     )
@@ -648,7 +651,7 @@ async fn cli_attach_prompts_and_answers_a_permission_on_the_terminal() {
     assert!(st.success(), "end of input detaches cleanly");
 }
 
-fn group_alive(pgid: i64) -> bool {
+pub(super) fn group_alive(pgid: i64) -> bool {
     StdCommand::new("kill")
         .args(["-0", "--", &format!("-{pgid}")])
         .stderr(Stdio::null())
@@ -658,7 +661,7 @@ fn group_alive(pgid: i64) -> bool {
 }
 
 /// Waits (bounded) for a condition on the filesystem or process table, which send no events.
-async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+pub(super) async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + T;
     while !f() {
         assert!(

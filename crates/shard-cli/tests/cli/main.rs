@@ -7,6 +7,8 @@ mod choices;
 mod commands;
 mod config;
 mod daemon;
+mod daemon_security;
+mod daemon_sessions;
 mod gate;
 mod harness;
 mod mock;
@@ -15,6 +17,7 @@ mod run;
 mod run_terminal;
 mod runtime;
 mod sandbox;
+mod tui;
 
 use harness::*;
 use serde_json::{Value, json};
@@ -604,7 +607,36 @@ fn session_list_marks_the_current_one() {
     assert_eq!(sessions[1]["current"], false);
     assert_eq!(sessions[1]["title"], "the first prompt of this session");
     let compact = b.send(json!({"type": "session_op", "op": "compact"}));
-    assert_eq!(b.response(&compact)["error"]["code"], "NOT_FOUND");
+    // One short turn: nothing can be summarized while keeping the newest messages.
+    let resp = b.response(&compact);
+    assert_eq!(
+        resp["data"],
+        json!({"compacted": false, "reason": "no_safe_cut"}),
+        "{resp}"
+    );
+    // Fork at this session's first prompt: a third session, listed with its provenance,
+    // and the source transcript unchanged.
+    let first = b
+        .seen
+        .iter()
+        .find(|e| e["type"] == "message_complete")
+        .map(|e| e["message_id"].as_str().unwrap().to_string())
+        .unwrap();
+    let before = std::fs::read(sb.session_file(&current)).unwrap();
+    let fork = b.send(json!({"type": "session_op", "op": "fork",
+                             "args": {"from_entry_id": first}}));
+    let resp = b.response(&fork);
+    let fork_session = resp["data"]["session_id"].as_str().unwrap().to_string();
+    assert_eq!(std::fs::read(sb.session_file(&current)).unwrap(), before);
+    let id = b.send(json!({"type": "session_op", "op": "list"}));
+    let resp = b.response(&id);
+    let sessions = resp["data"]["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 3, "{resp}");
+    assert_eq!(sessions[0]["session_id"], fork_session.as_str());
+    assert_eq!(
+        sessions[0]["forked_from"]["source_session_id"],
+        current.as_str()
+    );
     assert!(b.finish().success());
 }
 

@@ -199,6 +199,30 @@ pub(crate) fn on_runtime_line(shared: &Arc<Shared>, agent_id: &str, epoch: u64, 
     }
 }
 
+/// A Runtime line over the line limit carried the id of a command the daemon sent: that
+/// command fails instead of staying in flight forever.
+pub(crate) fn on_overlong_response(shared: &Shared, agent_id: &str, epoch: u64, id: &str) {
+    let mut st = shared.lock();
+    let Some(rt) = st
+        .agents
+        .get_mut(agent_id)
+        .and_then(|e| e.rt.as_mut())
+        .filter(|rt| rt.epoch == epoch)
+    else {
+        return;
+    };
+    let Some(inf) = rt.inflight.remove(id) else {
+        return;
+    };
+    if matches!(inf, Inflight::Sync | Inflight::ClientSync(_)) {
+        rt.sync_requests = rt.sync_requests.saturating_sub(1);
+    }
+    inf.fail(
+        shard_protocol::ErrorCode::InternalError,
+        "the agent's answer was longer than the protocol's line limit and was discarded",
+    );
+}
+
 /// Sends a frame to every attachment of an agent that is past its handshake.
 pub(crate) fn fan_out(st: &State, agent_id: &str, frame: &Bytes) {
     let Some(entry) = st.agents.get(agent_id) else {
@@ -346,11 +370,11 @@ fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut
         flush_queued(shared, rt);
         if !entry.manifest.started {
             entry.manifest.started = true;
-            let m = entry.manifest.clone();
-            let store = shared.store.clone();
+            let shared = Arc::clone(shared);
+            let agent_id = agent_id.to_string();
             tokio::spawn(async move {
-                if let Err(e) = store.save(&m).await {
-                    tracing::warn!(error = %e, "could not record the first start");
+                if let Err(e) = shared.persist_manifest(&agent_id).await {
+                    tracing::warn!(error = %e.message, "could not record the first start");
                 }
             });
         }

@@ -20,10 +20,15 @@ pub(crate) fn kill_leftover_groups(home: &Path, agent_id: &str, pid: Option<u32>
         .collect();
     let path = home.join("runtime").join(format!("{agent_id}.json"));
     if let Ok(bytes) = std::fs::read(&path) {
-        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) {
+        let v = serde_json::from_slice::<serde_json::Value>(&bytes).unwrap_or_default();
+        // Only a record written by this generation's Runtime names groups this daemon
+        // owns; one left by another Runtime (a previous daemon's, still finishing) is
+        // not ours to kill or remove (issue 10 §7).
+        let recorded = v.get("pid").and_then(serde_json::Value::as_u64);
+        if pid.is_some() && recorded == pid.map(u64::from) {
             collect_groups(&v, &mut groups);
+            let _ = std::fs::remove_file(&path);
         }
-        let _ = std::fs::remove_file(&path);
     }
     for g in groups {
         if g > 1 && g != own {

@@ -251,6 +251,8 @@ pub(crate) struct Shared {
     pub(crate) launcher: Arc<dyn RuntimeLauncher>,
     pub(crate) store: ManifestStore,
     state: Mutex<State>,
+    /// Serializes manifest writes (each writes the latest in-memory copy).
+    pub(super) manifest_writes: tokio::sync::Mutex<()>,
     next_id: AtomicU64,
     /// Cancelled when the daemon stops serving.
     pub(crate) shutdown: CancellationToken,
@@ -268,6 +270,7 @@ impl Shared {
             launcher,
             store,
             state: Mutex::new(State::default()),
+            manifest_writes: tokio::sync::Mutex::new(()),
             next_id: AtomicU64::new(1),
             shutdown: CancellationToken::new(),
             runtime_exited: tokio::sync::Notify::new(),

@@ -154,6 +154,12 @@ async fn run_generation(
 ) {
     let agent_id = spec.agent_id.clone();
     let epoch = spec.epoch;
+    // A Runtime of a previous daemon may still hold the session (it aborts and exits when
+    // its daemon dies): wait for it instead of failing with CONFLICT, and never kill it.
+    if let Err(e) = wait_session_free(&shared.cfg, &spec.session_id).await {
+        on_exit(&shared, &agent_id, epoch, ExitInfo::default(), Some(e));
+        return;
+    }
     let launched =
         match tokio::time::timeout(shared.cfg.ready_timeout, shared.launcher.launch(&spec)).await {
             Ok(Ok(l)) => l,
@@ -229,7 +235,15 @@ async fn run_generation(
             while let Some(item) = lines.next().await {
                 match item {
                     Ok(Ok(line)) => broker::on_runtime_line(&shared, &agent_id, epoch, &line),
-                    Ok(Err(e)) => tracing::warn!(agent_id, error = %e, "runtime line dropped"),
+                    Ok(Err(e)) => {
+                        tracing::warn!(agent_id, error = %e, "runtime line dropped");
+                        // A response too long to carry still answers its command, so no
+                        // client waits forever and idle reaping is not held up.
+                        let shard_protocol::LineError::TooLong { id, .. } = e;
+                        if let Some(id) = id {
+                            broker::on_overlong_response(&shared, &agent_id, epoch, &id);
+                        }
+                    }
                     Err(e) => {
                         tracing::debug!(agent_id, error = %e, "runtime stdout failed");
                         break;
@@ -249,6 +263,54 @@ async fn run_generation(
         _ = &mut read_all => exit.await,
     };
     on_exit(&shared, &agent_id, epoch, info, None);
+}
+
+/// Waits (bounded by the ready timeout) until no process holds the session's lock.
+async fn wait_session_free(
+    cfg: &crate::config::DaemonConfig,
+    session_id: &str,
+) -> Result<(), String> {
+    let Ok(dir) = shard_session::SessionStore::new(&cfg.home).session_dir(session_id) else {
+        return Ok(());
+    };
+    let lock = dir.join(shard_session::LOCK_FILE);
+    let deadline = Instant::now() + cfg.ready_timeout;
+    let mut backoff = Duration::from_millis(5);
+    loop {
+        let path = lock.clone();
+        let holder = tokio::task::spawn_blocking(move || lock_holder(&path))
+            .await
+            .unwrap_or(None);
+        let Some(holder) = holder else {
+            return Ok(());
+        };
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "session {session_id} is still in use by {holder} after {} s",
+                cfg.ready_timeout.as_secs()
+            ));
+        }
+        tracing::info!(session_id, %holder, "waiting for the session to be released");
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_millis(200));
+    }
+}
+
+/// Who holds a session lock (`None`: nobody, or no lock file).
+fn lock_holder(path: &std::path::Path) -> Option<String> {
+    let f = std::fs::File::open(path).ok()?;
+    match f.try_lock() {
+        Ok(()) => None,
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let pid = std::fs::read_to_string(path).unwrap_or_default();
+            Some(if pid.trim().is_empty() {
+                "another process".into()
+            } else {
+                format!("pid {}", pid.trim())
+            })
+        }
+        Err(std::fs::TryLockError::Error(_)) => None,
+    }
 }
 
 async fn write_stdin(

@@ -101,8 +101,11 @@ fn words_into(words: &[Word], depth: usize, out: &mut Vec<Effective>) {
         "eval" | "source" | "." | "alias" | "hash" | "trap" | "export" | "declare" | "typeset"
         | "local" | "readonly" | "shopt" | "enable" | "coproc" | "fc" | "mapfile" | "readarray"
         | "let" => Inner::Unknown,
-        "bash" | "sh" | "zsh" | "dash" | "ksh" | "mksh" | "ash" | "fish" | "csh" | "tcsh"
-        | "busybox" => shell_inner(rest),
+        "bash" | "sh" | "zsh" | "dash" | "ksh" | "mksh" | "ash" | "fish" | "csh" | "tcsh" => {
+            shell_inner(rest)
+        }
+        // `busybox APPLET ARGS` runs the applet.
+        "busybox" => Inner::Words(rest.to_vec()),
         "su" | "runuser" => flag_string(rest, &["-c", "--command"]),
         "sudo" => sudo(rest),
         "doas" => wrapper(rest, "nL", "uC", &[], &[]).and_then_shell_check(rest, "-s"),
@@ -185,6 +188,7 @@ fn words_into(words: &[Word], depth: usize, out: &mut Vec<Effective>) {
         | "entr" | "rlwrap" | "catchsegv" | "taskset" | "chrt" | "sg" | "newgrp" | "flock"
         | "npx" | "pnpx" | "bunx" | "uvx" | "expect" | "tmux" | "screen" | "caffeinate"
         | "torsocks" | "proxychains" | "proxychains4" => Inner::Unknown,
+        n if programs::runs_program_option(n, rest) => Inner::Unknown,
         _ => Inner::None,
     };
     match inner {

@@ -348,9 +348,64 @@ pub(super) fn interpreter(name: &str, rest: &[Word]) -> Inner {
                 || t.starts_with("--eval=")
         });
     let has_operand = rest.iter().any(|w| !w.text.starts_with('-'));
-    if inline || !has_operand || name == "osascript" {
+    let evaluates =
+        matches!(name, "deno" | "bun") && rest.first().is_some_and(|w| w.text == "eval");
+    if inline || evaluates || !has_operand || matches!(name, "osascript" | "pwsh" | "powershell") {
         Inner::Unknown
     } else {
         Inner::None
     }
+}
+
+/// Options (prefixes) with which an otherwise data-only program runs a command the line
+/// names: `tar -I cmd`, `rg --pre cmd`, `scp -S cmd`, `rsync -e cmd`, `vim -c '!cmd'` …
+const PROGRAM_OPTIONS: &[(&str, &[&str])] = &[
+    (
+        "tar",
+        &[
+            "-I",
+            "--use-compress-program",
+            "--to-command",
+            "--checkpoint-action",
+            "--info-script",
+            "-F",
+            "--new-volume-script",
+        ],
+    ),
+    ("rg", &["--pre"]),
+    ("sort", &["--compress-program"]),
+    ("zip", &["-TT", "--unzip-command"]),
+    ("scp", &["-S"]),
+    ("rsync", &["-e", "--rsh", "--rsync-path"]),
+    ("vim", &["-c", "+", "--cmd", "-S"]),
+    ("vi", &["-c", "+", "--cmd", "-S"]),
+    ("nvim", &["-c", "+", "--cmd", "-S"]),
+    ("man", &["-P", "--pager", "-H", "--html"]),
+    ("go", &["-exec", "-toolexec"]),
+    ("cargo", &["--config"]),
+    ("less", &["+"]),
+];
+
+/// True when `name` is given an option that makes it run a command (see
+/// [`PROGRAM_OPTIONS`]); a one-letter option also counts inside a cluster (`-xIf`), and
+/// tar's old-style first word (`xIf`) is a cluster.
+pub fn runs_program_option(name: &str, rest: &[Word]) -> bool {
+    let Some((_, options)) = PROGRAM_OPTIONS.iter().find(|(n, _)| *n == name) else {
+        return false;
+    };
+    rest.iter().enumerate().any(|(i, w)| {
+        let t = if name == "tar" && i == 0 && !w.text.starts_with('-') {
+            format!("-{}", w.text)
+        } else {
+            w.text.clone()
+        };
+        options.iter().any(|o| {
+            t.starts_with(o)
+                || (o.len() == 2
+                    && o.starts_with('-')
+                    && t.starts_with('-')
+                    && !t.starts_with("--")
+                    && t[1..].contains(&o[1..]))
+        })
+    })
 }

@@ -50,6 +50,8 @@ pub struct Start<'a> {
     pub session_id: Option<String>,
     /// A hook before every model call.
     pub hook: Option<Arc<dyn ModelCallHook>>,
+    /// A managed child's tool allow-list (`--tools`).
+    pub tools: Option<Vec<String>>,
 }
 
 impl<'a> Start<'a> {
@@ -60,6 +62,7 @@ impl<'a> Start<'a> {
             recorder: recorder.clone(),
             session_id: None,
             hook: None,
+            tools: None,
         }
     }
 }
@@ -92,6 +95,7 @@ impl Agent {
             provider: Some("anthropic".into()),
             model: Some("claude-sonnet-4-5".into()),
             session_id: s.session_id,
+            tools: s.tools,
             ..RuntimeOptions::default()
         };
         let prepared = shard_agent::prepare(opts, env()).expect("prepare");

@@ -39,6 +39,8 @@ pub struct Reply {
     events: Vec<StreamEvent>,
     /// Streams `events`, then waits for the call to be cancelled (abort mid-stream).
     hang: bool,
+    /// Streams `events`, then fails with this error.
+    fail: Option<ProviderError>,
 }
 
 impl Reply {
@@ -56,6 +58,7 @@ impl Reply {
                 },
             ],
             hang: false,
+            fail: None,
         }
     }
 
@@ -80,6 +83,7 @@ impl Reply {
         Reply {
             events,
             hang: false,
+            fail: None,
         }
     }
 
@@ -91,6 +95,28 @@ impl Reply {
                 text: text.to_string(),
             }],
             hang: true,
+            fail: None,
+        }
+    }
+}
+
+impl Reply {
+    /// This reply, reporting `input` input tokens in its usage.
+    pub fn with_input(mut self, input: u64) -> Reply {
+        for ev in &mut self.events {
+            if let StreamEvent::Usage(u) = ev {
+                u.input = input;
+            }
+        }
+        self
+    }
+
+    /// A call the provider refuses with an error of `kind`.
+    pub fn fail(kind: shard_ai::ErrorKind, message: &str) -> Reply {
+        Reply {
+            events: Vec::new(),
+            hang: false,
+            fail: Some(ProviderError::api(kind, Some(400), message)),
         }
     }
 }
@@ -107,6 +133,8 @@ fn usage() -> StreamEvent {
 struct State {
     replies: VecDeque<Reply>,
     requests: Vec<ModelRequest>,
+    /// Summary requests of compactions, kept apart from the session's chain.
+    summaries: Vec<ModelRequest>,
     /// Breaks announced for the next request.
     pending: HashSet<Break>,
     violations: Vec<String>,
@@ -138,9 +166,14 @@ impl Recorder {
         self.lock().pending.insert(b);
     }
 
-    /// Every request so far.
+    /// Every request so far (summary requests excepted).
     pub fn requests(&self) -> Vec<ModelRequest> {
         self.lock().requests.clone()
+    }
+
+    /// Every summary request so far.
+    pub fn summaries(&self) -> Vec<ModelRequest> {
+        self.lock().summaries.clone()
     }
 
     /// Panics with every invariant violation seen, if any.
@@ -157,6 +190,14 @@ impl Recorder {
     /// Records the violations of `request` against the previous one.
     fn check(&self, request: &ModelRequest) {
         let mut s = self.lock();
+        // A compaction's summary request is a side call, not part of the chain; it
+        // announces the compaction (new messages, and `recall` in the tool list).
+        if request.system == shard_agent::compactor::SUMMARY_SYSTEM {
+            s.summaries.push(request.clone());
+            s.pending.insert(Break::Compaction);
+            s.pending.insert(Break::Tools);
+            return;
+        }
         let n = s.requests.len();
         let allowed = std::mem::take(&mut s.pending);
         let mut v = check_alone(request);
@@ -278,6 +319,9 @@ impl Provider for Recorder {
                 .boxed();
         };
         let head = futures::stream::iter(reply.events.into_iter().map(Ok));
+        if let Some(err) = reply.fail {
+            return head.chain(futures::stream::iter([Err(err)])).boxed();
+        }
         if !reply.hang {
             return head.boxed();
         }

@@ -1,0 +1,512 @@
+//! The client's state and its key handling, free of I/O: events go in through
+//! [`App::apply`], keys through [`App::key`], and what the loop must do comes out as
+//! [`Action`]s or as commands sent on the link. Tests drive it without a terminal.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
+use shard_client::view::{AgentView, Change, Pending};
+use shard_protocol::Command;
+use shard_protocol::Event;
+use shard_protocol::command::{AgentTarget, Prompt, Steer, StreamingBehavior, UiResponse};
+use shard_protocol::types::{AgentStatus, UiKind};
+
+use ratatui::text::Line;
+
+use super::conversation::{Cache, Note, Options};
+use super::dialogs::{self, Dialog};
+use super::editor::Editor;
+use super::link::Link;
+use super::slash::{self, Purpose};
+use super::theme::Theme;
+
+/// What the event loop must do after a key or an event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Quit (detach).
+    Quit,
+    /// Run `$EDITOR` on `text`; the result answers UI request `request_id`, or fills the
+    /// input when `None`.
+    Editor {
+        /// The request, if any.
+        request_id: Option<String>,
+        /// Initial text.
+        text: String,
+    },
+    /// Link to another agent or session.
+    Relink(Target),
+}
+
+/// Where to link next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A new session in this directory.
+    NewSession,
+    /// An existing session.
+    Session(String),
+    /// Another daemon agent.
+    Agent(String),
+}
+
+/// The connection, as the status line shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Connection {
+    /// Connecting.
+    Connecting,
+    /// To a daemon agent.
+    Daemon(String),
+    /// To an in-process Runtime.
+    Direct,
+    /// Gone, with why.
+    Closed(String),
+}
+
+/// The whole client state.
+pub struct App {
+    /// The agent's state.
+    pub view: AgentView,
+    /// The input.
+    pub editor: Editor,
+    /// The client's own lines.
+    pub notes: Vec<Note>,
+    /// Rendered messages.
+    pub cache: Cache,
+    /// Lines scrolled up from the bottom (0 follows the stream).
+    pub scroll: usize,
+    /// The dialog owning the keyboard.
+    pub dialog: Option<Dialog>,
+    /// Styles.
+    pub theme: Theme,
+    /// Display options.
+    pub opts: Options,
+    /// Connection state.
+    pub connection: Connection,
+    /// The link (absent in tests: commands go to `outbox`).
+    pub link: Option<Link>,
+    /// Commands sent without a link (tests).
+    pub outbox: Vec<Command>,
+    /// Watching only.
+    pub observer: bool,
+    /// A daemon is there (for `/agents`).
+    pub has_daemon: bool,
+    /// The project directory (for `@path` completion).
+    pub cwd: PathBuf,
+    /// Project files, listed once on the first `@`.
+    pub files: Option<Vec<String>>,
+    /// Modes from `list_modes`, for completion.
+    pub modes: Vec<String>,
+    /// Models from `list_models`, for completion.
+    pub models: Vec<String>,
+    /// When the running turn started.
+    pub turn_started: Option<Instant>,
+    /// The first Ctrl+C, waiting for a second.
+    pub quit_armed: Option<Instant>,
+    /// What each sent command was for.
+    pub purposes: HashMap<u64, Purpose>,
+    /// The screen needs drawing.
+    pub dirty: bool,
+}
+
+impl App {
+    /// A fresh client state.
+    pub fn new(editor: Editor, theme: Theme, cwd: PathBuf) -> App {
+        App {
+            view: AgentView::new(),
+            editor,
+            notes: Vec::new(),
+            cache: Cache::default(),
+            scroll: 0,
+            dialog: None,
+            theme,
+            opts: Options {
+                expand_thinking: false,
+            },
+            connection: Connection::Connecting,
+            link: None,
+            outbox: Vec::new(),
+            observer: false,
+            has_daemon: false,
+            cwd,
+            files: None,
+            modes: Vec::new(),
+            models: Vec::new(),
+            turn_started: None,
+            quit_armed: None,
+            purposes: HashMap::new(),
+            dirty: true,
+        }
+    }
+
+    /// The agent is working (a turn runs or a request waits).
+    pub fn working(&self) -> bool {
+        self.view.turn_id.is_some()
+            || self
+                .view
+                .status
+                .is_some_and(|s| !matches!(s, AgentStatus::Idle | AgentStatus::Error))
+    }
+
+    /// The agent id commands name (daemon agents).
+    pub fn agent_id(&self) -> Option<String> {
+        self.link.as_ref().and_then(Link::agent_id)
+    }
+
+    /// Sends a command for `purpose`.
+    pub fn send(&mut self, command: Command, purpose: Purpose) {
+        match &mut self.link {
+            Some(link) => {
+                let token = link.send(command);
+                self.purposes.insert(token, purpose);
+            }
+            None => self.outbox.push(command),
+        }
+    }
+
+    /// Sends a command whose reply nobody waits for (answers to requests).
+    fn send_plain(&mut self, command: Command) {
+        self.send(command, Purpose::Quiet);
+    }
+
+    /// Adds a note after the current messages.
+    pub fn note(&mut self, lines: Vec<Line<'static>>) {
+        self.notes.push(Note {
+            after: self.view.messages.len(),
+            lines,
+        });
+        self.dirty = true;
+    }
+
+    /// Adds a one-line note in `style`.
+    pub fn note_text(&mut self, text: impl Into<String>, style: ratatui::style::Style) {
+        let lines = text
+            .into()
+            .lines()
+            .map(|l| Line::styled(l.to_string(), style))
+            .collect();
+        self.note(lines);
+    }
+
+    /// Applies an agent event.
+    pub fn apply(&mut self, ev: &Event) {
+        let changes = self.view.apply(ev);
+        for change in changes {
+            match change {
+                Change::Synced => {
+                    self.cache.clear();
+                    self.turn_started = self.view.turn_id.as_ref().map(|_| Instant::now());
+                }
+                Change::TurnStarted(_) => self.turn_started = Some(Instant::now()),
+                Change::TurnEnded(_) => self.turn_started = None,
+                Change::ToolStarted(id) | Change::ToolFinished(id) => self.invalidate_call(&id),
+                Change::Error(e) => {
+                    let text = format!(
+                        "error {}: {}",
+                        e.code,
+                        shard_client::sanitize::strip(&e.message)
+                    );
+                    let style = self.theme.error();
+                    self.note_text(text, style);
+                }
+                Change::RequestResolved { .. } | Change::RequestAdded(_) => {}
+                _ => {}
+            }
+        }
+        self.sync_dialog();
+        self.dirty = true;
+    }
+
+    fn invalidate_call(&mut self, call_id: &str) {
+        use shard_protocol::types::ContentBlock;
+        let found = self.view.messages.iter().rev().take(50).find(|m| {
+            m.content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::ToolCall { id, .. } if id == call_id))
+        });
+        if let Some(m) = found {
+            let id = m.id.clone();
+            self.cache.invalidate(&id);
+        }
+    }
+
+    /// Opens the dialog of the oldest pending request, closes one that was answered
+    /// elsewhere, and dismisses notices (shown as notes, they need no answer).
+    pub fn sync_dialog(&mut self) {
+        if let Some(Dialog::Permission { request, .. }) = &self.dialog
+            && self.view.pending_request(&request.request_id).is_none()
+        {
+            self.dialog = None;
+        }
+        if let Some(Dialog::Ui { request, .. }) = &self.dialog
+            && self.view.pending_request(&request.request_id).is_none()
+        {
+            self.dialog = None;
+        }
+        if self.dialog.is_some() {
+            return;
+        }
+        let notices: Vec<_> = self
+            .view
+            .pending
+            .iter()
+            .filter_map(|p| match p {
+                Pending::Ui(u) if u.kind == UiKind::Notify => Some(u.clone()),
+                _ => None,
+            })
+            .collect();
+        for u in notices {
+            let text = format!(
+                "notice: {} {}",
+                u.title
+                    .as_deref()
+                    .map(shard_client::sanitize::strip)
+                    .unwrap_or_default(),
+                u.message
+                    .as_deref()
+                    .map(shard_client::sanitize::strip)
+                    .unwrap_or_default()
+            );
+            let style = self.theme.accent();
+            self.note_text(text.trim_end().to_string(), style);
+            if !self.observer {
+                let agent_id = self.agent_id();
+                self.send_plain(Command::UiResponse(UiResponse {
+                    agent_id,
+                    request_id: u.request_id.clone(),
+                    value: None,
+                }));
+            }
+            self.view.pending.retain(|p| p.request_id() != u.request_id);
+        }
+        if let Some(p) = self.view.pending.first() {
+            self.dialog = Some(dialogs::open(p));
+        }
+    }
+
+    /// A bracketed paste.
+    pub fn paste(&mut self, text: &str) {
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        match &mut self.dialog {
+            Some(d) => d.paste(&text),
+            None => self.editor.insert(&text),
+        }
+        self.dirty = true;
+    }
+
+    /// A mouse event: the wheel scrolls.
+    pub fn mouse(&mut self, m: MouseEvent) {
+        match m.kind {
+            MouseEventKind::ScrollUp => self.scroll_by(3),
+            MouseEventKind::ScrollDown => self.scroll_by(-3),
+            _ => {}
+        }
+    }
+
+    /// Scrolls by `n` lines (positive: back in time).
+    pub fn scroll_by(&mut self, n: isize) {
+        self.scroll = self.scroll.saturating_add_signed(n);
+        self.dirty = true;
+    }
+
+    /// A key.
+    pub fn key(&mut self, k: KeyEvent) -> Vec<Action> {
+        self.dirty = true;
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && k.code == KeyCode::Char('c') {
+            if self.quit_armed.is_some_and(|t| t.elapsed().as_secs() < 3) {
+                return vec![Action::Quit];
+            }
+            self.quit_armed = Some(Instant::now());
+            self.editor.set(String::new());
+            return Vec::new();
+        }
+        self.quit_armed = None;
+        if ctrl && k.code == KeyCode::Char('d') && self.editor.text.is_empty() {
+            return vec![Action::Quit];
+        }
+        if let Some(d) = &mut self.dialog {
+            if self.observer && d.is_remote() {
+                return self.global_key(k);
+            }
+            let outcome = d.key(k, &self.theme);
+            return self.dialog_outcome(outcome);
+        }
+        self.global_key(k)
+    }
+
+    fn global_key(&mut self, k: KeyEvent) -> Vec<Action> {
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = k.modifiers.contains(KeyModifiers::ALT);
+        let shift = k.modifiers.contains(KeyModifiers::SHIFT);
+        match k.code {
+            KeyCode::PageUp => self.scroll_by(10),
+            KeyCode::PageDown => self.scroll_by(-10),
+            KeyCode::Up if shift => self.scroll_by(1),
+            KeyCode::Down if shift => self.scroll_by(-1),
+            KeyCode::Home if ctrl => self.scroll = usize::MAX / 2,
+            KeyCode::End if ctrl => self.scroll = 0,
+            KeyCode::Char('t') if ctrl => {
+                self.opts.expand_thinking = !self.opts.expand_thinking;
+                self.cache.clear();
+            }
+            KeyCode::Char('l') if ctrl => {}
+            _ if self.observer => {}
+            KeyCode::Esc if self.working() => {
+                let agent_id = self.agent_id();
+                self.send(Command::Abort(AgentTarget { agent_id }), Purpose::Abort);
+            }
+            KeyCode::Enter if shift => self.editor.insert("\n"),
+            KeyCode::Char('j') if ctrl => self.editor.insert("\n"),
+            KeyCode::Enter if ctrl || alt => return self.submit(true),
+            KeyCode::Enter => return self.submit(false),
+            KeyCode::Char('g') if ctrl => {
+                let text = self.editor.text.clone();
+                return vec![Action::Editor {
+                    request_id: None,
+                    text,
+                }];
+            }
+            KeyCode::Tab => slash::complete(self),
+            KeyCode::Backspace if alt || ctrl => self.editor.delete_word(),
+            KeyCode::Backspace => self.editor.backspace(),
+            KeyCode::Delete => self.editor.delete(),
+            KeyCode::Left => self.editor.left(),
+            KeyCode::Right => self.editor.right(),
+            KeyCode::Home => self.editor.home(),
+            KeyCode::End => self.editor.end(),
+            KeyCode::Char('a') if ctrl => self.editor.home(),
+            KeyCode::Char('e') if ctrl => self.editor.end(),
+            KeyCode::Char('w') if ctrl => self.editor.delete_word(),
+            KeyCode::Char('u') if ctrl => self.editor.set(String::new()),
+            KeyCode::Up if self.editor.on_first_line() => self.editor.history_prev(),
+            KeyCode::Down if self.editor.on_last_line() => self.editor.history_next(),
+            KeyCode::Up => self.editor.up(),
+            KeyCode::Down => self.editor.down(),
+            KeyCode::Char(c) if !ctrl => {
+                let mut b = [0u8; 4];
+                self.editor.insert(c.encode_utf8(&mut b));
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// Enter (or Ctrl/Alt+Enter when `steer`): a slash command, a prompt, a queued
+    /// follow-up while the agent works, or a steer.
+    fn submit(&mut self, steer: bool) -> Vec<Action> {
+        if self.editor.text.trim().is_empty() {
+            return Vec::new();
+        }
+        let text = self.editor.take();
+        self.scroll = 0;
+        if text.starts_with('/') {
+            return slash::run(self, text.trim());
+        }
+        let agent_id = self.agent_id();
+        let working = self.working();
+        if steer && working {
+            self.note_text(format!("steering: {}", text.trim()), self.theme.dim());
+            self.send(
+                Command::Steer(Steer {
+                    agent_id,
+                    message: text,
+                    images: None,
+                }),
+                Purpose::Quiet,
+            );
+            return Vec::new();
+        }
+        // The Runtime does not echo a prompt as a message until a `sync`: show it here.
+        let lines = text
+            .split('\n')
+            .enumerate()
+            .map(|(i, l)| {
+                let mark = match (i, working) {
+                    (0, true) => "› (queued) ",
+                    (0, false) => "› ",
+                    _ => "  ",
+                };
+                Line::styled(format!("{mark}{l}"), self.theme.user())
+            })
+            .chain(std::iter::once(Line::default()))
+            .collect();
+        self.note(lines);
+        self.send(
+            Command::Prompt(Prompt {
+                agent_id,
+                message: text,
+                images: None,
+                streaming_behavior: working.then_some(StreamingBehavior::FollowUp),
+            }),
+            Purpose::Quiet,
+        );
+        Vec::new()
+    }
+
+    fn dialog_outcome(&mut self, outcome: dialogs::Outcome) -> Vec<Action> {
+        match outcome {
+            dialogs::Outcome::None => Vec::new(),
+            dialogs::Outcome::Answer(mut command) => {
+                command.set_agent(self.agent_id());
+                self.dialog = None;
+                self.send_plain(command.into_command());
+                // The request stays pending until the server resolves it; the next one
+                // (if any) opens then.
+                Vec::new()
+            }
+            dialogs::Outcome::Editor { request_id, text } => vec![Action::Editor {
+                request_id: Some(request_id),
+                text,
+            }],
+            dialogs::Outcome::Picked(action, value) => {
+                self.dialog = None;
+                slash::picked(self, action, value)
+            }
+            dialogs::Outcome::Closed => {
+                self.dialog = None;
+                Vec::new()
+            }
+        }
+    }
+
+    /// The text `$EDITOR` returned.
+    pub fn editor_done(&mut self, request_id: Option<String>, text: Option<String>) {
+        self.dirty = true;
+        match request_id {
+            None => {
+                if let Some(t) = text {
+                    self.editor.set(t.trim_end_matches('\n').to_string());
+                }
+            }
+            Some(request_id) => {
+                self.dialog = None;
+                let agent_id = self.agent_id();
+                self.send_plain(Command::UiResponse(UiResponse {
+                    agent_id,
+                    request_id,
+                    value: text.map(shard_protocol::types::UiValue::Text),
+                }));
+            }
+        }
+    }
+
+    /// A reply to a command this client sent.
+    pub fn reply(&mut self, token: u64, result: Result<Option<serde_json::Value>, String>) {
+        let purpose = self.purposes.remove(&token).unwrap_or(Purpose::Quiet);
+        self.dirty = true;
+        slash::reply(self, purpose, result);
+    }
+
+    /// A fresh view for another agent or session.
+    pub fn reset_view(&mut self) {
+        self.view = AgentView::new();
+        self.cache.clear();
+        self.notes.clear();
+        self.dialog = None;
+        self.scroll = 0;
+        self.turn_started = None;
+        self.purposes.clear();
+        self.dirty = true;
+    }
+}

@@ -1,0 +1,571 @@
+//! The conversation: complete messages, the streaming one, tool calls from their
+//! `RenderDescriptor`, and the client's own notes, as wrapped lines. Model and tool text
+//! goes through `sanitize::strip` first, so no escape sequence of theirs reaches the
+//! terminal. Complete messages are rendered once per width and cached; only the
+//! streaming message is rendered per frame, and a frame only walks back from the bottom
+//! as far as the screen shows, so a 10,000-message session costs what a short one does.
+
+use std::collections::HashMap;
+
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use shard_client::sanitize::strip;
+use shard_client::view::{AgentView, StreamBlock, ToolCallView};
+use shard_protocol::types::{ContentBlock, Message, RenderDescriptor, Role, ToolResultContent};
+use unicode_width::UnicodeWidthChar;
+
+use super::markdown;
+use super::theme::Theme;
+
+/// A line the client adds itself (slash command output, errors, notices).
+#[derive(Debug, Clone)]
+pub struct Note {
+    /// Shown after this many complete messages.
+    pub after: usize,
+    /// Its lines.
+    pub lines: Vec<Line<'static>>,
+}
+
+/// Rendered complete messages, per width, and the finished lines of the streaming
+/// message's text blocks.
+#[derive(Default)]
+pub struct Cache {
+    width: u16,
+    by_id: HashMap<String, Vec<Line<'static>>>,
+    stream: Option<(String, Vec<StreamText>)>,
+}
+
+/// The part of a streaming text block rendered so far: up to its last newline.
+#[derive(Default, Clone)]
+struct StreamText {
+    stable: usize,
+    renderer: markdown::Renderer,
+    lines: Vec<Line<'static>>,
+}
+
+impl Cache {
+    /// Forgets everything (a `sync`, a new agent).
+    pub fn clear(&mut self) {
+        self.by_id.clear();
+        self.stream = None;
+    }
+
+    /// The lines of streaming text block `idx` of `message_id`, rendering only what
+    /// arrived since the last frame.
+    fn stream_text(
+        &mut self,
+        message_id: &str,
+        idx: usize,
+        text: &str,
+        theme: &Theme,
+        w: usize,
+    ) -> Vec<Line<'static>> {
+        if self.stream.as_ref().is_none_or(|(id, _)| id != message_id) {
+            self.stream = Some((message_id.to_string(), Vec::new()));
+        }
+        let Some((_, blocks)) = &mut self.stream else {
+            return Vec::new();
+        };
+        while blocks.len() <= idx {
+            blocks.push(StreamText::default());
+        }
+        let b = &mut blocks[idx];
+        if b.stable > text.len() || !text.is_char_boundary(b.stable) {
+            *b = StreamText::default();
+        }
+        let stable = text.rfind('\n').map_or(0, |i| i + 1);
+        if stable > b.stable {
+            let mut fresh = Vec::new();
+            for raw in strip(&text[b.stable..stable - 1]).split('\n') {
+                b.renderer.line(raw, theme, &mut fresh);
+            }
+            b.lines.extend(wrap_all(fresh, w));
+            b.stable = stable;
+        }
+        let mut out = b.lines.clone();
+        // The line still arriving (empty after a newline, as a whole render has it).
+        let mut tail = Vec::new();
+        b.renderer
+            .clone()
+            .line(&strip(&text[stable..]), theme, &mut tail);
+        out.extend(wrap_all(tail, w));
+        out
+    }
+
+    /// Forgets one message (its tool calls changed).
+    pub fn invalidate(&mut self, id: &str) {
+        self.by_id.remove(id);
+    }
+}
+
+/// Display options.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Show thinking in full instead of collapsed.
+    pub expand_thinking: bool,
+}
+
+/// The last `height + scroll` lines of the conversation at `width`, oldest first,
+/// and whether the top of the conversation was reached.
+pub fn tail_lines(
+    view: &AgentView,
+    notes: &[Note],
+    cache: &mut Cache,
+    theme: &Theme,
+    opts: Options,
+    width: u16,
+    want: usize,
+) -> (Vec<Line<'static>>, bool) {
+    if cache.width != width {
+        cache.width = width;
+        cache.clear();
+    }
+    let w = width.max(10) as usize;
+    let mut chunks: Vec<Vec<Line<'static>>> = Vec::new();
+    let mut count = 0;
+    let push =
+        |chunk: Vec<Line<'static>>, chunks: &mut Vec<Vec<Line<'static>>>, count: &mut usize| {
+            *count += chunk.len();
+            chunks.push(chunk);
+            *count
+        };
+    if let Some(st) = &view.streaming {
+        let mut lines = Vec::new();
+        for (idx, b) in st.blocks.iter().enumerate() {
+            match b {
+                StreamBlock::Text(t) => {
+                    lines.extend(cache.stream_text(&st.message_id, idx, t, theme, w))
+                }
+                StreamBlock::Thinking(t) => lines.extend(wrap_all(thinking(t, theme, opts), w)),
+                StreamBlock::ToolCall { name, .. } => lines.push(Line::from(vec![
+                    Span::styled("⚙ ", theme.accent()),
+                    Span::styled(strip(name), theme.accent()),
+                    Span::styled(" …", theme.dim()),
+                ])),
+            }
+        }
+        push(lines, &mut chunks, &mut count);
+    }
+    let mut note_idx = notes.len();
+    let mut reached_top = true;
+    for i in (0..=view.messages.len()).rev() {
+        while note_idx > 0 && notes[note_idx - 1].after >= i {
+            note_idx -= 1;
+            if push(
+                wrap_all(notes[note_idx].lines.clone(), w),
+                &mut chunks,
+                &mut count,
+            ) >= want
+            {
+                break;
+            }
+        }
+        if count >= want {
+            reached_top = i == 0 && note_idx == 0;
+            break;
+        }
+        if i == 0 {
+            break;
+        }
+        let m = &view.messages[i - 1];
+        let lines = match cache.by_id.get(&m.id) {
+            Some(l) => l.clone(),
+            None => {
+                let l = wrap_all(message(m, view, theme, opts), w);
+                cache.by_id.insert(m.id.clone(), l.clone());
+                l
+            }
+        };
+        push(lines, &mut chunks, &mut count);
+    }
+    let mut out = Vec::with_capacity(count);
+    for c in chunks.into_iter().rev() {
+        out.extend(c);
+    }
+    (out, reached_top)
+}
+
+/// One complete message's lines (unwrapped), with a blank line after it.
+pub fn message(m: &Message, view: &AgentView, theme: &Theme, opts: Options) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    for block in &m.content {
+        match (m.role, block) {
+            (Role::User, ContentBlock::Text { text }) => {
+                for (i, l) in strip(text).split('\n').enumerate() {
+                    let mark = if i == 0 { "› " } else { "  " };
+                    lines.push(Line::from(vec![
+                        Span::styled(mark, theme.user()),
+                        Span::styled(l.to_string(), theme.user()),
+                    ]));
+                }
+            }
+            (Role::Assistant, ContentBlock::Text { text }) => {
+                lines.extend(markdown::render(&strip(text), theme))
+            }
+            (_, ContentBlock::Thinking { text, .. }) => lines.extend(thinking(text, theme, opts)),
+            (_, ContentBlock::ToolCall { id, name, args }) => match view.tool_call(id) {
+                Some(t) => lines.extend(tool(t, theme)),
+                None => lines.push(Line::from(format!(
+                    "⚙ {} {}",
+                    strip(name),
+                    strip(&serde_json::Value::Object(args.clone()).to_string())
+                ))),
+            },
+            (_, ContentBlock::Image { mime_type, .. }) => lines.push(Line::styled(
+                format!("[image {}]", strip(mime_type)),
+                theme.dim(),
+            )),
+            _ => {}
+        }
+    }
+    if !lines.is_empty() {
+        lines.push(Line::default());
+    }
+    lines
+}
+
+fn thinking(text: &str, theme: &Theme, opts: Options) -> Vec<Line<'static>> {
+    let clean = strip(text);
+    let n = clean.lines().count();
+    if opts.expand_thinking {
+        let mut v = vec![Line::styled("▾ thinking", theme.dim())];
+        v.extend(
+            clean
+                .lines()
+                .map(|l| Line::styled(format!("  {l}"), theme.dim())),
+        );
+        v
+    } else {
+        vec![Line::styled(
+            format!(
+                "▸ thinking ({n} line{}) — Ctrl+T shows it",
+                if n == 1 { "" } else { "s" }
+            ),
+            theme.dim(),
+        )]
+    }
+}
+
+const MAX_TOOL_LINES: usize = 40;
+
+/// A tool call: its header and its result's render (or start render, or text).
+pub fn tool(t: &ToolCallView, theme: &Theme) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    let args = summary_args(t);
+    let mut head = vec![
+        Span::styled("⚙ ", theme.accent()),
+        Span::styled(strip(&t.name), theme.accent()),
+        Span::raw(" "),
+        Span::styled(args, theme.dim()),
+    ];
+    match &t.result {
+        None if t.started => head.push(Span::styled(" running…", theme.dim())),
+        None => head.push(Span::styled(" waiting", theme.dim())),
+        // No `tool_call` event and no sign of a run: refused before it ran (a call from
+        // a restated history has run when it has an exit code, a duration or no error).
+        Some(r) if !t.started && r.is_error && r.exit_code.is_none() && r.duration_ms.is_none() => {
+            head.push(Span::styled(" refused", theme.error()));
+        }
+        Some(r) if r.is_error => head.push(Span::styled(" failed", theme.error())),
+        Some(_) => {}
+    }
+    lines.push(Line::from(head));
+    let render = t
+        .result
+        .as_ref()
+        .and_then(|r| r.render.clone())
+        .or_else(|| t.render.clone());
+    let mut body = match (&render, &t.result) {
+        (Some(r), result) => descriptor(
+            r,
+            result.as_ref().map(|x| (x.exit_code, x.duration_ms)),
+            theme,
+        ),
+        (None, Some(r)) => result_text(&r.content, theme, r.is_error),
+        (None, None) => Vec::new(),
+    };
+    if let Some(r) = &t.result
+        && render.is_some()
+        && r.is_error
+    {
+        body.extend(result_text(&r.content, theme, true));
+    }
+    let total = body.len();
+    if total > MAX_TOOL_LINES {
+        body.truncate(MAX_TOOL_LINES);
+        body.push(Line::styled(
+            format!("  … {} more lines", total - MAX_TOOL_LINES),
+            theme.dim(),
+        ));
+    }
+    lines.extend(body.into_iter().map(|l| indent(l, "  ")));
+    lines
+}
+
+fn summary_args(t: &ToolCallView) -> String {
+    for key in ["command", "path", "file_path", "pattern", "url"] {
+        if let Some(v) = t.args.get(key).and_then(|v| v.as_str()) {
+            return strip(v.lines().next().unwrap_or(""));
+        }
+    }
+    let s = strip(&serde_json::Value::Object(t.args.clone()).to_string());
+    s.chars().take(80).collect()
+}
+
+fn indent(mut l: Line<'static>, by: &'static str) -> Line<'static> {
+    l.spans.insert(0, Span::raw(by));
+    l
+}
+
+fn result_text(c: &ToolResultContent, theme: &Theme, error: bool) -> Vec<Line<'static>> {
+    let text = match c {
+        ToolResultContent::Text { text } => text.clone(),
+        ToolResultContent::Error { message } => message.clone(),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    };
+    let style = if error { theme.error() } else { theme.dim() };
+    strip(&text)
+        .lines()
+        .map(|l| Line::styled(l.to_string(), style))
+        .collect()
+}
+
+/// A `RenderDescriptor`: diffs coloured, code with line numbers, a command with its
+/// exit code and duration.
+pub fn descriptor(
+    r: &RenderDescriptor,
+    run: Option<(Option<i64>, Option<u64>)>,
+    theme: &Theme,
+) -> Vec<Line<'static>> {
+    match r {
+        RenderDescriptor::Text { text } => strip(text)
+            .lines()
+            .map(|l| Line::from(l.to_string()))
+            .collect(),
+        RenderDescriptor::Kv { pairs } => pairs
+            .iter()
+            .map(|p| {
+                let v = serde_json::to_value(p).unwrap_or_default();
+                let k = v.get("key").and_then(|k| k.as_str()).unwrap_or("");
+                let val = v
+                    .get("value")
+                    .map(|x| {
+                        x.as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| x.to_string())
+                    })
+                    .unwrap_or_default();
+                Line::from(vec![
+                    Span::styled(format!("{}: ", strip(k)), theme.bold()),
+                    Span::raw(strip(&val)),
+                ])
+            })
+            .collect(),
+        RenderDescriptor::Diff { path, hunks } => {
+            let mut v = vec![Line::styled(strip(path), theme.bold())];
+            for h in hunks {
+                v.push(Line::styled(
+                    format!(
+                        "@@ -{},{} +{},{} @@",
+                        h.old_start, h.old_lines, h.new_start, h.new_lines
+                    ),
+                    theme.dim(),
+                ));
+                for l in &h.lines {
+                    let style = match l.chars().next() {
+                        Some('+') => theme.added(),
+                        Some('-') => theme.removed(),
+                        _ => Style::default(),
+                    };
+                    v.push(Line::styled(strip(l), style));
+                }
+            }
+            v
+        }
+        RenderDescriptor::Code { path, lang, text } => {
+            let lang = lang.clone().unwrap_or_else(|| {
+                path.as_deref()
+                    .and_then(|p| p.rsplit('.').next())
+                    .unwrap_or("")
+                    .to_string()
+            });
+            let clean = strip(text);
+            let n = clean.lines().count();
+            let w = n.to_string().len();
+            let mut v = Vec::new();
+            if let Some(p) = path {
+                v.push(Line::styled(strip(p), theme.bold()));
+            }
+            for (i, l) in clean.lines().enumerate() {
+                let mut spans = vec![Span::styled(format!("{:>w$} │ ", i + 1), theme.dim())];
+                spans.extend(markdown::highlight(l, &lang, theme));
+                v.push(Line::from(spans));
+            }
+            v
+        }
+        RenderDescriptor::Command {
+            command,
+            exit_code,
+            duration_ms,
+        } => {
+            let exit = exit_code.or(run.and_then(|r| r.0));
+            let dur = duration_ms.or(run.and_then(|r| r.1));
+            let mut spans = vec![
+                Span::styled("$ ", theme.dim()),
+                Span::styled(strip(command), theme.bold()),
+            ];
+            if let Some(code) = exit {
+                let style = if code == 0 {
+                    theme.added()
+                } else {
+                    theme.error()
+                };
+                spans.push(Span::styled(format!("  exit {code}"), style));
+            }
+            if let Some(ms) = dur {
+                spans.push(Span::styled(format!("  {}", duration(ms)), theme.dim()));
+            }
+            vec![Line::from(spans)]
+        }
+        RenderDescriptor::Status { label, .. } => vec![Line::from(strip(label))],
+        RenderDescriptor::Progress {
+            label,
+            current,
+            total,
+        } => vec![Line::from(match total {
+            Some(t) => format!("{} {current}/{t}", strip(label)),
+            None => format!("{} {current}", strip(label)),
+        })],
+        other => {
+            // Trees and path lists: their JSON, one entry a line, is legible enough.
+            let v = serde_json::to_value(other).unwrap_or_default();
+            let s = serde_json::to_string_pretty(&v).unwrap_or_default();
+            strip(&s)
+                .lines()
+                .map(|l| Line::styled(l.to_string(), theme.dim()))
+                .collect()
+        }
+    }
+}
+
+/// `1.2s`, `350ms`.
+pub fn duration(ms: u64) -> String {
+    if ms >= 1000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+fn wrap_all(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::with_capacity(lines.len());
+    for l in lines {
+        wrap(l, width, &mut out);
+    }
+    out
+}
+
+/// Wraps one line at `width` columns, at a space when there is one in the row.
+pub fn wrap(line: Line<'static>, width: usize, out: &mut Vec<Line<'static>>) {
+    let total: usize = line.spans.iter().map(|s| s.width()).sum();
+    if total <= width {
+        out.push(line);
+        return;
+    }
+    let cells: Vec<(char, Style)> = line
+        .spans
+        .iter()
+        .flat_map(|s| s.content.chars().map(move |c| (c, s.style)))
+        .collect();
+    let mut start = 0;
+    while start < cells.len() {
+        let mut w = 0;
+        let mut end = start;
+        let mut last_space = None;
+        while end < cells.len() {
+            let cw = cells[end].0.width().unwrap_or(0);
+            if w + cw > width {
+                break;
+            }
+            if cells[end].0 == ' ' {
+                last_space = Some(end);
+            }
+            w += cw;
+            end += 1;
+        }
+        if end == start {
+            end = start + 1;
+        } else if end < cells.len()
+            && let Some(sp) = last_space
+            && sp > start
+        {
+            end = sp + 1;
+        }
+        out.push(group(&cells[start..end]));
+        start = end;
+    }
+}
+
+fn group(cells: &[(char, Style)]) -> Line<'static> {
+    let mut spans: Vec<Span<'static>> = Vec::new();
+    let mut cur = String::new();
+    let mut style = cells.first().map(|c| c.1).unwrap_or_default();
+    for &(c, s) in cells {
+        if s != style {
+            spans.push(Span::styled(std::mem::take(&mut cur), style));
+            style = s;
+        }
+        cur.push(c);
+    }
+    if !cur.is_empty() {
+        spans.push(Span::styled(cur, style));
+    }
+    Line::from(spans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_breaks_at_spaces() {
+        let mut out = Vec::new();
+        wrap(Line::from("alpha beta gamma"), 11, &mut out);
+        let s: Vec<String> = out.iter().map(|l| l.to_string()).collect();
+        assert_eq!(s, vec!["alpha beta ", "gamma"]);
+    }
+
+    #[test]
+    fn wrap_cuts_long_words() {
+        let mut out = Vec::new();
+        wrap(Line::from("abcdefgh"), 3, &mut out);
+        assert_eq!(out.len(), 3);
+    }
+
+    #[test]
+    fn incremental_streaming_renders_like_the_whole_text() {
+        let theme = Theme::plain();
+        let text =
+            "# T\nsome *words* here\n```rust\nlet a = 1;\n```\n- item one two three four five six";
+        let mut cache = Cache::default();
+        let mut so_far = String::new();
+        for c in text.chars() {
+            so_far.push(c);
+            let got = cache.stream_text("m", 0, &so_far, &theme, 12);
+            let want = wrap_all(markdown::render(&so_far, &theme), 12);
+            let s = |v: &[Line<'_>]| v.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+            assert_eq!(s(&got), s(&want), "after {so_far:?}");
+        }
+    }
+
+    #[test]
+    fn command_shows_exit_and_duration() {
+        let r = RenderDescriptor::Command {
+            command: "ls".into(),
+            exit_code: Some(2),
+            duration_ms: Some(1500),
+        };
+        let l = descriptor(&r, None, &Theme::plain());
+        assert_eq!(l[0].to_string(), "$ ls  exit 2  1.5s");
+    }
+}
