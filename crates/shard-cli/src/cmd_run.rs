@@ -6,7 +6,7 @@
 //! answered with nothing at once, and the output says what was asked.
 
 use std::io::{IsTerminal, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -19,7 +19,7 @@ use shard_protocol::types::{PermissionDecision, UiKind};
 use shard_protocol::{ClientMessage, Command, PermissionAnswer};
 use tokio::sync::mpsc;
 
-use crate::cmd_agent::{self, AgentArgs};
+use crate::cmd_agent;
 use crate::common::{self, usage};
 use crate::prompter::{Prompter, Question, Reply};
 use crate::run_print::{Printer, thousands};
@@ -36,29 +36,9 @@ pub struct RunArgs {
     /// terminal, and answered with nothing without one).
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Continue the latest session of this directory.
-    #[arg(long = "continue", short = 'c', conflicts_with = "session")]
-    pub continue_latest: bool,
-    /// Working directory (default: the current directory).
-    #[arg(long)]
-    pub cwd: Option<PathBuf>,
-    /// Provider: anthropic, openai, openai-responses, scripted (with --script), or a
-    /// [providers.NAME] of config.toml. `shard models` lists what is usable.
-    #[arg(long)]
-    pub provider: Option<String>,
-    /// Model: a catalog id `provider/model` or a model name of the catalog, e.g.
-    /// anthropic/claude-sonnet-4-5. `shard models` lists them.
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Mode: build (default), plan (read-only), or a [[modes]] of config.toml.
-    #[arg(long)]
-    pub mode: Option<String>,
-    /// Continue this session (`shard sessions` lists them).
-    #[arg(long)]
-    pub session: Option<String>,
-    /// Script file for the scripted provider.
-    #[arg(long)]
-    pub script: Option<PathBuf>,
+    /// Which agent: directory, provider, model, mode, session.
+    #[command(flatten)]
+    pub choice: common::AgentChoice,
 }
 
 /// Runs `shard run`.
@@ -104,32 +84,18 @@ fn check_session(shard_home: &Path, id: &str) -> anyhow::Result<()> {
 }
 
 fn run_inner(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let agent_args = AgentArgs {
-        cwd: args.cwd.clone(),
-        provider: args.provider.clone(),
-        model: args.model.clone(),
-        mode: args.mode.clone(),
-        session: args.session.clone(),
-        script: args.script.clone(),
-        ..AgentArgs::default()
-    };
+    let agent_args = args.choice.agent_args();
     let mut opts = cmd_agent::options(&agent_args).map_err(|e| usage(format!("{e:#}")))?;
     // Everything checkable is checked before the prompt is read and before anything
     // is created.
-    if let Some(mode) = &args.mode {
+    if let Some(mode) = &args.choice.mode {
         check_mode(&opts.shard_home, mode)?;
     }
-    if let Some(id) = &args.session {
+    if let Some(id) = &args.choice.session {
         check_session(&opts.shard_home, id)?;
     }
-    if args.continue_latest {
-        let store = shard_session::SessionStore::new(opts.shard_home.clone());
-        let cwd = std::fs::canonicalize(&opts.cwd)
-            .map_err(|e| usage(format!("{}: {e}", opts.cwd.display())))?;
-        match store.latest_for_cwd(&cwd)? {
-            Some(id) => opts.session_id = Some(id),
-            None => return Err(usage(format!("no earlier session in {}", cwd.display()))),
-        }
+    if args.choice.continue_latest {
+        opts.session_id = Some(common::latest_session(&opts.shard_home, &opts.cwd)?);
     }
     let prompt = match &args.prompt {
         Some(p) => p.clone(),

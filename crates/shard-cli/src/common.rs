@@ -1,6 +1,64 @@
 //! Pieces shared by the subcommands: `SHARD_HOME`, logging, the tokio runtime.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::cmd_agent::AgentArgs;
+
+/// The agent a client opens: the choices `shard run` and the terminal client share, so
+/// both accept and explain them the same way.
+#[derive(Args, Debug, Clone, Default)]
+pub struct AgentChoice {
+    /// Continue the latest session of this directory.
+    #[arg(long = "continue", short = 'c', conflicts_with = "session")]
+    pub continue_latest: bool,
+    /// Working directory (default: the current directory).
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// Provider: anthropic, openai, openai-responses, scripted (with --script), or a
+    /// [providers.NAME] of config.toml. `shard models` lists what is usable.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model: a catalog id `provider/model` or a model name of the catalog, e.g.
+    /// anthropic/claude-sonnet-4-5. `shard models` lists them.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Mode: build (default), plan (read-only), or a [[modes]] of config.toml.
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// Continue this session (`shard sessions` lists them).
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Script file for the scripted provider.
+    #[arg(long)]
+    pub script: Option<PathBuf>,
+}
+
+impl AgentChoice {
+    /// The Runtime arguments these choices stand for (`--continue` is resolved apart, by
+    /// [`latest_session`], once `SHARD_HOME` is known).
+    pub fn agent_args(&self) -> AgentArgs {
+        AgentArgs {
+            cwd: self.cwd.clone(),
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            mode: self.mode.clone(),
+            session: self.session.clone(),
+            script: self.script.clone(),
+            ..AgentArgs::default()
+        }
+    }
+}
+
+/// The newest session of `cwd`, for `--continue`; a usage error when there is none.
+pub fn latest_session(home: &Path, cwd: &Path) -> anyhow::Result<String> {
+    let cwd = std::fs::canonicalize(cwd).map_err(|e| usage(format!("{}: {e}", cwd.display())))?;
+    let store = shard_session::SessionStore::new(home.to_path_buf());
+    store
+        .latest_for_cwd(&cwd)?
+        .ok_or_else(|| usage(format!("no earlier session in {}", cwd.display())))
+}
 
 /// `SHARD_HOME`, default `~/.shard`.
 pub fn shard_home() -> anyhow::Result<PathBuf> {

@@ -42,27 +42,9 @@ use slash::Purpose;
 /// Options of the interactive client (`shard` with no subcommand).
 #[derive(Args, Debug, Clone, Default)]
 pub struct TuiArgs {
-    /// Continue the latest session of this directory.
-    #[arg(long = "continue", short = 'c', conflicts_with = "session")]
-    pub continue_latest: bool,
-    /// Continue this session (`shard sessions` lists them).
-    #[arg(long)]
-    pub session: Option<String>,
-    /// Working directory (default: the current directory).
-    #[arg(long)]
-    pub cwd: Option<PathBuf>,
-    /// Provider, as for `shard run`.
-    #[arg(long)]
-    pub provider: Option<String>,
-    /// Model, as for `shard run`.
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Mode: build (default), plan, or a [[modes]] of config.toml.
-    #[arg(long)]
-    pub mode: Option<String>,
-    /// Script file for the scripted provider.
-    #[arg(long)]
-    pub script: Option<PathBuf>,
+    /// Which agent: directory, provider, model, mode, session (as for `shard run`).
+    #[command(flatten)]
+    pub choice: common::AgentChoice,
     /// Never use the daemon: run the agent in this process.
     #[arg(long)]
     pub no_daemon: bool,
@@ -140,24 +122,10 @@ fn start(start: Start) -> anyhow::Result<ExitCode> {
 }
 
 fn agent_args(args: &TuiArgs, home: &std::path::Path) -> anyhow::Result<AgentArgs> {
-    let mut a = AgentArgs {
-        cwd: args.cwd.clone(),
-        provider: args.provider.clone(),
-        model: args.model.clone(),
-        mode: args.mode.clone(),
-        session: args.session.clone(),
-        script: args.script.clone(),
-        ..AgentArgs::default()
-    };
-    if args.continue_latest {
+    let mut a = args.choice.agent_args();
+    if args.choice.continue_latest {
         let cwd = a.cwd.clone().map_or_else(std::env::current_dir, Ok)?;
-        let cwd =
-            std::fs::canonicalize(&cwd).map_err(|e| usage(format!("{}: {e}", cwd.display())))?;
-        let store = shard_session::SessionStore::new(home.to_path_buf());
-        match store.latest_for_cwd(&cwd)? {
-            Some(id) => a.session = Some(id),
-            None => return Err(usage(format!("no earlier session in {}", cwd.display()))),
-        }
+        a.session = Some(common::latest_session(home, &cwd)?);
     }
     Ok(a)
 }
