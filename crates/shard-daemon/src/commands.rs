@@ -187,7 +187,10 @@ async fn activate(core: &Arc<Shared>, a: SessionActivate) -> Result<Reply, Proto
         ));
     }
     let done = core.activate_session(&a.agent_id, &a.session_id)?;
-    core.persist_manifest(&a.agent_id).await?;
+    if let Err(e) = core.persist_manifest(&a.agent_id).await {
+        core.revert_session(&a.agent_id, &a.session_id, &done.previous_session_id);
+        return Err(e);
+    }
     data(SessionActivated {
         session_id: a.session_id,
         previous_session_id: done.previous_session_id,

@@ -529,6 +529,17 @@ impl Shared {
         })
     }
 
+    /// Undoes [`Self::activate_session`] when its manifest could not be written, so the
+    /// agent's next generation opens the session the durable record names (a stopped
+    /// Runtime simply restores on it).
+    pub(crate) fn revert_session(&self, agent_id: &str, activated: &str, previous: &str) {
+        if let Some(entry) = self.lock().agents.get_mut(agent_id)
+            && entry.manifest.session_id == activated
+        {
+            entry.manifest.session_id = previous.to_string();
+        }
+    }
+
     /// Writes `agent_id`'s manifest as it is now. Writes are serialized and each reads the
     /// latest in-memory manifest, so an older copy can never land after a newer one.
     pub(crate) async fn persist_manifest(&self, agent_id: &str) -> Result<(), ProtocolError> {
