@@ -9,18 +9,6 @@ use serde_json::json;
 
 use crate::harness::*;
 
-fn shard(sb: &Sandbox, args: &[&str]) -> std::process::Output {
-    Command::new(shard_bin())
-        .args(args)
-        .current_dir(sb.work())
-        .env("SHARD_HOME", sb.home())
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn sessions_lists_this_directorys_sessions_newest_first() {
     let sb = Sandbox::new();

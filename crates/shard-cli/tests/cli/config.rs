@@ -11,18 +11,6 @@ use crate::harness::*;
 /// `comand` instead of `command`: ignoring it would allow every bash command unattended.
 const TYPO: &str = "[headless]\ntimeout_secs = 30\n\n# unattended test runs\n\n[[headless.allow]]\ntool = \"bash\"\ncomand = \"cargo test*\"\n";
 
-fn shard(sb: &Sandbox, args: &[&str]) -> Output {
-    Command::new(shard_bin())
-        .args(args)
-        .current_dir(sb.work())
-        .env("SHARD_HOME", sb.home())
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
 fn assert_names_the_typo(out: &Output) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "stderr: {stderr}");

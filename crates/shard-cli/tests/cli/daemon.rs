@@ -150,6 +150,15 @@ pub(super) fn bash_turns(cmd: &str) -> Value {
     ])
 }
 
+/// The text of every message of a `sync`'s live window, in order.
+pub(super) fn window_texts(sync: &shard_protocol::event::Sync) -> Vec<String> {
+    sync.live_window
+        .messages
+        .iter()
+        .map(|m| text_of(&m.content))
+        .collect()
+}
+
 pub(super) fn text_of(blocks: &[ContentBlock]) -> String {
     blocks
         .iter()
@@ -382,12 +391,7 @@ async fn daemon_restart_keeps_agents_and_attach_restores_the_session() {
     let Event::Sync(s) = next(&mut e).await else {
         panic!("sync")
     };
-    let texts: Vec<String> = s
-        .live_window
-        .messages
-        .iter()
-        .map(|m| text_of(&m.content))
-        .collect();
+    let texts = window_texts(&s);
     assert!(texts.iter().any(|t| t == "remember me"), "{texts:?}");
 }
 

@@ -114,12 +114,7 @@ async fn kill_9_of_the_daemon_stops_its_runtimes_and_a_new_daemon_restores() {
     let Event::Sync(sync) = next(&mut e2).await else {
         panic!("sync first")
     };
-    let texts: Vec<String> = sync
-        .live_window
-        .messages
-        .iter()
-        .map(|m| text_of(&m.content))
-        .collect();
+    let texts = window_texts(&sync);
     assert!(texts.iter().any(|t| t == "first answer"), "{texts:?}");
 }
 

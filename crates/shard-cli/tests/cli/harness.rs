@@ -212,6 +212,19 @@ impl Drop for Agent {
 }
 
 /// Entries of a transcript, header excluded.
+/// Runs `shard ARGS` in the sandbox's work folder with no provider keys and no input.
+pub fn shard(sb: &Sandbox, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(shard_bin())
+        .args(args)
+        .current_dir(sb.work())
+        .env("SHARD_HOME", sb.home())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
 pub fn transcript(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
