@@ -187,7 +187,9 @@ impl TypedTool for SubagentTool {
         `timeout` seconds), `steer` (`target`, `message`), `relaunch` (`target`, `task`), \
         `status` (`targets`), `stop` (`handle`). Each finished run's report arrives as a \
         message; you need not wait. Tasks must be self-contained.";
-    const READ_ONLY: bool = false;
+    // Delegating changes nothing by itself: every child gates its own tools (and a
+    // planning parent only gets planning children), so no permission is asked here.
+    const READ_ONLY: bool = true;
 
     fn run<'a>(&'a self, args: SubagentArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
