@@ -116,6 +116,7 @@ impl Daemon {
             tracing::warn!(error = %e, "could not become a child subreaper; orphaned tool processes may escape");
         }
         crate::core::spawn_background(&shared);
+        crate::jobs::resume_reports(&shared);
         let mut accept_tasks = Vec::new();
         for t in self.transports {
             tracing::info!(transport = %t.describe(), "listening");

@@ -354,6 +354,28 @@ pub(crate) fn fresh_alias(name: &str, taken: &mut Vec<String>) -> String {
     }
 }
 
+/// Delivers the completion reports a previous daemon did not (runs that ended, or were
+/// interrupted, before their parent took the report): a report is never lost.
+pub(crate) fn resume_reports(shared: &Arc<Shared>) {
+    let due: Vec<(String, usize)> = {
+        let cat = shared.jobs.lock();
+        cat.jobs
+            .values()
+            .flat_map(|j| {
+                j.runs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.state.is_terminal() && !r.reported)
+                    .map(|(i, _)| (j.job_id.clone(), i))
+            })
+            .collect()
+    };
+    for (job_id, index) in due {
+        let shared = Arc::clone(shared);
+        tokio::spawn(async move { coordinator::report(&shared, &job_id, index).await });
+    }
+}
+
 /// Starts the coordinator's work for a committed job.
 pub(crate) fn spawn_job(shared: &Arc<Shared>, job_id: String) {
     let shared = Arc::clone(shared);
