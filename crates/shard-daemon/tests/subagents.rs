@@ -449,3 +449,35 @@ async fn after_a_daemon_restart_unfinished_runs_are_interrupted_and_relaunchable
     k.ready().await;
     assert_eq!(k.next_command().await["message"], "resume");
 }
+
+#[tokio::test]
+async fn a_project_definition_gives_the_child_its_prompt_tools_and_display_name() {
+    let mut s = start(|_| {}).await;
+    let (pid, _prt, mut raw, _c) = parent(&mut s).await;
+    let defs = s.home.join(".shard/agents");
+    std::fs::create_dir_all(&defs).unwrap();
+    std::fs::write(
+        defs.join("reviewer.md"),
+        "---\nname: reviewer\ndescription: Reviews diffs\ntools: read, grep\n---\nYou review code.\n",
+    )
+    .unwrap();
+    let r = raw
+        .call(
+            json!({"type":"subagent.create","parent_agent_id":pid,"name":"reviewer","task":"look"}),
+        )
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["data"]["runs"][0]["display_name"], "Reviews diffs");
+    assert_eq!(r["data"]["runs"][0]["alias"], "reviewer");
+    let (k, _) = child(&mut s).await;
+    assert_eq!(
+        k.spec.tools,
+        Some(vec!["read".to_string(), "grep".to_string()])
+    );
+    let f = k
+        .spec
+        .system_prompt_file
+        .clone()
+        .expect("a system prompt file");
+    assert_eq!(std::fs::read_to_string(f).unwrap(), "You review code.");
+}

@@ -174,6 +174,7 @@ fn child_manifest(shared: &Shared, job_id: &str, index: usize) -> Result<AgentMa
         created_at: ids::now_millis(),
         adopted: false,
         started: false,
+        system_prompt_file: None,
     })
 }
 
@@ -193,10 +194,25 @@ async fn execute(
         (run.agent_id.clone(), run.task.clone())
     };
     if shared.agent_view(&agent_id).is_none() {
-        let manifest = match child_manifest(shared, job_id, index) {
+        let mut manifest = match child_manifest(shared, job_id, index) {
             Ok(m) => m,
             Err(e) => return failed(e),
         };
+        let prompt = {
+            let cat = shared.jobs.lock();
+            cat.jobs
+                .get(job_id)
+                .and_then(|j| j.runs.get(index))
+                .and_then(|r| r.system_prompt.clone())
+        };
+        if let Some(prompt) = prompt {
+            match write_prompt(&shared.cfg.home, &agent_id, prompt).await {
+                Ok(path) => manifest.system_prompt_file = Some(path),
+                Err(e) => {
+                    return failed(format!("could not record the child's system prompt: {e}"));
+                }
+            }
+        }
         if let Err(e) = shared.reserve_agent(&manifest) {
             return failed(e.message);
         }
@@ -309,6 +325,27 @@ async fn execute(
             error: None,
         },
     }
+}
+
+/// Writes a definition body to `SHARD_HOME/jobs/prompts/<agent_id>.md` (owner-only).
+async fn write_prompt(
+    home: &std::path::Path,
+    agent_id: &str,
+    prompt: String,
+) -> std::io::Result<String> {
+    if !ids::is_valid(ids::AGENT, agent_id) {
+        return Err(std::io::Error::other("invalid agent id"));
+    }
+    let dir = home.join("jobs").join("prompts");
+    let path = dir.join(format!("{agent_id}.md"));
+    let p = path.clone();
+    tokio::task::spawn_blocking(move || {
+        crate::fsutil::ensure_private_dir(&dir)?;
+        crate::fsutil::atomic_write(&p, prompt.as_bytes())
+    })
+    .await
+    .map_err(std::io::Error::other)??;
+    Ok(path.display().to_string())
 }
 
 fn cancelled() -> Outcome {

@@ -182,6 +182,7 @@ async fn create(shared: &Arc<Shared>, c: SubagentCreate) -> Result<Reply, Protoc
                 model: c.model.clone().or(def.model.clone()),
                 mode: run_mode,
                 tools: def.tools.clone(),
+                system_prompt: (!def.prompt.is_empty()).then(|| def.prompt.clone()),
                 run_id: ids::new_id(ids::RUN),
                 index: i as u32,
                 alias: fresh_alias(&name, &mut taken),

@@ -52,6 +52,9 @@ pub(crate) struct RunRecord {
     /// The definition's tool allow-list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// Private: the definition body, the child's system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
 }
 
 impl RunRecord {
@@ -242,6 +245,7 @@ mod tests {
             model: None,
             mode: None,
             tools: None,
+            system_prompt: None,
         }
     }
 
