@@ -1,7 +1,9 @@
 // The message log of one agent. Streaming deltas append to the one block they belong to
 // (re-rendered at most once per animation frame); `message_complete` and `sync` replace a
-// message by id, so nothing is ever shown twice. Long logs stay cheap to lay out through
-// `content-visibility: auto` on each message (app.css).
+// message by id, so nothing is ever shown twice. Long logs stay cheap: messages live in
+// chunks of CHUNK, each with `content-visibility: auto` (app.css), so the browser skips
+// laying out and painting off-screen chunks and tracks a few hundred boxes, not one per
+// message (per-message containment made Chrome's visibility observer the hot spot).
 
 import { h, clear } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
@@ -19,6 +21,8 @@ import { renderDescriptor, renderResultContent, renderImage, exitLine } from "./
  * @typedef {{el: HTMLElement, head: HTMLElement, args: HTMLElement, preview: HTMLElement, result: HTMLElement, argsText: string}} ToolView
  */
 
+const CHUNK = 50;
+
 export class Conversation {
   constructor() {
     this.el = h("div", { class: "log", role: "log", "aria-label": "Conversation" });
@@ -29,6 +33,8 @@ export class Conversation {
     /** @type {Set<TextBlock>} */
     this.dirty = new Set();
     this.frame = 0;
+    /** @type {HTMLElement | null} the chunk new messages go into */
+    this.tail = null;
     /** Whether the view follows new output (the user has not scrolled up). */
     this.follow = true;
     this.el.addEventListener("scroll", () => {
@@ -43,19 +49,18 @@ export class Conversation {
    */
   reset(messages, compactionIndex) {
     clear(this.el);
+    this.tail = null;
     this.messages.clear();
     this.tools.clear();
     this.dirty.clear();
     if (compactionIndex !== undefined && compactionIndex !== null) {
-      this.el.appendChild(h("p", { class: "note" }, `Earlier messages were compacted (${compactionIndex + 1} compaction${compactionIndex ? "s" : ""}); the model sees their summary.`));
+      this.add(h("p", { class: "note" }, `Earlier messages were compacted (${compactionIndex + 1} compaction${compactionIndex ? "s" : ""}); the model sees their summary.`));
     }
-    const frag = document.createDocumentFragment();
     for (const m of messages) {
       const v = this.build(m);
       this.messages.set(m.id || "local-" + this.messages.size, v);
-      frag.appendChild(v.el);
+      this.add(v.el);
     }
-    this.el.appendChild(frag);
     this.follow = true;
     this.scroll();
   }
@@ -72,7 +77,7 @@ export class Conversation {
       for (const b of old.blocks) if (b.kind === "text" || b.kind === "thinking") this.dirty.delete(b);
       old.el.replaceWith(v.el);
     } else {
-      this.el.appendChild(v.el);
+      this.add(v.el);
     }
     this.messages.set(id, v);
     this.scroll();
@@ -87,7 +92,7 @@ export class Conversation {
    */
   echo(text, images, how) {
     const el = h("article", { class: "msg role-user local" }, h("div", { class: "who" }, how ? "you (" + how + ")" : "you"), h("div", { class: "block text md" }, renderMarkdown(text)), images ? h("span", { class: "chip" }, `${images} image${images > 1 ? "s" : ""}`) : null);
-    this.el.appendChild(el);
+    this.add(el);
     this.follow = true;
     this.scroll();
   }
@@ -98,7 +103,7 @@ export class Conversation {
    * @param {string} [cls]
    */
   note(text, cls = "") {
-    this.el.appendChild(h("p", { class: "note " + cls }, text));
+    this.add(h("p", { class: "note " + cls }, text));
     this.scroll();
   }
 
@@ -111,7 +116,7 @@ export class Conversation {
     if (!v) {
       v = { el: h("article", { class: "msg role-assistant streaming" }, h("div", { class: "who" }, "assistant")), blocks: [] };
       this.messages.set(d.message_id, v);
-      this.el.appendChild(v.el);
+      this.add(v.el);
     }
     let b = v.blocks[d.block_index];
     if (!b) {
@@ -132,6 +137,18 @@ export class Conversation {
       }
     }
     this.scroll();
+  }
+
+  /**
+   * Appends a message or note to the last chunk, opening a new chunk when it is full.
+   * @param {HTMLElement} el
+   */
+  add(el) {
+    if (!this.tail || this.tail.childElementCount >= CHUNK) {
+      this.tail = h("div", { class: "chunk" });
+      this.el.appendChild(this.tail);
+    }
+    this.tail.appendChild(el);
   }
 
   /** @param {TextBlock} b */
@@ -204,7 +221,7 @@ export class Conversation {
     if (!t) {
       t = newTool(name);
       this.tools.set(id, t);
-      this.el.appendChild(h("article", { class: "msg role-assistant" }, t.el));
+      this.add(h("article", { class: "msg role-assistant" }, t.el));
     }
     return t;
   }

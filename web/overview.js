@@ -25,6 +25,7 @@ export class Overview {
     /** @type {Set<string>} */
     this.openIds = new Set();
     this.frame = 0;
+    this.painted = false;
     this.list = h("div", { class: "agent-groups" });
     this.form = this.createForm();
     this.el.appendChild(h("div", { class: "overview-head" }, h("h2", {}, "Agents"), h("button", { type: "button", class: "new-agent", "aria-keyshortcuts": "n", onclick: () => this.openCreate() }, "New agent")));
@@ -90,6 +91,11 @@ export class Overview {
     if (!this.agents.size) frag.appendChild(h("p", { class: "empty" }, "No agents yet."));
     clear(this.list);
     this.list.appendChild(frag);
+    if (this.agents.size && !this.painted) {
+      this.painted = true;
+      // Navigation → first overview with agents, for bench/web-client.
+      requestAnimationFrame(() => performance.mark("shard:overview-painted"));
+    }
   }
 
   /**

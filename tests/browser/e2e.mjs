@@ -75,7 +75,7 @@ test("enrollment through the printed URL, then the first connection", async () =
 test("create an agent, prompt it, and see the streamed answer rendered", async () => {
   const { page: pg, ctx } = await page();
   const answer = "Streaming **works**: here is `code`.\n\n```js\nconst x = 1; // note\n```\n\n- one\n- two\n";
-  const script = d.script("stream", [{ steps: [{ thinking: "Let me think." }, { text: answer, chunk_chars: 3 }, { usage: { input: 30, output: 12 } }] }]);
+  const script = d.script("stream", [textTurn("An earlier answer."), { steps: [{ thinking: "Let me think." }, { text: answer, chunk_chars: 3 }, { usage: { input: 30, output: 12 } }] }]);
   await pg.getByRole("button", { name: "New agent", exact: true }).click();
   await pg.getByRole("textbox", { name: "Working directory" }).fill(d.work);
   await pg.getByRole("textbox", { name: "Name of the new agent" }).fill("streamer");
@@ -83,31 +83,42 @@ test("create an agent, prompt it, and see the streamed answer rendered", async (
   await pg.getByRole("textbox", { name: "Model of the new agent" }).fill(script);
   await pg.getByRole("button", { name: "Create", exact: true }).click();
   await pg.locator(".pane.active .status").filter({ hasText: "idle" }).waitFor();
-  // Count how many times the answer's block is touched by deltas vs. re-created.
-  await pg.evaluate(() => {
-    /** @type {any} */ (window).__added = 0;
-    new MutationObserver((ms) => {
-      for (const m of ms) for (const n of m.addedNodes) if (n instanceof HTMLElement && n.matches("article.msg.role-assistant")) /** @type {any} */ (window).__added++;
-    }).observe(document.querySelector(".pane.active .log") ?? document.body, { childList: true });
-  });
   const box = prompt(pg);
+  const log = pg.locator(".pane.active .log");
+  await box.fill("earlier");
+  await box.press("Enter");
+  await log.getByText("An earlier answer.").waitFor();
+  // While the next answer streams, no earlier message may be touched.
+  await pg.evaluate(() => {
+    const w = /** @type {any} */ (window);
+    const earlier = [...document.querySelectorAll(".pane.active .log article")];
+    w.__touchedEarlier = 0;
+    w.__mutations = 0;
+    new MutationObserver((ms) => {
+      for (const m of ms) {
+        w.__mutations++;
+        if (earlier.some((e) => e.contains(m.target))) w.__touchedEarlier++;
+      }
+    }).observe(document.querySelector(".pane.active .log") ?? document.body, { childList: true, subtree: true, characterData: true });
+  });
   await box.fill("first line");
   await box.press("Shift+Enter");
   await box.pressSequentially("second line");
   assert.equal(await box.inputValue(), "first line\nsecond line", "Shift+Enter is a newline");
   await box.press("Enter");
-  const log = pg.locator(".pane.active .log");
   await log.locator("strong", { hasText: "works" }).waitFor();
-  await log.getByText("Turn:").waitFor();
+  await log.getByText("Turn:").nth(1).waitFor();
   assert.equal(await box.inputValue(), "", "Enter sent and cleared the box");
-  assert.equal(await log.locator("article.role-assistant").count(), 1, "one assistant message");
+  assert.equal(await log.locator("article.role-assistant").count(), 2, "one assistant message per turn");
   assert.equal(await log.locator("pre.code .tok-keyword", { hasText: "const" }).count(), 1, "code highlighted");
   assert.equal(await log.locator("li").count(), 2);
   const thinking = log.locator("details.thinking");
   assert.equal(await thinking.getAttribute("open"), null, "thinking is collapsed");
-  assert.ok(await pg.evaluate(() => /** @type {any} */ (window).__added) >= 1);
+  const seen = await pg.evaluate(() => [/** @type {any} */ (window).__mutations, /** @type {any} */ (window).__touchedEarlier]);
+  assert.ok(seen[0] > 0, "the stream was observed");
+  assert.equal(seen[1], 0, "no earlier message was touched by the stream");
   await log.getByText("first line").waitFor();
-  await pg.locator(".pane.active .usage").filter({ hasText: "session 30 in" }).waitFor();
+  await pg.locator(".pane.active .usage").filter({ hasText: "session 42 in" }).waitFor();
   await ctx.close();
 });
 
