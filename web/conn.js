@@ -98,6 +98,7 @@ export class Connection {
   /** @param {any} msg */
   dispatch(msg) {
     if (msg.type === "hello") {
+      performance.mark("shard:hello");
       this.delay = MIN_DELAY_MS;
       this.setState("connected");
       this.h.onHello(msg);

@@ -68,6 +68,11 @@ try {
     }
   }
   nav.sort((a, b) => a - b);
+  out.navigation_marks_ms = await page.evaluate(() => {
+    const nav = /** @type {PerformanceNavigationTiming} */ (performance.getEntriesByType("navigation")[0]);
+    const mark = (/** @type {string} */ n) => Math.round(performance.getEntriesByName(n)[0]?.startTime ?? NaN);
+    return { response_end: Math.round(nav.responseEnd), dom_content_loaded: Math.round(nav.domContentLoadedEventEnd), hello: mark("shard:hello"), overview_painted: mark("shard:overview-painted") };
+  });
   out.overview_50_agents_ms = { runs: nav.map((x) => Math.round(x)), median: Math.round(nav[Math.floor(nav.length / 2)]), max: Math.round(nav[nav.length - 1]) };
 
   // 2. Streaming into a 10,000-message conversation.

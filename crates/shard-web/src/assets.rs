@@ -73,6 +73,18 @@ mod tests {
     }
 
     #[test]
+    fn every_module_is_preloaded_by_the_page() {
+        let page = Client::get("index.html").expect("index.html embedded");
+        let page = String::from_utf8_lossy(&page.data).into_owned();
+        for f in Client::iter().filter(|f| f.ends_with(".js") && f != "main.js") {
+            assert!(
+                page.contains(&format!("<link rel=\"modulepreload\" href=\"/app/{f}\">")),
+                "{f} is not preloaded by index.html"
+            );
+        }
+    }
+
+    #[test]
     fn every_embedded_file_has_a_media_type() {
         for f in Client::iter() {
             assert!(media_type(&f).is_some(), "{f}");
