@@ -206,6 +206,44 @@ test("a mode switch made in one context appears in the other", async () => {
   await b.ctx.close();
 });
 
+test("a ui_request select, steer or follow-up while busy, Abort, and Kill from the overview", async () => {
+  const { page: pg, ctx } = await page();
+  const script = d.script("ui", [
+    toolTurn("u1", "ask_user", { question: "Which colour?", kind: "select", options: ["red", "blue"] }),
+    textTurn("You picked it."),
+    { steps: [{ text: "Thinking slowly", chunk_chars: 4 }, { delay_ms: 120000 }, { text: " never" }] },
+    textTurn("Followed up."),
+  ]);
+  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "asker" });
+  await openAgent(pg, "asker");
+  await prompt(pg).fill("ask me");
+  await prompt(pg).press("Enter");
+  const dlg = pg.getByRole("dialog", { name: "The agent asks" });
+  await dlg.getByText("Which colour?").waitFor();
+  await dlg.getByRole("button", { name: "blue", exact: true }).click();
+  await dlg.waitFor({ state: "detached" });
+  const log = pg.locator(".pane.active .log");
+  await log.getByText("You picked it.").waitFor();
+  await log.getByText(/“"blue"”, answered here/).waitFor();
+  // Busy: the choice between steer and follow-up is visible; send a follow-up.
+  await prompt(pg).fill("go slowly");
+  await prompt(pg).press("Enter");
+  await log.getByText("Thinking slowly").waitFor();
+  const how = pg.locator(".pane.active fieldset.how");
+  await how.waitFor();
+  await how.getByLabel(/follow-up/).check();
+  await prompt(pg).fill("and then this");
+  await prompt(pg).press("Enter");
+  await log.getByText("you (follow-up)").waitFor();
+  const abort = pg.locator(".pane.active").getByRole("button", { name: "Abort", exact: true });
+  await abort.click();
+  await pg.locator(".pane.active .status").filter({ hasText: "idle" }).waitFor();
+  assert.ok(await how.isHidden(), "no choice while idle");
+  await pg.getByRole("button", { name: "Kill asker", exact: true }).click();
+  await until(() => pg.getByRole("button", { name: "Kill asker", exact: true }).isDisabled(), (x) => x, "the killed agent's Kill is disabled");
+  await ctx.close();
+});
+
 const PAYLOADS = [
   "<img src=x onerror=\"window.__pwned=1\">",
   "<script>window.__pwned=2</script>",
