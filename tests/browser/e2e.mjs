@@ -244,6 +244,34 @@ test("a ui_request select, steer or follow-up while busy, Abort, and Kill from t
   await ctx.close();
 });
 
+test("a dropped image rides with the prompt and is painted from the session", async () => {
+  const { page: pg, ctx } = await page();
+  const script = d.script("img", [textTurn("Nice picture.")]);
+  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "viewer" });
+  await openAgent(pg, "viewer");
+  // A 1×1 PNG dropped on the composer.
+  await pg.evaluate(() => {
+    const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    const bytes = Uint8Array.from(atob(png), (c) => c.charCodeAt(0));
+    const dt = new DataTransfer();
+    dt.items.add(new File([bytes], "dot.png", { type: "image/png" }));
+    document.querySelector(".pane.active .composer")?.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+  });
+  await pg.locator(".pane.active .attachments .chip", { hasText: "dot.png" }).waitFor();
+  await prompt(pg).fill("look");
+  await prompt(pg).press("Enter");
+  const log = pg.locator(".pane.active .log");
+  await log.getByText("Nice picture.").waitFor();
+  await log.getByText("1 image").waitFor();
+  // After a reload the stored user message carries the image, painted on a canvas.
+  await pg.reload();
+  await pg.getByText("connected", { exact: true }).waitFor();
+  await openAgent(pg, "viewer");
+  await pg.locator(".pane.active .log canvas.image[role=img]").waitFor();
+  await until(() => pg.locator(".pane.active .log canvas.image").evaluate((c) => /** @type {HTMLCanvasElement} */ (c).width), (w) => w === 1, "the image is decoded");
+  await ctx.close();
+});
+
 const PAYLOADS = [
   "<img src=x onerror=\"window.__pwned=1\">",
   "<script>window.__pwned=2</script>",
