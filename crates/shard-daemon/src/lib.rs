@@ -28,6 +28,7 @@ pub mod principal;
 mod reply;
 mod server;
 pub mod transport;
+mod workspaces;
 
 pub use config::DaemonConfig;
 pub use core::subscribe::{Subscription, Topic};

@@ -79,6 +79,11 @@ impl Daemon {
         let shared = Arc::new(Shared::new(config, launcher));
         let manifests = shared.store.load_all().await?;
         shared.add_loaded(manifests);
+        shared
+            .workspaces
+            .load()
+            .await
+            .map_err(|e| DaemonError::io("reading workspace records", e))?;
         Ok(Daemon {
             shared,
             transports: vec![Box::new(unix)],
