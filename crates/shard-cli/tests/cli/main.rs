@@ -18,6 +18,7 @@ mod run_terminal;
 mod runtime;
 mod sandbox;
 mod tui;
+mod workspaces;
 
 use harness::*;
 use serde_json::{Value, json};
