@@ -295,7 +295,13 @@ pub(super) async fn create(
     .await;
     let (agent_id, session_id) = match launched {
         Ok(ok) => ok,
-        Err((e, true)) => return Err(e),
+        Err((e, true)) => {
+            // The agent exists (its Runtime failed to start): so does the workspace.
+            shared.broadcast_event(&Event::WorkspaceCreated(WorkspaceEvent {
+                workspace: rec.info(),
+            }));
+            return Err(e);
+        }
         Err((e, false)) => {
             rollback(shared, &rec).await;
             return Err(e);
