@@ -646,3 +646,74 @@ async fn bad_requests_touch_nothing() {
         "INVALID_REQUEST"
     );
 }
+
+/// `shard ws …` against the daemon of `home`.
+fn ws_cli(home: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = StdCommand::new(env!("CARGO_BIN_EXE_shard"))
+        .arg("ws")
+        .args(args)
+        .env("SHARD_HOME", home)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_line_creates_lists_shows_and_retires() {
+    if !have_git() {
+        return;
+    }
+    let h = home();
+    let r = repo(h.path(), "project");
+    let sh = shard_home(h.path());
+    let _d = Daemon::start(&sh, &[]);
+    let s = empty_script(h.path());
+    let repo_arg = r.display().to_string();
+    let (ok1, out, err) = ws_cli(
+        &sh,
+        &[
+            "create", "--cwd", &repo_arg, "--script", &s, "--label", "cli work",
+        ],
+    );
+    assert!(ok1, "{err}");
+    let first: Vec<&str> = out.lines().next().unwrap().split('\t').collect();
+    let (ws, agent, wt) = (first[0], first[1], PathBuf::from(first[2]));
+    assert!(
+        ws.starts_with("ws-") && agent.starts_with("agent-"),
+        "{out}"
+    );
+    assert!(out.contains("shard attach"), "{out}");
+    let (_, out, _) = ws_cli(&sh, &["list"]);
+    assert!(out.contains(&repo_arg) && out.contains(ws), "{out}");
+    let (_, out, _) = ws_cli(&sh, &["list", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["repositories"][0]["workspaces"][0]["workspace_id"], ws);
+    commit_all_file(&wt, "cli.txt");
+    let (_, out, _) = ws_cli(&sh, &["status", ws]);
+    assert!(out.contains("ahead 1, behind 0 of main"), "{out}");
+    assert!(out.contains("dirty     0"), "{out}");
+    let (ok2, _, err) = ws_cli(&sh, &["retire", ws]);
+    assert!(!ok2);
+    assert!(err.contains("live"), "{err}");
+    let kill = StdCommand::new(env!("CARGO_BIN_EXE_shard"))
+        .args(["kill", "--force", agent])
+        .env("SHARD_HOME", &sh)
+        .output()
+        .unwrap();
+    assert!(kill.status.success());
+    let (ok3, _, err) = ws_cli(&sh, &["retire", ws]);
+    assert!(!ok3);
+    assert!(err.contains("--delete-confirmed"), "{err}");
+    let (ok4, out, err) = ws_cli(&sh, &["retire", ws, "--delete-confirmed"]);
+    assert!(ok4, "{err}");
+    assert!(
+        out.contains("restore it with: git branch shard/cli-work"),
+        "{out}"
+    );
+    assert!(!wt.exists());
+}
