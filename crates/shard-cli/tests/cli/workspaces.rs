@@ -717,3 +717,117 @@ async fn the_command_line_creates_lists_shows_and_retires() {
     );
     assert!(!wt.exists());
 }
+
+/// A repository of `n` small files in directories of 100, committed once.
+fn big_repo(parent: &Path, name: &str, n: usize) -> PathBuf {
+    let dir = parent.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    git(&dir, &["init", "-q", "-b", "main"]);
+    for i in 0..n {
+        let d = dir.join(format!("d{:04}", i / 100));
+        if i % 100 == 0 {
+            std::fs::create_dir_all(&d).unwrap();
+        }
+        std::fs::write(d.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
+    }
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "many files"]);
+    std::fs::canonicalize(dir).unwrap()
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The benchmark (docs/performance.md): `workspace.create` on a 100,000-file
+/// repository against `git worktree add` alone, and `workspace.status` with 50
+/// workspaces. Run with `cargo test -p shard-cli --test cli bench_workspaces -- --ignored
+/// --nocapture` (`SHARD_BENCH_FILES` changes the size).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run on purpose"]
+async fn bench_workspaces() {
+    if !have_git() {
+        return;
+    }
+    let n: usize = std::env::var("SHARD_BENCH_FILES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let h = home();
+    let t = std::time::Instant::now();
+    let big = big_repo(h.path(), "big", n);
+    eprintln!(
+        "made a {n}-file repository in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let sh = shard_home(h.path());
+    let d = Daemon::start(&sh, &[]);
+    let s = empty_script(h.path());
+    let c = d.client().await;
+    let plain_root = h.path().join("plain");
+    std::fs::create_dir_all(&plain_root).unwrap();
+    let mut plain = Vec::new();
+    let mut create_times = Vec::new();
+    for i in 0..3 {
+        let p = plain_root.join(format!("w{i}"));
+        let t = std::time::Instant::now();
+        git(
+            &big,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                &format!("plain{i}"),
+                p.to_str().unwrap(),
+                "HEAD",
+            ],
+        );
+        plain.push(ms(t.elapsed()));
+        let t = std::time::Instant::now();
+        let created = create(&c, &big, &s, json!({})).await;
+        create_times.push(ms(t.elapsed()));
+        stop_agents(&c, &created).await;
+    }
+    plain.sort_by(f64::total_cmp);
+    create_times.sort_by(f64::total_cmp);
+    eprintln!(
+        "git worktree add: median {:.0} ms {plain:.0?}; workspace.create: median {:.0} ms {create_times:.0?}; ratio {:.2}",
+        plain[1],
+        create_times[1],
+        create_times[1] / plain[1]
+    );
+
+    let small = repo(h.path(), "small");
+    let mut ids = Vec::new();
+    for _ in 0..50 {
+        let created = create(&c, &small, &s, json!({})).await;
+        stop_agents(&c, &created).await;
+        ids.push(
+            created["workspace"]["workspace_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    let mut each = Vec::new();
+    for id in &ids {
+        let t = std::time::Instant::now();
+        status(&c, id).await;
+        each.push(ms(t.elapsed()));
+    }
+    each.sort_by(f64::total_cmp);
+    let t = std::time::Instant::now();
+    let all = futures::future::join_all(ids.iter().map(|id| status(&c, id))).await;
+    let together = ms(t.elapsed());
+    assert_eq!(all.len(), 50);
+    let t = std::time::Instant::now();
+    ok(&c, json!({"type":"workspace.list"})).await;
+    let list = ms(t.elapsed());
+    eprintln!(
+        "workspace.status with 50 workspaces: one at a time p50 {:.1} ms, max {:.1} ms, all 50 sequentially {:.0} ms; all 50 at once {together:.0} ms; workspace.list {list:.1} ms",
+        each[25],
+        each[49],
+        each.iter().sum::<f64>()
+    );
+}
