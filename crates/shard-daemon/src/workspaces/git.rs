@@ -120,6 +120,8 @@ pub(crate) fn parse_worktrees(text: &str) -> Vec<WorktreeEntry> {
 pub(crate) struct StatusSummary {
     /// `branch.head`: the checked-out branch's short name, `None` when detached.
     pub head_branch: Option<String>,
+    /// `branch.oid`: the commit HEAD points at (`None` before the first commit).
+    pub head_oid: Option<String>,
     /// Changed tracked entries plus untracked files (ignored ones are not listed).
     pub dirty: u64,
 }
@@ -131,6 +133,10 @@ pub(crate) fn parse_status(text: &str) -> StatusSummary {
         if let Some(h) = rec.strip_prefix("# branch.head ") {
             if h != "(detached)" {
                 s.head_branch = Some(h.to_string());
+            }
+        } else if let Some(o) = rec.strip_prefix("# branch.oid ") {
+            if o != "(initial)" {
+                s.head_oid = Some(o.to_string());
             }
         } else if rec.starts_with('#') {
         } else if rec.starts_with("1 ")
@@ -177,8 +183,9 @@ mod tests {
         let text = "# branch.oid abc\x00# branch.head feature\x001 .M N... 100644 100644 100644 a a f.txt\x00? new.txt\x00u UU N... 1 2 3 4 a b c d c.txt\x00";
         let s = parse_status(text);
         assert_eq!(s.head_branch.as_deref(), Some("feature"));
+        assert_eq!(s.head_oid.as_deref(), Some("abc"));
         assert_eq!(s.dirty, 3);
-        let d = parse_status("# branch.oid abc\0# branch.head (detached)\0");
+        let d = parse_status("# branch.oid (initial)\x00# branch.head (detached)\x00");
         assert_eq!(d, StatusSummary::default());
     }
 

@@ -184,15 +184,21 @@ pub(super) async fn status(shared: &Arc<Shared>, r: WorkspaceRef) -> Result<Repl
             worktree_status(&rec.cwd).await
         }
     };
-    let (counts, wt, tip) = tokio::join!(counts, wt, branch_tip(&rec));
+    let (counts, wt) = tokio::join!(counts, wt);
     if let Some((behind, ahead)) = counts? {
         out.behind = Some(behind);
         out.ahead = Some(ahead);
     }
     if let Some(s) = wt? {
+        // The worktree on its own branch already told us the tip: one git run saved.
+        if s.head_branch.as_deref() == Some(rec.branch.as_str()) {
+            out.branch_tip = s.head_oid;
+        }
         out.head_branch = s.head_branch;
         out.dirty_files = Some(s.dirty);
     }
-    out.branch_tip = tip?;
+    if out.branch_tip.is_none() {
+        out.branch_tip = branch_tip(&rec).await?;
+    }
     data(&out)
 }
