@@ -44,6 +44,11 @@ pub(crate) fn dispatch(
 ) -> Handled {
     let ty = command.type_name();
     let now = match command {
+        Command::WorkspaceCreate(_)
+        | Command::WorkspaceAttach(_)
+        | Command::WorkspaceList(_)
+        | Command::WorkspaceStatus(_)
+        | Command::WorkspaceRetire(_) => return crate::workspaces::dispatch(core, command),
         Command::AgentList(_) => data(AgentsData {
             agents: core.list_agents(None),
         }),

@@ -158,7 +158,8 @@ impl RuntimeLauncher for ProcessLauncher {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let out = match tokio::time::timeout(CHECK_TIMEOUT, cmd.output()).await {
+        let out = match tokio::time::timeout(CHECK_TIMEOUT, crate::children::output(&mut cmd)).await
+        {
             Ok(Ok(o)) => o,
             Ok(Err(e)) => return Err(format!("could not run the runtime's check: {e}")),
             Err(_) => return Err("the runtime's check did not finish in time".into()),

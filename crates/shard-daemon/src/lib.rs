@@ -12,6 +12,7 @@
 // binary: a library reports through return values and `tracing`, never by printing.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
+mod children;
 mod commands;
 pub mod config;
 mod conn;
@@ -29,6 +30,7 @@ pub mod principal;
 mod reply;
 mod server;
 pub mod transport;
+mod workspaces;
 
 pub use config::DaemonConfig;
 pub use core::subscribe::{Subscription, Topic};

@@ -84,6 +84,11 @@ impl Daemon {
             .load()
             .await
             .map_err(|e| DaemonError::io("loading subagent job records", e))?;
+        shared
+            .workspaces
+            .load()
+            .await
+            .map_err(|e| DaemonError::io("reading workspace records", e))?;
         Ok(Daemon {
             shared,
             transports: vec![Box::new(unix)],

@@ -19,6 +19,7 @@ mod runtime;
 mod sandbox;
 mod subagents;
 mod tui;
+mod workspaces;
 
 use harness::*;
 use serde_json::{Value, json};
