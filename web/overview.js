@@ -60,7 +60,7 @@ export class Overview {
   /** @param {string} id */
   name(id) {
     const a = this.agents.get(id);
-    return a ? a.display_name ?? a.name ?? a.agent_id : id;
+    return a ? a.name ?? a.display_name ?? a.agent_id : id;
   }
 
   paint() {
@@ -104,7 +104,8 @@ export class Overview {
    * @returns {HTMLElement}
    */
   row(a, children) {
-    const name = a.display_name ?? a.name ?? a.agent_id;
+    // The accessible name starts with the agent's name (issue 13), else its display name or id.
+    const name = a.name ?? a.display_name ?? a.agent_id;
     const phase = a.activity ? a.activity.phase + (a.activity.tool_name ? " " + a.activity.tool_name : "") : "";
     const kids = children.get(a.agent_id) ?? [];
     const alive = a.runtime_state !== "stopped" && a.runtime_state !== "failed";
