@@ -5,6 +5,7 @@
 
 mod browser;
 mod harness;
+mod nginx;
 
 use std::io::{Read, Write};
 
