@@ -17,6 +17,7 @@ mod run;
 mod run_terminal;
 mod runtime;
 mod sandbox;
+mod subagents;
 mod tui;
 mod workspaces;
 
