@@ -59,6 +59,15 @@ fn turn(a: &mut Agent, answer: impl Fn(&Value) -> &'static str) -> (Vec<Value>, 
     (results, requests)
 }
 
+/// The first event already seen that matches, else the next one to arrive: a server's
+/// notice may come during a turn, before `turn_end`.
+fn seen_or_until(a: &mut Agent, pred: impl Fn(&Value) -> bool) -> Value {
+    match a.seen.iter().find(|v| pred(v)).cloned() {
+        Some(v) => v,
+        None => a.until(pred),
+    }
+}
+
 fn text_of(r: &Value) -> String {
     r["content"]["text"]
         .as_str()
@@ -214,14 +223,9 @@ fn crash_mid_call_is_reported_and_restarted_and_a_hang_times_out() {
     );
     assert_eq!(results[1]["is_error"], true);
     // Reported during the turn, which went on.
-    let failed = a
-        .seen
-        .iter()
-        .find(|v| v["type"] == "tools_changed" && v["server"]["state"] == "failed")
-        .cloned()
-        .unwrap_or_else(|| {
-            a.until(|v| v["type"] == "tools_changed" && v["server"]["state"] == "failed")
-        });
+    let failed = seen_or_until(&mut a, |v| {
+        v["type"] == "tools_changed" && v["server"]["state"] == "failed"
+    });
     assert_eq!(failed["server"]["restarting"], true);
     assert!(
         failed["server"]["message"]
@@ -268,7 +272,7 @@ fn list_changed_adds_a_tool_live() {
     ready(&mut a);
     let (results, _) = turn(&mut a, |_| "deny");
     assert_eq!(text_of(&results[0]), "added extra");
-    let changed = a.until(|v| {
+    let changed = seen_or_until(&mut a, |v| {
         v["type"] == "tools_changed" && v["tools"].to_string().contains("mcp__t__extra")
     });
     assert_eq!(changed["server"]["state"], "ready");
