@@ -435,3 +435,139 @@ fn an_http_server_with_headers_from_the_environment() {
             .contains("Bearer tok-http-1")
     );
 }
+
+/// The given programs are on PATH, else the test says why it skips.
+fn have(programs: &[&str]) -> bool {
+    let missing: Vec<&&str> = programs
+        .iter()
+        .filter(|p| {
+            !std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {p}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .collect();
+    if !missing.is_empty() {
+        eprintln!("skipped: not installed: {missing:?} (.ci/run installs them from npm and PyPI)");
+    }
+    missing.is_empty()
+}
+
+/// Servers nobody here wrote (npm `@modelcontextprotocol/server-filesystem`,
+/// `server-everything`; PyPI `mcp-server-time`, `mcp-server-git`), through the gate.
+#[test]
+fn third_party_servers_through_the_gate() {
+    if !have(&[
+        "mcp-server-filesystem",
+        "mcp-server-everything",
+        "mcp-server-time",
+        "mcp-server-git",
+    ]) {
+        return;
+    }
+    let sb = Sandbox::new();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(sb.work())
+        .status();
+    assert!(git.is_ok_and(|s| s.success()));
+    sb.config(
+        "[mcp.servers.fs]\ncommand = \"mcp-server-filesystem\"\nargs = [\".\"]\n\
+         read_only_tools = [\"list_directory\"]\n\n\
+         [mcp.servers.every]\ncommand = \"mcp-server-everything\"\n\n\
+         [mcp.servers.time]\ncommand = \"mcp-server-time\"\nread_only = true\n\n\
+         [mcp.servers.git]\ncommand = \"mcp-server-git\"\nargs = [\"--repository\", \".\"]\n\n\
+         [[headless.allow]]\ntool = \"mcp__every__*\"\n",
+    );
+    std::fs::write(sb.work().join("hello.txt"), "hi").unwrap();
+    let s = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("t1", "mcp__time__get_current_time", json!({"timezone": "UTC"})),
+            tool_turn("l1", "mcp__fs__list_directory", json!({"path": sb.work()})),
+            tool_turn("w1", "mcp__fs__write_file", json!({"path": sb.work().join("x.txt"), "content": "no"})),
+            tool_turn("e1", "mcp__every__echo", json!({"message": "from everything"})),
+            tool_turn("i1", "mcp__every__get-tiny-image", json!({})),
+            tool_turn("g1", "mcp__git__git_status", json!({"repo_path": sb.work()})),
+            text_turn("done")
+        ]}),
+    );
+    let mut a = Agent::spawn(
+        &sb,
+        Some(&s),
+        &["--headless-policy", "allow_if_rule_matches"],
+    );
+    let mut ready_servers = std::collections::BTreeSet::new();
+    while ready_servers.len() < 4 {
+        let v = a.until(|v| v["type"] == "tools_changed" && v["server"]["state"] == "ready");
+        ready_servers.insert(v["server"]["name"].as_str().unwrap().to_string());
+    }
+    let (results, _) = turn(&mut a, |_| "deny");
+    let texts: Vec<String> = results.iter().map(text_of).collect();
+    assert!(
+        texts[0].contains("UTC") || texts[0].contains("datetime"),
+        "time: {}",
+        texts[0]
+    );
+    assert!(
+        texts[1].contains("hello.txt"),
+        "read-only by config: {}",
+        texts[1]
+    );
+    assert_eq!(results[2]["is_error"], true, "write denied headless");
+    assert!(!sb.work().join("x.txt").exists());
+    assert!(
+        texts[3].contains("from everything"),
+        "headless allow glob: {}",
+        texts[3]
+    );
+    assert_eq!(results[4]["is_error"], false, "{}", results[4]);
+    assert_eq!(
+        results[5]["is_error"], true,
+        "git status is mutating unless configured"
+    );
+    assert!(a.finish().success());
+}
+
+/// `server-everything` in streamable-HTTP mode.
+#[test]
+fn third_party_http_server() {
+    if !have(&["mcp-server-everything"]) {
+        return;
+    }
+    let sb = Sandbox::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = std::process::Command::new("mcp-server-everything")
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server-everything did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    sb.config(&format!(
+        "[mcp.servers.every]\ntype = \"http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nread_only_tools = [\"echo\"]\n"
+    ));
+    let s = sb.script(
+        "s.json",
+        json!({"turns": [tool_turn("e1", "mcp__every__echo", json!({"message": "over http"})), text_turn("done")]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&s), &["--headless-policy", "deny"]);
+    a.until(|v| v["type"] == "tools_changed" && v["server"]["state"] == "ready");
+    let (results, _) = turn(&mut a, |_| "deny");
+    assert!(text_of(&results[0]).contains("over http"), "{}", results[0]);
+    assert!(a.finish().success());
+    let _ = child.kill();
+    let _ = child.wait();
+}
