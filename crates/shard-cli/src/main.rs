@@ -10,6 +10,7 @@ mod cmd_new;
 mod cmd_protocol;
 mod cmd_run;
 mod cmd_web;
+mod cmd_ws;
 mod common;
 mod prompter;
 mod run_print;
@@ -68,6 +69,8 @@ enum Commands {
     Web(cmd_web::WebArgs),
     /// MCP servers: list them with their state and tools; approve the project's .mcp.json.
     Mcp(cmd_mcp::McpArgs),
+    /// Workspaces: one agent, one git worktree (create, attach, list, status, retire).
+    Ws(cmd_ws::WsArgs),
     /// Protocol tools.
     Protocol(cmd_protocol::ProtocolArgs),
 }
@@ -93,6 +96,7 @@ fn main() -> ExitCode {
         Some(Commands::New(args)) => cmd_new::new(args),
         Some(Commands::Web(args)) => cmd_web::web(args),
         Some(Commands::Mcp(args)) => cmd_mcp::run(args),
+        Some(Commands::Ws(args)) => cmd_ws::ws(args),
         Some(Commands::Protocol(args)) => cmd_protocol::run(args),
     }
 }

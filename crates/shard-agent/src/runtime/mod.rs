@@ -273,6 +273,10 @@ impl Runtime {
         tools.push(Arc::new(shard_tools::Typed::new(AskUser::new(
             UiHandle::new(internal_tx.clone()),
         ))));
+        // Offered only under a daemon (issue 16): it forwards to `subagent.*`.
+        if let Some(sub) = crate::subagent::SubagentTool::from_env() {
+            tools.push(Arc::new(shard_tools::Typed::new(sub)));
+        }
         let tools = tools::Tools::new(tools, opts.tools.clone(), internal_tx);
 
         let mut env_remove = shard_ai::secret_env_vars(&ai_config);

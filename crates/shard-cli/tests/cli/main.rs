@@ -18,7 +18,9 @@ mod run;
 mod run_terminal;
 mod runtime;
 mod sandbox;
+mod subagents;
 mod tui;
+mod workspaces;
 
 use harness::*;
 use serde_json::{Value, json};
