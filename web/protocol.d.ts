@@ -494,6 +494,8 @@ export type Event = (Hello & {
   type: "mode_changed";
 } | ReasoningLevelChanged & {
   type: "reasoning_level_changed";
+} | ToolsChanged & {
+  type: "tools_changed";
 } | WorkspaceEvent & {
   type: "workspace_created";
 } | WorkspaceAttached & {
@@ -512,6 +514,8 @@ export type Event = (Hello & {
   type: "agent_activity";
 } | SubagentRunChanged & {
   type: "subagent_run_changed";
+} | UserMessage & {
+  type: "user_message";
 });
 
 /** `hello`. */
@@ -1087,6 +1091,30 @@ export type ReasoningLevelChanged = {
   effective: Effective;
 };
 
+/** An MCP server's state in a `tools_changed` event. */
+export type McpServerStatus = {
+  /** The server's name (the `SERVER` of `mcp__SERVER__TOOL`). */
+  name: string;
+  /** `starting`, `ready`, `failed`, `stopped` or `not_approved`. */
+  state: string;
+  /** Why it failed or is not started (never a secret). */
+  message?: (string | null);
+  /** A failed server is being restarted (with backoff). */
+  restarting?: (boolean | null);
+  /** Its tools now (`mcp__SERVER__TOOL` names). */
+  tools?: string[];
+};
+
+/** `tools_changed` (additive, issue 18): the whole tool list now, and which MCP server caused the change and its state, so a client can show "server X failed: why". */
+export type ToolsChanged = {
+  /** Routing id. */
+  agent_id?: (string | null);
+  /** Every tool the model is offered now, in order. */
+  tools: string[];
+  /** The MCP server whose change this is. */
+  server?: (McpServerStatus | null);
+};
+
 /** A workspace as clients see it: no common-dir or git-dir paths. */
 export type WorkspaceInfo = {
   /** Opaque id. */
@@ -1255,6 +1283,16 @@ export type SubagentRunChanged = {
   ended_at?: (number | null);
 };
 
+/** `user_message` (additive in 0.1.x): a user message entered the conversation — a prompt as its turn starts, a steer as it is delivered, a follow-up as its turn starts — and was persisted. It exists so every attached client shows what another client typed at once, not at its next `sync`; a client that does not know it ignores it and sees the message in `sync` as before. */
+export type UserMessage = {
+  /** Routing id. */
+  agent_id?: (string | null);
+  /** Message id (the transcript entry's id, as in `sync`). */
+  message_id: string;
+  /** The whole message (`role: "user"`, its text and images). */
+  message: Message;
+};
+
 /** `agent.list` and `agent.status`. */
 export type AgentsData = {
   /** The agents. */
@@ -1274,6 +1312,81 @@ export type AttachData = {
   /** Info. */
   info: AgentInfo;
 };
+
+/** `workspace.create` / `workspace.attach` success data: the fresh agent and session the daemon launched in the workspace, with the workspace itself. */
+export type WorkspaceLaunched = {
+  /** The workspace. */
+  workspace: WorkspaceInfo;
+  /** The new agent. */
+  agent_id: string;
+  /** Its new session. */
+  session_id: string;
+};
+
+/** `workspace.list` success data. */
+export type WorkspaceListData = {
+  /** One group per repository, ordered by `repository_cwd`. */
+  repositories: WorkspaceGroup[];
+};
+
+/** The workspaces of one repository, so clients group sibling worktrees by project. */
+export type WorkspaceGroup = {
+  /** The main checkout of the repository. */
+  repository_cwd: string;
+  /** Its workspaces, oldest first. */
+  workspaces: WorkspaceInfo[];
+};
+
+/** `workspace.status` success data: what git and the registry say now. */
+export type WorkspaceStatusData = {
+  /** The workspace. */
+  workspace: WorkspaceInfo;
+  /** The worktree directory is gone (removed by hand); it is never recreated. */
+  missing: boolean;
+  /** The branch the worktree has checked out now (absent: detached HEAD or missing). */
+  head_branch?: (string | null);
+  /** The workspace branch's tip commit (absent: the branch no longer exists). */
+  branch_tip?: (string | null);
+  /** Commits on the branch that the integration target lacks. */
+  ahead?: (number | null);
+  /** Commits on the integration target that the branch lacks. */
+  behind?: (number | null);
+  /** Changed tracked files plus untracked, not ignored, files. */
+  dirty_files?: (number | null);
+  /** Agents of the workspace whose Runtime is live. */
+  live_agents: string[];
+  /** Agents of the workspace in the middle of a turn. */
+  busy_agents: string[];
+};
+
+/** `workspace.retire` success data. */
+export type WorkspaceRetiredData = {
+  /** The workspace, now retired. */
+  workspace: WorkspaceInfo;
+  /** The branch was deleted. */
+  branch_deleted: boolean;
+  /** The branch tip recorded before any deletion. */
+  branch_tip?: (string | null);
+  /** How to bring a deleted branch back (`git branch NAME SHA` in `repository_cwd`). */
+  restore?: (string | null);
+  /** It was already retired; nothing was done. */
+  already_retired?: boolean;
+};
+
+/** Typed `data` of a workspace `CONFLICT` response. */
+export type WorkspaceConflictData = {
+  /** Which refusal. */
+  kind: WorkspaceConflictKind;
+  /** The workspace. */
+  workspace_id: string;
+  /** Sanitized reason (no git-dir paths). */
+  reason: string;
+  /** For `confirmation_required`: the disposition that confirms (`delete_confirmed`). */
+  confirmation_disposition?: (BranchDisposition | null);
+};
+
+/** Why a workspace operation was refused (`CONFLICT` data `kind`). */
+export type WorkspaceConflictKind = ("live" | "busy" | "dirty" | "missing_authority" | "unsafe" | "confirmation_required");
 
 /** `agent.terminate`. */
 export type TerminateData = {

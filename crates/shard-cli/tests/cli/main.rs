@@ -11,6 +11,7 @@ mod daemon_security;
 mod daemon_sessions;
 mod gate;
 mod harness;
+mod mcp;
 mod mock;
 mod provider_errors;
 mod run;
