@@ -68,6 +68,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "model_changed",
     "mode_changed",
     "reasoning_level_changed",
+    "tools_changed",
     "workspace_created",
     "workspace_attached",
     "workspace_retired",
@@ -77,6 +78,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "agent_status_changed",
     "agent_activity",
     "subagent_run_changed",
+    "user_message",
 ];
 
 /// Why a line did not decode, with the `id` and `type` when they could be read.

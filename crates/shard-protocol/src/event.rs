@@ -75,6 +75,10 @@ pub enum Event {
     /// The reasoning level changed.
     #[serde(rename = "reasoning_level_changed")]
     ReasoningLevelChanged(ReasoningLevelChanged),
+    /// Additive (issue 18): the tools offered to the model changed (an MCP server
+    /// connected, changed its list, failed or stopped).
+    #[serde(rename = "tools_changed")]
+    ToolsChanged(ToolsChanged),
     /// A workspace was created.
     #[serde(rename = "workspace_created")]
     WorkspaceCreated(WorkspaceEvent),
@@ -102,6 +106,9 @@ pub enum Event {
     /// A subagent run changed state.
     #[serde(rename = "subagent_run_changed")]
     SubagentRunChanged(SubagentRunChanged),
+    /// A user message entered the conversation (additive, 0.1.x).
+    #[serde(rename = "user_message")]
+    UserMessage(Box<UserMessage>),
 }
 
 macro_rules! per_agent_slots {
@@ -143,6 +150,8 @@ per_agent_slots!(
     ModelChanged,
     ModeChanged,
     ReasoningLevelChanged,
+    ToolsChanged,
+    UserMessage,
 );
 
 impl Event {
@@ -169,6 +178,7 @@ impl Event {
             Event::ModelChanged(_) => "model_changed",
             Event::ModeChanged(_) => "mode_changed",
             Event::ReasoningLevelChanged(_) => "reasoning_level_changed",
+            Event::ToolsChanged(_) => "tools_changed",
             Event::WorkspaceCreated(_) => "workspace_created",
             Event::WorkspaceAttached(_) => "workspace_attached",
             Event::WorkspaceRetired(_) => "workspace_retired",
@@ -178,6 +188,7 @@ impl Event {
             Event::AgentStatusChanged(_) => "agent_status_changed",
             Event::AgentActivity(_) => "agent_activity",
             Event::SubagentRunChanged(_) => "subagent_run_changed",
+            Event::UserMessage(_) => "user_message",
         }
     }
 
@@ -359,6 +370,22 @@ pub struct MessageComplete {
     /// Message id.
     pub message_id: String,
     /// The whole message.
+    pub message: Message,
+}
+
+/// `user_message` (additive in 0.1.x): a user message entered the conversation — a prompt
+/// as its turn starts, a steer as it is delivered, a follow-up as its turn starts — and
+/// was persisted. It exists so every attached client shows what another client typed at
+/// once, not at its next `sync`; a client that does not know it ignores it and sees the
+/// message in `sync` as before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UserMessage {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Message id (the transcript entry's id, as in `sync`).
+    pub message_id: String,
+    /// The whole message (`role: "user"`, its text and images).
     pub message: Message,
 }
 
@@ -601,6 +628,38 @@ pub struct ModeChanged {
     pub previous_mode: String,
     /// New mode.
     pub mode: String,
+}
+
+/// `tools_changed` (additive, issue 18): the whole tool list now, and which MCP server
+/// caused the change and its state, so a client can show "server X failed: why".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolsChanged {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Every tool the model is offered now, in order.
+    pub tools: Vec<String>,
+    /// The MCP server whose change this is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<McpServerStatus>,
+}
+
+/// An MCP server's state in a `tools_changed` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct McpServerStatus {
+    /// The server's name (the `SERVER` of `mcp__SERVER__TOOL`).
+    pub name: String,
+    /// `starting`, `ready`, `failed`, `stopped` or `not_approved`.
+    pub state: String,
+    /// Why it failed or is not started (never a secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// A failed server is being restarted (with backoff).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restarting: Option<bool>,
+    /// Its tools now (`mcp__SERVER__TOOL` names).
+    #[serde(default)]
+    pub tools: Vec<String>,
 }
 
 /// `reasoning_level_changed`.

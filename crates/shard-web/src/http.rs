@@ -35,7 +35,8 @@ struct Effective {
 /// The router, with its layers.
 pub(crate) fn router(door: Arc<Door>) -> Router {
     Router::new()
-        .route("/", get(index))
+        .route("/", get(crate::assets::index))
+        .route("/app/{*path}", get(crate::assets::file))
         .route("/enroll", get(enroll_page).post(enroll))
         .route("/enroll.js", get(enroll_js))
         .route("/bootstrap", post(bootstrap))
@@ -99,26 +100,32 @@ async fn check_host(
     next: Next,
 ) -> Response {
     let headers = req.headers();
+    let from_proxy = matches!(&door.cfg.mode, Mode::Proxy(upstream) if upstream.matches(peer.ip()));
+    // The forwarded scheme is read (not acted on) before the Host check only because a
+    // browser omits the scheme's default port from Host, so the exact comparison needs it.
+    let proto = if from_proxy {
+        single(headers, &door.cfg.proto_header)
+    } else {
+        Ok(None)
+    };
+    let https = matches!(proto, Ok(Some(p)) if p.eq_ignore_ascii_case("https"));
     let host = match single(headers, header::HOST.as_str()) {
         Ok(Some(h)) => h,
         _ => return refuse(StatusCode::BAD_REQUEST, "a single Host header is required"),
     };
-    if host != door.expected_host {
+    if !host_matches(host, &door.expected_host, https) {
         tracing::warn!(%peer, "refused a request for another Host");
         return refuse(StatusCode::MISDIRECTED_REQUEST, "wrong Host");
     }
     if let Some(auth) = req.uri().authority()
-        && auth.as_str() != door.expected_host
+        && !host_matches(auth.as_str(), &door.expected_host, https)
     {
         return refuse(StatusCode::MISDIRECTED_REQUEST, "wrong Host");
     }
-    let mut https = false;
-    if let Mode::Proxy(upstream) = &door.cfg.mode
-        && upstream.matches(peer.ip())
-    {
+    if from_proxy {
         match single(headers, &door.cfg.host_header) {
             Ok(None) => {}
-            Ok(Some(fh)) if fh == door.expected_host => {}
+            Ok(Some(fh)) if host_matches(fh, &door.expected_host, https) => {}
             _ => {
                 tracing::warn!(%peer, "the proxy forwarded another host");
                 return refuse(
@@ -127,10 +134,8 @@ async fn check_host(
                 );
             }
         }
-        match single(headers, &door.cfg.proto_header) {
-            Ok(Some(p)) => https = p.eq_ignore_ascii_case("https"),
-            Ok(None) => {}
-            Err(()) => return refuse(StatusCode::BAD_REQUEST, "one forwarded scheme header"),
+        if proto.is_err() {
+            return refuse(StatusCode::BAD_REQUEST, "one forwarded scheme header");
         }
     }
     if door.cfg.remote() && !https && !door.cfg.allow_insecure_remote {
@@ -143,6 +148,14 @@ async fn check_host(
     next.run(req).await
 }
 
+/// `got` must be the pinned host exactly; browsers (and proxies passing their Host on) omit
+/// the scheme's default port, so `name` stands for `name:443` on https and `name:80` on
+/// http — the name itself is still compared exactly.
+fn host_matches(got: &str, expected: &str, https: bool) -> bool {
+    let default = if https { ":443" } else { ":80" };
+    got == expected || expected.strip_suffix(default) == Some(got)
+}
+
 /// The exact serialized Origin, when it is allowed.
 fn allowed_origin(door: &Door, headers: &HeaderMap) -> Result<String, &'static str> {
     match single(headers, header::ORIGIN.as_str()) {
@@ -150,10 +163,6 @@ fn allowed_origin(door: &Door, headers: &HeaderMap) -> Result<String, &'static s
         Ok(Some(_)) => Err("Origin not allowed"),
         _ => Err("an Origin header is required"),
     }
-}
-
-async fn index() -> Response {
-    html(pages::INDEX)
 }
 
 async fn enroll_page() -> Response {
@@ -371,6 +380,18 @@ async fn upgrade(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_is_exact_up_to_the_scheme_default_port() {
+        assert!(host_matches("a.example:8443", "a.example:8443", true));
+        assert!(host_matches("a.example", "a.example:443", true));
+        assert!(!host_matches("a.example", "a.example:443", false));
+        assert!(host_matches("a.example", "a.example:80", false));
+        assert!(!host_matches("a.example", "a.example:8443", true));
+        assert!(!host_matches("a.example:443", "a.example", true));
+        assert!(!host_matches("b.a.example", "a.example:443", true));
+        assert!(!host_matches("A.example", "a.example:443", true));
+    }
 
     #[test]
     fn cookies_are_read_by_the_name_the_scheme_allows() {

@@ -11,13 +11,16 @@ mod daemon_security;
 mod daemon_sessions;
 mod gate;
 mod harness;
+mod mcp;
 mod mock;
 mod provider_errors;
 mod run;
 mod run_terminal;
 mod runtime;
 mod sandbox;
+mod subagents;
 mod tui;
+mod workspaces;
 
 use harness::*;
 use serde_json::{Value, json};
