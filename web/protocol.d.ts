@@ -514,6 +514,8 @@ export type Event = (Hello & {
   type: "agent_activity";
 } | SubagentRunChanged & {
   type: "subagent_run_changed";
+} | UserMessage & {
+  type: "user_message";
 });
 
 /** `hello`. */
@@ -1279,6 +1281,16 @@ export type SubagentRunChanged = {
   error?: (string | null);
   /** End, ms since the epoch. */
   ended_at?: (number | null);
+};
+
+/** `user_message` (additive in 0.1.x): a user message entered the conversation — a prompt as its turn starts, a steer as it is delivered, a follow-up as its turn starts — and was persisted. It exists so every attached client shows what another client typed at once, not at its next `sync`; a client that does not know it ignores it and sees the message in `sync` as before. */
+export type UserMessage = {
+  /** Routing id. */
+  agent_id?: (string | null);
+  /** Message id (the transcript entry's id, as in `sync`). */
+  message_id: string;
+  /** The whole message (`role: "user"`, its text and images). */
+  message: Message;
 };
 
 /** `agent.list` and `agent.status`. */

@@ -168,6 +168,8 @@ pub enum Change {
     },
     /// A message is complete (new, or its streamed form reconciled).
     MessageCompleted(String),
+    /// A user message entered the conversation (typed here or in another client).
+    UserMessage(String),
     /// A tool call passed the gate and is running.
     ToolStarted(String),
     /// A tool call has its result.
@@ -231,6 +233,11 @@ impl AgentView {
     /// An empty view.
     pub fn new() -> Self {
         AgentView::default()
+    }
+
+    /// The position in `messages` of the complete message `id`.
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.index.get(id).copied()
     }
 
     /// A tool call by id.
@@ -314,6 +321,14 @@ impl AgentView {
                 }
                 self.complete(&message);
                 changes.push(Change::MessageCompleted(message.id));
+            }
+            Event::UserMessage(u) => {
+                let mut message = u.message.clone();
+                if message.id.is_empty() {
+                    message.id = u.message_id.clone();
+                }
+                self.complete(&message);
+                changes.push(Change::UserMessage(message.id));
             }
             Event::ToolCall(t) => {
                 let call = self.call_entry(&t.tool_call_id, &t.name);

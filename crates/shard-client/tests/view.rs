@@ -43,6 +43,8 @@ fn scenario() -> Vec<Value> {
         json!({"type": "sync", "status": "idle", "mode": "build", "session_id": "sess-1",
                "live_window": {"messages": []}, "pending_requests": []}),
         json!({"type": "turn_start", "turn_id": "turn-1"}),
+        json!({"type": "user_message", "message_id": "ent-p1", "message": {"id": "ent-p1", "role": "user",
+               "content": [{"type": "text", "text": "list the files"}]}}),
         json!({"type": "status", "status": "streaming"}),
         json!({"type": "message_delta", "message_id": "ent-a1", "block_index": 0, "kind": "text", "text_delta": "Let me "}),
         json!({"type": "message_delta", "message_id": "ent-a1", "block_index": 0, "kind": "text", "text_delta": "check."}),
@@ -87,7 +89,7 @@ fn sync_after(events: &[Value]) -> Value {
     let mut mode = json!("build");
     for e in events {
         match e["type"].as_str().unwrap() {
-            "message_complete" => messages.push(e["message"].clone()),
+            "message_complete" | "user_message" => messages.push(e["message"].clone()),
             "permission_request" | "ui_request" => pending.push(e.clone()),
             "permission_resolved" | "ui_resolved" => {
                 pending.retain(|p| p["request_id"] != e["request_id"])
@@ -113,7 +115,9 @@ fn restatable(v: &AgentView) -> AgentView {
 #[test]
 fn the_full_stream_gives_the_expected_view() {
     let v = view_of(&scenario());
-    assert_eq!(v.messages.len(), 3);
+    assert_eq!(v.messages.len(), 4);
+    assert_eq!(v.messages[0].id, "ent-p1", "the prompt, before the answer");
+    assert_eq!(v.messages[0].role, shard_protocol::types::Role::User);
     assert!(v.streaming.is_none());
     assert_eq!(v.mode.as_deref(), Some("plan"));
     assert_eq!(v.session_id.as_deref(), Some("sess-1"));
@@ -233,6 +237,8 @@ fn a_restated_request_or_message_is_not_duplicated() {
         .find(|e| e["type"] == "message_complete")
         .unwrap();
     v.apply(&ev(msg.clone()));
-    assert_eq!(v.messages.len(), 3);
+    let prompt = events.iter().find(|e| e["type"] == "user_message").unwrap();
+    v.apply(&ev(prompt.clone()));
+    assert_eq!(v.messages.len(), 4);
     assert_eq!(v.pending.len(), 1);
 }

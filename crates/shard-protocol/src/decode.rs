@@ -78,6 +78,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "agent_status_changed",
     "agent_activity",
     "subagent_run_changed",
+    "user_message",
 ];
 
 /// Why a line did not decode, with the `id` and `type` when they could be read.

@@ -106,6 +106,9 @@ pub enum Event {
     /// A subagent run changed state.
     #[serde(rename = "subagent_run_changed")]
     SubagentRunChanged(SubagentRunChanged),
+    /// A user message entered the conversation (additive, 0.1.x).
+    #[serde(rename = "user_message")]
+    UserMessage(Box<UserMessage>),
 }
 
 macro_rules! per_agent_slots {
@@ -148,6 +151,7 @@ per_agent_slots!(
     ModeChanged,
     ReasoningLevelChanged,
     ToolsChanged,
+    UserMessage,
 );
 
 impl Event {
@@ -184,6 +188,7 @@ impl Event {
             Event::AgentStatusChanged(_) => "agent_status_changed",
             Event::AgentActivity(_) => "agent_activity",
             Event::SubagentRunChanged(_) => "subagent_run_changed",
+            Event::UserMessage(_) => "user_message",
         }
     }
 
@@ -365,6 +370,22 @@ pub struct MessageComplete {
     /// Message id.
     pub message_id: String,
     /// The whole message.
+    pub message: Message,
+}
+
+/// `user_message` (additive in 0.1.x): a user message entered the conversation — a prompt
+/// as its turn starts, a steer as it is delivered, a follow-up as its turn starts — and
+/// was persisted. It exists so every attached client shows what another client typed at
+/// once, not at its next `sync`; a client that does not know it ignores it and sees the
+/// message in `sync` as before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UserMessage {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Message id (the transcript entry's id, as in `sync`).
+    pub message_id: String,
+    /// The whole message (`role: "user"`, its text and images).
     pub message: Message,
 }
 

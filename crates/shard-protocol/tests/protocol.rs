@@ -56,6 +56,7 @@ const PER_AGENT_EVENTS: &[&str] = &[
     "mode_changed",
     "reasoning_level_changed",
     "tools_changed",
+    "user_message",
 ];
 
 fn as_set(list: &[&str]) -> BTreeSet<String> {

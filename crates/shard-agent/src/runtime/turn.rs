@@ -7,7 +7,7 @@ use shard_ai::{ErrorKind, ModelRequest, ProviderError, StopReason, StreamEvent};
 use shard_protocol::ErrorCode;
 use shard_protocol::event::{
     DeltaKind, ErrorEvent, Event, MessageComplete, MessageDelta, StatusEvent, TurnEnd, TurnStart,
-    UsageEvent,
+    UsageEvent, UserMessage,
 };
 use shard_protocol::ids;
 use shard_protocol::types::{AgentStatus, Message, Role, Usage};
@@ -138,14 +138,28 @@ impl Runtime {
         .await;
     }
 
+    /// Persists a user message, then shows it to every attached client (`user_message`),
+    /// so a prompt typed in one client appears in the others before the answer.
     async fn append_user(&mut self, input: &UserInput) -> bool {
+        let message_id = ids::new_id(ids::ENTRY);
         let message = Message {
-            id: String::new(),
+            id: message_id.clone(),
             role: Role::User,
             content: Runtime::user_blocks(input),
         };
-        match self.append_message(None, EntryKind::message(message)) {
-            Ok(_) => true,
+        match self.append_message(
+            Some(message_id.clone()),
+            EntryKind::message(message.clone()),
+        ) {
+            Ok(_) => {
+                self.emit(Event::UserMessage(Box::new(UserMessage {
+                    agent_id: None,
+                    message_id,
+                    message,
+                })))
+                .await;
+                true
+            }
             Err(e) => {
                 let msg = format!("could not persist the prompt: {e}");
                 self.emit_error(ErrorCode::InternalError, msg).await;

@@ -174,8 +174,63 @@ impl App {
         self.notes.push(Note {
             after: self.view.messages.len(),
             lines,
+            awaiting: None,
         });
         self.dirty = true;
+    }
+
+    /// Shows what this client just sent until the server echoes it as a `user_message`.
+    fn note_sent(&mut self, lines: Vec<Line<'static>>, text: &str) {
+        self.note(lines);
+        if let Some(n) = self.notes.last_mut() {
+            n.awaiting = Some(text.to_string());
+        }
+    }
+
+    /// After a `sync`, the notes standing in for messages the live window now holds go
+    /// (the `user_message` may have been missed while disconnected).
+    fn drop_delivered_notes(&mut self) {
+        use shard_protocol::types::{ContentBlock, Role};
+        if !self.notes.iter().any(|n| n.awaiting.is_some()) {
+            return;
+        }
+        let recent: Vec<&str> = self
+            .view
+            .messages
+            .iter()
+            .rev()
+            .take(50)
+            .filter(|m| m.role == Role::User)
+            .filter_map(|m| {
+                m.content.iter().find_map(|b| match b {
+                    ContentBlock::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+            })
+            .collect();
+        self.notes
+            .retain(|n| n.awaiting.as_deref().is_none_or(|t| !recent.contains(&t)));
+    }
+
+    /// A user message reached the conversation: drop the note that stood in for it
+    /// (the oldest one with the same text; there is none when another client sent it).
+    fn user_message_arrived(&mut self, id: &str) {
+        use shard_protocol::types::ContentBlock;
+        let Some(i) = self.view.index_of(id) else {
+            return;
+        };
+        let text = self.view.messages[i].content.iter().find_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        });
+        if let Some(text) = text
+            && let Some(pos) = self
+                .notes
+                .iter()
+                .position(|n| n.awaiting.as_deref() == Some(text))
+        {
+            self.notes.remove(pos);
+        }
     }
 
     /// Adds a one-line note in `style`.
@@ -195,11 +250,13 @@ impl App {
             match change {
                 Change::Synced => {
                     self.cache.clear();
+                    self.drop_delivered_notes();
                     self.turn_started = self.view.turn_id.as_ref().map(|_| Instant::now());
                 }
                 Change::TurnStarted(_) => self.turn_started = Some(Instant::now()),
                 Change::TurnEnded(_) => self.turn_started = None,
                 Change::ToolStarted(id) | Change::ToolFinished(id) => self.invalidate_call(&id),
+                Change::UserMessage(id) => self.user_message_arrived(&id),
                 Change::Error(e) => {
                     let text = format!(
                         "error {}: {}",
@@ -406,7 +463,8 @@ impl App {
         let agent_id = self.agent_id();
         let working = self.working();
         if steer && working {
-            self.note_text(format!("steering: {}", text.trim()), self.theme.dim());
+            let line = Line::styled(format!("steering: {}", text.trim()), self.theme.dim());
+            self.note_sent(vec![line], &text);
             self.send(
                 Command::Steer(Steer {
                     agent_id,
@@ -417,7 +475,8 @@ impl App {
             );
             return Vec::new();
         }
-        // The Runtime does not echo a prompt as a message until a `sync`: show it here.
+        // Shown at once, and replaced by the Runtime's `user_message` when the prompt
+        // enters the conversation (a queued follow-up only when its turn starts).
         let lines = text
             .split('\n')
             .enumerate()
@@ -431,7 +490,7 @@ impl App {
             })
             .chain(std::iter::once(Line::default()))
             .collect();
-        self.note(lines);
+        self.note_sent(lines, &text);
         self.send(
             Command::Prompt(Prompt {
                 agent_id,

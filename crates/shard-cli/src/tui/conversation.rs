@@ -24,6 +24,10 @@ pub struct Note {
     pub after: usize,
     /// Its lines.
     pub lines: Vec<Line<'static>>,
+    /// The text of a prompt, steer or follow-up this client sent, shown here until the
+    /// server's `user_message` for it arrives (then the note goes: the message itself is
+    /// in the conversation). A server without that event leaves the note in place.
+    pub awaiting: Option<String>,
 }
 
 /// Rendered complete messages, per width, and the finished lines of the streaming
@@ -396,9 +400,10 @@ pub fn descriptor(
             if let Some(p) = path {
                 v.push(Line::styled(strip(p), theme.bold()));
             }
+            let mut code = super::highlight::Code::new(&lang);
             for (i, l) in clean.lines().enumerate() {
                 let mut spans = vec![Span::styled(format!("{:>w$} │ ", i + 1), theme.dim())];
-                spans.extend(markdown::highlight(l, &lang, theme));
+                spans.extend(code.line(l, theme));
                 v.push(Line::from(spans));
             }
             v

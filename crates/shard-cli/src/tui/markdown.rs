@@ -3,13 +3,13 @@
 //! half-streamed renders the same as its prefix of the finished one, and an unclosed
 //! fence simply renders as code until it closes.
 //!
-//! Code is highlighted by a token highlighter (keywords, strings, comments, numbers)
-//! instead of syntect: syntect's grammars add seconds of build time and tens of
-//! milliseconds of start-up, against a 50 ms first-paint budget (docs/decisions.md).
+//! Code is highlighted with syntect's grammars (`super::highlight`), one parse state per
+//! fence, so a construct spanning lines (a block comment, a raw string) stays coloured.
 
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
+use super::highlight::Code;
 use super::theme::Theme;
 
 /// Renders markdown `text` into unwrapped lines.
@@ -26,7 +26,8 @@ pub fn render(text: &str, theme: &Theme) -> Vec<Line<'static>> {
 /// streaming message renders its finished lines once and only its last line per frame.
 #[derive(Debug, Clone, Default)]
 pub struct Renderer {
-    fence: Option<String>,
+    /// The open fence's highlighting state.
+    fence: Option<Code>,
 }
 
 impl Renderer {
@@ -47,14 +48,14 @@ impl Renderer {
                         format!("┌─ {lang}")
                     };
                     out.push(Line::from(Span::styled(label, theme.dim())));
-                    self.fence = Some(lang);
+                    self.fence = Some(Code::new(&lang));
                 }
             }
             return;
         }
-        if let Some(lang) = &self.fence {
+        if let Some(code) = &mut self.fence {
             let mut spans = vec![Span::styled("│ ", theme.dim())];
-            spans.extend(highlight(raw, lang, theme));
+            spans.extend(code.line(raw, theme));
             out.push(Line::from(spans));
             return;
         }
@@ -156,138 +157,6 @@ fn inline(text: &str, base: Style, theme: &Theme) -> Vec<Span<'static>> {
     spans
 }
 
-const KEYWORDS: &[&str] = &[
-    "as",
-    "async",
-    "await",
-    "break",
-    "case",
-    "class",
-    "const",
-    "continue",
-    "def",
-    "default",
-    "do",
-    "elif",
-    "else",
-    "enum",
-    "export",
-    "extends",
-    "false",
-    "fn",
-    "for",
-    "from",
-    "func",
-    "function",
-    "if",
-    "impl",
-    "import",
-    "in",
-    "interface",
-    "let",
-    "loop",
-    "match",
-    "mod",
-    "mut",
-    "new",
-    "nil",
-    "None",
-    "null",
-    "package",
-    "pub",
-    "return",
-    "self",
-    "Self",
-    "static",
-    "struct",
-    "switch",
-    "then",
-    "this",
-    "trait",
-    "true",
-    "True",
-    "False",
-    "try",
-    "type",
-    "use",
-    "var",
-    "where",
-    "while",
-    "with",
-    "yield",
-    "fi",
-    "done",
-    "esac",
-];
-
-/// Highlights one line of code by tokens (see the module comment for why not syntect).
-pub fn highlight(line: &str, lang: &str, theme: &Theme) -> Vec<Span<'static>> {
-    let hash_comments = matches!(
-        lang,
-        "py" | "python" | "sh" | "bash" | "shell" | "toml" | "yaml" | "yml" | "rb" | "ruby"
-    );
-    let mut spans = Vec::new();
-    let chars: Vec<char> = line.chars().collect();
-    let mut i = 0;
-    let mut plain = String::new();
-    let flush = |plain: &mut String, spans: &mut Vec<Span<'static>>| {
-        if !plain.is_empty() {
-            spans.push(Span::raw(std::mem::take(plain)));
-        }
-    };
-    while i < chars.len() {
-        let c = chars[i];
-        let rest_starts = |s: &str| chars[i..].iter().take(s.len()).copied().eq(s.chars());
-        if rest_starts("//") || (hash_comments && c == '#') {
-            flush(&mut plain, &mut spans);
-            spans.push(Span::styled(
-                chars[i..].iter().collect::<String>(),
-                theme.dim(),
-            ));
-            return spans;
-        }
-        if c == '"' || c == '\'' {
-            flush(&mut plain, &mut spans);
-            let mut j = i + 1;
-            while j < chars.len() && chars[j] != c {
-                if chars[j] == '\\' {
-                    j += 1;
-                }
-                j += 1;
-            }
-            let end = (j + 1).min(chars.len());
-            spans.push(Span::styled(
-                chars[i..end].iter().collect::<String>(),
-                theme.string(),
-            ));
-            i = end;
-            continue;
-        }
-        if c.is_alphanumeric() || c == '_' {
-            let mut j = i;
-            while j < chars.len() && (chars[j].is_alphanumeric() || chars[j] == '_') {
-                j += 1;
-            }
-            let word: String = chars[i..j].iter().collect();
-            if KEYWORDS.contains(&word.as_str()) {
-                flush(&mut plain, &mut spans);
-                spans.push(Span::styled(word, theme.keyword()));
-            } else if word.chars().all(|c| c.is_ascii_digit()) {
-                flush(&mut plain, &mut spans);
-                spans.push(Span::styled(word, theme.code()));
-            } else {
-                plain.push_str(&word);
-            }
-            i = j;
-            continue;
-        }
-        plain.push(c);
-        i += 1;
-    }
-    flush(&mut plain, &mut spans);
-    spans
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,10 +193,16 @@ mod tests {
     }
 
     #[test]
-    fn highlighter_marks_keywords_and_strings() {
-        let t = Theme::from_env();
-        let spans = highlight("let s = \"x\"; // c", "rust", &t);
-        let words: Vec<String> = spans.iter().map(|s| s.content.to_string()).collect();
-        assert_eq!(words, vec!["let", " s = ", "\"x\"", "; ", "// c"]);
+    fn fenced_code_is_highlighted_by_its_language() {
+        let t = Theme::coloured();
+        let out = render("```rust\nlet s = \"x\";\n```", &t);
+        let code = &out[1];
+        assert_eq!(code.to_string(), "│ let s = \"x\";");
+        assert!(
+            code.spans
+                .iter()
+                .any(|s| s.content == "let" && s.style == t.keyword()),
+            "{code:?}"
+        );
     }
 }

@@ -8,6 +8,7 @@ mod app;
 mod conversation;
 mod dialogs;
 mod editor;
+mod highlight;
 mod link;
 mod markdown;
 mod slash;
@@ -296,6 +297,8 @@ async fn main_loop(start: Start, home: PathBuf) -> anyhow::Result<ExitCode> {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut code = ExitCode::SUCCESS;
     term.draw(|f| ui::draw(f, &mut app))?;
+    // After the first paint, so loading the grammars never delays it.
+    highlight::preload();
     'outer: loop {
         let mut actions = Vec::new();
         tokio::select! {

@@ -23,6 +23,12 @@ impl Theme {
         Theme { color: false }
     }
 
+    /// A theme with colours whatever the environment says (tests of colouring).
+    #[cfg(test)]
+    pub fn coloured() -> Theme {
+        Theme { color: true }
+    }
+
     /// A foreground colour, or nothing under `NO_COLOR`.
     pub fn fg(&self, c: Color) -> Style {
         if self.color {
@@ -85,6 +91,11 @@ impl Theme {
     /// String literals of highlighted code.
     pub fn string(&self) -> Style {
         self.fg(Color::Green)
+    }
+
+    /// Function and type names of highlighted code.
+    pub fn name(&self) -> Style {
+        self.fg(Color::Blue)
     }
 
     /// Selected item of a list.

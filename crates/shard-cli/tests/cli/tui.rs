@@ -454,6 +454,57 @@ fn a_second_client_attached_through_the_daemon_sees_the_same_stream() {
     assert!(String::from_utf8_lossy(&out.stdout).contains(&agent));
 }
 
+/// A prompt typed in one terminal appears in another attached through the daemon before
+/// its answer: the turn waits on a permission nobody has answered yet, so the second
+/// client can only be showing the prompt from the Runtime's `user_message`.
+#[test]
+fn a_prompt_typed_in_one_client_appears_in_the_other_before_the_answer() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let _daemon = Daemon::start(&sb.home());
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("w", "write", json!({"path": "f.txt", "content": "hello"})),
+            text_turn("the file is written")
+        ]}),
+    );
+    let t = Tmux::start(&sb, &scripted(&script), 100, 24);
+    let s = t.wait_in("main", "a daemon agent", |s| {
+        status_line(s).contains("daemon ")
+    });
+    let agent = status_line(&s)
+        .split_whitespace()
+        .skip_while(|w| *w != "daemon")
+        .nth(1)
+        .unwrap()
+        .to_string();
+    t.window("second", &sb, &["attach", &agent], 100, 24);
+    t.wait_in("second", "the second client", |s| {
+        status_line(s).contains(&agent)
+    });
+    t.type_text("main", "please make the file");
+    t.keys(&["Enter"]);
+    let s = t.wait_in("second", "the prompt in the second client", |s| {
+        s.contains("› please make the file")
+    });
+    assert!(!s.contains("the file is written"), "{s}");
+    let s = t.wait("[y]");
+    assert_eq!(
+        s.matches("please make the file").count(),
+        1,
+        "the sender shows its prompt once: {s}"
+    );
+    t.type_text("main", "y");
+    t.wait("the file is written");
+    let s = t.wait_in("second", "the answer in the second client", |s| {
+        s.contains("the file is written")
+    });
+    assert_eq!(s.matches("› please make the file").count(), 1, "{s}");
+}
+
 #[test]
 fn continue_reopens_the_latest_session_of_the_directory() {
     if !have_tmux() {
