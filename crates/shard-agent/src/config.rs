@@ -30,6 +30,8 @@ pub struct Config {
     pub sandbox: shard_sandbox::SandboxConfig,
     /// `[compaction]`: when the context is compacted automatically (docs/sessions.md).
     pub compaction: CompactionConfig,
+    /// `[mcp.servers.NAME]`: the user's MCP servers (docs/mcp.md).
+    pub mcp: shard_mcp::McpConfig,
     /// The whole file as parsed, for readers of sections this crate does not own.
     #[serde(skip)]
     pub raw: toml::Table,
@@ -155,7 +157,7 @@ mod tests {
         let cases = [
             (
                 "colour = \"red\"\n",
-                "config.toml:1: unknown key `colour` at the top level (expected one of: modes, permissions, headless, tools, providers, models, sandbox, compaction)",
+                "config.toml:1: unknown key `colour` at the top level (expected one of: modes, permissions, headless, tools, providers, models, sandbox, compaction, mcp)",
             ),
             (
                 "[[modes]]\nname = \"review\"\npromt = \"be terse\"\n",
@@ -176,6 +178,10 @@ mod tests {
             (
                 "[providers.ollama]\nbase_url = \"http://localhost:11434/v1\"\napi_key = \"x\"\n",
                 "config.toml:3: unknown key `api_key` in [providers.ollama]",
+            ),
+            (
+                "[mcp.servers.gh]\ncommand = \"gh-mcp\"\nenvs = { A = \"b\" }\n",
+                "config.toml:3: unknown key `envs` in [mcp.servers.gh]",
             ),
             (
                 "[[models]]\nid = \"ollama/qwen3\"\ncontext = 8000\n",

@@ -16,6 +16,7 @@ pub mod modes;
 pub mod prompt;
 pub mod recall;
 pub mod runtime;
+pub mod subagent;
 pub mod transport;
 
 pub use hooks::{HookOutcome, ModelCallHook, ModelCallView, Seams, SharedContext};

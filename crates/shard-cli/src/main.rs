@@ -9,6 +9,7 @@ mod cmd_new;
 mod cmd_protocol;
 mod cmd_run;
 mod cmd_web;
+mod cmd_ws;
 mod common;
 mod prompter;
 mod run_print;
@@ -65,6 +66,8 @@ enum Commands {
     Attach(cmd_attach::AttachArgs),
     /// Print a one-time browser enrollment link; list or revoke enrolled browsers.
     Web(cmd_web::WebArgs),
+    /// Workspaces: one agent, one git worktree (create, attach, list, status, retire).
+    Ws(cmd_ws::WsArgs),
     /// Protocol tools.
     Protocol(cmd_protocol::ProtocolArgs),
 }
@@ -89,6 +92,7 @@ fn main() -> ExitCode {
         Some(Commands::Models(args)) => cmd_info::models(args),
         Some(Commands::New(args)) => cmd_new::new(args),
         Some(Commands::Web(args)) => cmd_web::web(args),
+        Some(Commands::Ws(args)) => cmd_ws::ws(args),
         Some(Commands::Protocol(args)) => cmd_protocol::run(args),
     }
 }

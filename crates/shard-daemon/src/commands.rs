@@ -44,6 +44,11 @@ pub(crate) fn dispatch(
 ) -> Handled {
     let ty = command.type_name();
     let now = match command {
+        Command::WorkspaceCreate(_)
+        | Command::WorkspaceAttach(_)
+        | Command::WorkspaceList(_)
+        | Command::WorkspaceStatus(_)
+        | Command::WorkspaceRetire(_) => return crate::workspaces::dispatch(core, command),
         Command::AgentList(_) => data(AgentsData {
             agents: core.list_agents(None),
         }),
@@ -112,6 +117,14 @@ pub(crate) fn dispatch(
             begin_shutdown(core, s.force.unwrap_or(false));
             Ok(Reply::Deferred)
         }
+        Command::SubagentCreate(_)
+        | Command::SubagentWait(_)
+        | Command::SubagentSteer(_)
+        | Command::SubagentRelaunch(_)
+        | Command::SubagentStatus(_)
+        | Command::SubagentStop(_) => {
+            return Handled::Later(crate::jobs::handlers::handle(core, conn, command));
+        }
         Command::RequestSync(t) => core.request_sync(conn, t.agent_id.as_deref(), slot),
         Command::PermissionResponse(mut p) => match p.agent_id.take() {
             None => Err(needs_agent_id()),
@@ -149,6 +162,13 @@ pub(crate) fn dispatch(
                 "per-agent commands need agent_id on a daemon connection",
             )),
             Some(agent_id) => {
+                // The lease guard (PROTOCOL §10.3): one run at a time on a leased child.
+                if matches!(c, Command::Prompt(_)) && core.jobs.leased(&agent_id) {
+                    return Handled::Now(Err(ProtocolError::new(
+                        ErrorCode::Conflict,
+                        "the agent is leased by a subagent job; steer or stop the run instead",
+                    )));
+                }
                 let read_only = is_read_only(&c);
                 core.forward(conn, &agent_id, c, read_only, slot)
             }

@@ -31,6 +31,8 @@ pub struct DaemonConfig {
     pub agent_exe: Option<PathBuf>,
     /// The `[[headless.allow]]` rules of `config.toml`, for `allow_if_rule_matches`.
     pub headless_allow: Vec<shard_gate::rules::Rule>,
+    /// Subagent launch limits (tasks per job, depth).
+    pub launch_limits: crate::jobs::LaunchLimits,
 }
 
 impl DaemonConfig {
@@ -48,6 +50,7 @@ impl DaemonConfig {
             max_connections: 4096,
             agent_exe: None,
             headless_allow: Vec::new(),
+            launch_limits: crate::jobs::LaunchLimits::default(),
         }
     }
 

@@ -32,6 +32,8 @@ pub struct LaunchSpec {
     pub script: Option<String>,
     /// Tool allow-list.
     pub tools: Option<Vec<String>>,
+    /// A file whose text replaces the base system prompt (every start).
+    pub system_prompt_file: Option<PathBuf>,
     /// `SHARD_HOME`.
     pub home: PathBuf,
     /// The daemon socket, for the Runtime's own calls back.
@@ -125,6 +127,10 @@ impl ProcessLauncher {
         opt("--model", &spec.model);
         opt("--mode", &spec.mode);
         opt("--script", &spec.script);
+        if let Some(f) = &spec.system_prompt_file {
+            a.push("--system-prompt-file".into());
+            a.push(f.display().to_string());
+        }
         if let Some(tools) = &spec.tools {
             a.push("--tools".into());
             a.push(tools.join(","));
@@ -152,7 +158,8 @@ impl RuntimeLauncher for ProcessLauncher {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let out = match tokio::time::timeout(CHECK_TIMEOUT, cmd.output()).await {
+        let out = match tokio::time::timeout(CHECK_TIMEOUT, crate::children::output(&mut cmd)).await
+        {
             Ok(Ok(o)) => o,
             Ok(Err(e)) => return Err(format!("could not run the runtime's check: {e}")),
             Err(_) => return Err("the runtime's check did not finish in time".into()),

@@ -12,6 +12,7 @@
 // binary: a library reports through return values and `tracing`, never by printing.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
+mod children;
 mod commands;
 pub mod config;
 mod conn;
@@ -19,6 +20,7 @@ mod core;
 mod create;
 pub mod error;
 mod fsutil;
+mod jobs;
 pub mod launcher;
 pub mod lines;
 pub mod manifest;
@@ -28,10 +30,12 @@ pub mod principal;
 mod reply;
 mod server;
 pub mod transport;
+mod workspaces;
 
 pub use config::DaemonConfig;
 pub use core::subscribe::{Subscription, Topic};
 pub use error::DaemonError;
+pub use jobs::LaunchLimits;
 pub use launcher::{ExitInfo, LaunchSpec, LaunchedRuntime, ProcessLauncher, RuntimeLauncher};
 pub use outbox::QueueCaps;
 pub use principal::{Principal, TransportKind};

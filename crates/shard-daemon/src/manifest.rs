@@ -56,6 +56,10 @@ pub struct AgentManifest {
     /// True once a Runtime generation became ready; later starts are restores.
     #[serde(default)]
     pub started: bool,
+    /// A file whose text replaces the base system prompt at every start (a subagent's
+    /// definition body, issue 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt_file: Option<String>,
 }
 
 /// Reads and writes manifests; every id is validated before it touches a path.
@@ -168,6 +172,7 @@ mod tests {
             created_at: 5,
             adopted: false,
             started: true,
+            system_prompt_file: None,
         }
     }
 

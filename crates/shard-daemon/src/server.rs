@@ -79,6 +79,16 @@ impl Daemon {
         let shared = Arc::new(Shared::new(config, launcher));
         let manifests = shared.store.load_all().await?;
         shared.add_loaded(manifests);
+        shared
+            .jobs
+            .load()
+            .await
+            .map_err(|e| DaemonError::io("loading subagent job records", e))?;
+        shared
+            .workspaces
+            .load()
+            .await
+            .map_err(|e| DaemonError::io("reading workspace records", e))?;
         Ok(Daemon {
             shared,
             transports: vec![Box::new(unix)],
@@ -111,6 +121,7 @@ impl Daemon {
             tracing::warn!(error = %e, "could not become a child subreaper; orphaned tool processes may escape");
         }
         crate::core::spawn_background(&shared);
+        crate::jobs::resume_reports(&shared);
         let mut accept_tasks = Vec::new();
         for t in self.transports {
             tracing::info!(transport = %t.describe(), "listening");

@@ -22,6 +22,8 @@ use crate::resolve::{self, Effective};
 #[derive(Debug, Clone)]
 pub struct Rule {
     tool: String,
+    /// The tool name as a glob, when it has one (`mcp__github__*`, issue 18).
+    tool_glob: Option<GlobMatcher>,
     command: Option<CommandGlob>,
     path: Option<GlobMatcher>,
 }
@@ -101,7 +103,13 @@ impl Rule {
             ),
             None => None,
         };
+        let tool_glob = if cfg.tool != "*" && cfg.tool.contains(['*', '?', '[', '{']) {
+            Some(Glob::new(&cfg.tool).map_err(err)?.compile_matcher())
+        } else {
+            None
+        };
         Ok(Rule {
+            tool_glob,
             tool: cfg.tool.clone(),
             command,
             path,
@@ -123,9 +131,12 @@ impl Rule {
         self.command.is_none()
     }
 
-    /// True when it applies to `tool`.
+    /// True when it applies to `tool`: `*`, the exact name, or a glob over names
+    /// (`mcp__github__*` for every tool of one MCP server).
     pub fn tool_matches(&self, tool: &str) -> bool {
-        self.tool == "*" || self.tool == tool
+        self.tool == "*"
+            || self.tool == tool
+            || self.tool_glob.as_ref().is_some_and(|g| g.is_match(tool))
     }
 
     /// True when its `path` glob (if any) matches the resolved path. A rule with a path

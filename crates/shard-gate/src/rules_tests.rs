@@ -201,3 +201,32 @@ fn path_globs_expand_the_home_directory() {
     };
     assert!(denies(&rules, "read", &json!({}), Some(&p)));
 }
+
+#[test]
+fn tool_names_match_globs_for_mcp_servers() {
+    let rules = [rule("mcp__github__*", None, None)];
+    assert!(denies(
+        &rules,
+        "mcp__github__create_issue",
+        &json!({}),
+        None
+    ));
+    assert!(!denies(
+        &rules,
+        "mcp__gitlab__create_issue",
+        &json!({}),
+        None
+    ));
+    assert!(!denies(&rules, "bash", &json!({"command": "ls"}), None));
+    let allow = [rule("mcp__time__get_*", None, None)];
+    assert!(allows(
+        &allow,
+        "mcp__time__get_current_time",
+        &json!({}),
+        None
+    ));
+    assert!(!allows(&allow, "mcp__time__convert_time", &json!({}), None));
+    // An exact name still matches only itself.
+    let exact = [rule("mcp__a__b", None, None)];
+    assert!(!denies(&exact, "mcp__a__bc", &json!({}), None));
+}

@@ -68,6 +68,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "model_changed",
     "mode_changed",
     "reasoning_level_changed",
+    "tools_changed",
     "workspace_created",
     "workspace_attached",
     "workspace_retired",

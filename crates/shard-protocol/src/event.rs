@@ -75,6 +75,10 @@ pub enum Event {
     /// The reasoning level changed.
     #[serde(rename = "reasoning_level_changed")]
     ReasoningLevelChanged(ReasoningLevelChanged),
+    /// Additive (issue 18): the tools offered to the model changed (an MCP server
+    /// connected, changed its list, failed or stopped).
+    #[serde(rename = "tools_changed")]
+    ToolsChanged(ToolsChanged),
     /// A workspace was created.
     #[serde(rename = "workspace_created")]
     WorkspaceCreated(WorkspaceEvent),
@@ -147,6 +151,7 @@ per_agent_slots!(
     ModeChanged,
     ReasoningLevelChanged,
     UserMessage,
+    ToolsChanged,
 );
 
 impl Event {
@@ -173,6 +178,7 @@ impl Event {
             Event::ModelChanged(_) => "model_changed",
             Event::ModeChanged(_) => "mode_changed",
             Event::ReasoningLevelChanged(_) => "reasoning_level_changed",
+            Event::ToolsChanged(_) => "tools_changed",
             Event::WorkspaceCreated(_) => "workspace_created",
             Event::WorkspaceAttached(_) => "workspace_attached",
             Event::WorkspaceRetired(_) => "workspace_retired",
@@ -622,6 +628,38 @@ pub struct ModeChanged {
     pub previous_mode: String,
     /// New mode.
     pub mode: String,
+}
+
+/// `tools_changed` (additive, issue 18): the whole tool list now, and which MCP server
+/// caused the change and its state, so a client can show "server X failed: why".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolsChanged {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Every tool the model is offered now, in order.
+    pub tools: Vec<String>,
+    /// The MCP server whose change this is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<McpServerStatus>,
+}
+
+/// An MCP server's state in a `tools_changed` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct McpServerStatus {
+    /// The server's name (the `SERVER` of `mcp__SERVER__TOOL`).
+    pub name: String,
+    /// `starting`, `ready`, `failed`, `stopped` or `not_approved`.
+    pub state: String,
+    /// Why it failed or is not started (never a secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// A failed server is being restarted (with backoff).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restarting: Option<bool>,
+    /// Its tools now (`mcp__SERVER__TOOL` names).
+    #[serde(default)]
+    pub tools: Vec<String>,
 }
 
 /// `reasoning_level_changed`.

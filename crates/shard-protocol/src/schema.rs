@@ -16,6 +16,11 @@ pub fn protocol_schema() -> Value {
     generator.subschema_for::<responses::AgentsData>();
     generator.subschema_for::<responses::AgentCreated>();
     generator.subschema_for::<responses::AttachData>();
+    generator.subschema_for::<crate::workspace::WorkspaceLaunched>();
+    generator.subschema_for::<crate::workspace::WorkspaceListData>();
+    generator.subschema_for::<crate::workspace::WorkspaceStatusData>();
+    generator.subschema_for::<crate::workspace::WorkspaceRetiredData>();
+    generator.subschema_for::<crate::workspace::WorkspaceConflictData>();
     generator.subschema_for::<responses::TerminateData>();
     generator.subschema_for::<responses::SetModeData>();
     generator.subschema_for::<responses::ListModesData>();

@@ -56,6 +56,7 @@ const PER_AGENT_EVENTS: &[&str] = &[
     "mode_changed",
     "reasoning_level_changed",
     "user_message",
+    "tools_changed",
 ];
 
 fn as_set(list: &[&str]) -> BTreeSet<String> {

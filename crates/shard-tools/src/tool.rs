@@ -253,6 +253,11 @@ pub trait Tool: Send + Sync {
     /// Whether this call (with these arguments) only reads: read-only calls run without
     /// asking and may run concurrently. When unsure, a tool answers `false`.
     fn is_read_only(&self, args: &Value) -> bool;
+    /// A note shown in this call's permission request, when the tool has something to say
+    /// that the gate must not trust alone (an MCP server's `readOnlyHint`).
+    fn permission_note(&self, _args: &Value) -> Option<String> {
+        None
+    }
     /// A preview shown before the tool runs.
     fn start_render(&self, _args: &Value, _ctx: &ToolContext) -> Option<RenderDescriptor> {
         None

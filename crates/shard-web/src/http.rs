@@ -35,7 +35,8 @@ struct Effective {
 /// The router, with its layers.
 pub(crate) fn router(door: Arc<Door>) -> Router {
     Router::new()
-        .route("/", get(index))
+        .route("/", get(crate::assets::index))
+        .route("/app/{*path}", get(crate::assets::file))
         .route("/enroll", get(enroll_page).post(enroll))
         .route("/enroll.js", get(enroll_js))
         .route("/bootstrap", post(bootstrap))
@@ -162,10 +163,6 @@ fn allowed_origin(door: &Door, headers: &HeaderMap) -> Result<String, &'static s
         Ok(Some(_)) => Err("Origin not allowed"),
         _ => Err("an Origin header is required"),
     }
-}
-
-async fn index() -> Response {
-    html(pages::INDEX)
 }
 
 async fn enroll_page() -> Response {

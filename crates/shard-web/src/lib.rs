@@ -11,6 +11,7 @@
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod admin;
+mod assets;
 pub mod config;
 pub mod door;
 pub mod error;

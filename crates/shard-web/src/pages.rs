@@ -1,15 +1,5 @@
-//! The few pages the door serves until the web client lands (its own issue). No inline
-//! script: the CSP is `default-src 'self'`.
-
-/// `GET /`: the placeholder.
-pub const INDEX: &str = r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Shard</title></head>
-<body><h1>Shard</h1>
-<p>The web client is not implemented yet. This daemon already serves its door:
-enroll this browser with the link <code>shard web</code> prints, then connect to
-<code>/ws</code> after <code>POST /bootstrap</code> (see docs/web.md).</p>
-</body></html>
-"#;
+//! The enrollment page the door serves beside the client (`assets`). No inline script:
+//! the CSP is `default-src 'self'`.
 
 /// `GET /enroll`: posts the code from the URL's fragment (never sent to a server).
 pub const ENROLL: &str = r#"<!doctype html>

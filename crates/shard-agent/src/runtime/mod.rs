@@ -7,6 +7,7 @@ mod commands;
 mod compaction;
 mod context;
 mod fork;
+mod mcp;
 mod partial;
 mod permissions;
 mod serve;
@@ -55,6 +56,8 @@ pub(crate) enum Next {
 pub(crate) enum Internal {
     Ui(UiAsk),
     Tools(tools::ToolChange),
+    /// An MCP server's new tool set and state.
+    Mcp(shard_mcp::McpUpdate),
 }
 
 /// How many internal messages may wait for the actor before a sender waits.
@@ -193,6 +196,10 @@ pub struct Runtime {
     )>,
     eof: bool,
     sink_closed: bool,
+    /// MCP servers resolved at start, started when the Runtime runs.
+    mcp_plan: Option<shard_mcp::Resolved>,
+    /// The running MCP servers; stopped with the Runtime.
+    mcp: Option<shard_mcp::McpManager>,
 }
 
 impl Runtime {
@@ -232,6 +239,7 @@ impl Runtime {
             mut gate,
             grants,
             mut models,
+            mcp: mcp_plan,
         } = prepared;
         let store = SessionStore::new(opts.shard_home.clone());
         let session_id = opts
@@ -265,6 +273,10 @@ impl Runtime {
         tools.push(Arc::new(shard_tools::Typed::new(AskUser::new(
             UiHandle::new(internal_tx.clone()),
         ))));
+        // Offered only under a daemon (issue 16): it forwards to `subagent.*`.
+        if let Some(sub) = crate::subagent::SubagentTool::from_env() {
+            tools.push(Arc::new(shard_tools::Typed::new(sub)));
+        }
         let tools = tools::Tools::new(tools, opts.tools.clone(), internal_tx);
 
         let mut env_remove = shard_ai::secret_env_vars(&ai_config);
@@ -273,6 +285,8 @@ impl Runtime {
                 .iter()
                 .map(|s| s.to_string()),
         );
+        // The variables MCP servers' secrets come from reach no tool and no other server.
+        env_remove.extend(mcp_plan.secret_vars());
         let processes = match &opts.agent_id {
             Some(agent_id) => runtime_state_tracker(&opts.shard_home, agent_id),
             None => ProcessTracker::default(),
@@ -327,6 +341,8 @@ impl Runtime {
             pending_ui: Vec::new(),
             eof: false,
             sink_closed: false,
+            mcp_plan: Some(mcp_plan),
+            mcp: None,
         };
         // A compacted session offers `recall` from its first request.
         runtime.register_recall();
@@ -370,6 +386,8 @@ impl Runtime {
         self.emit(hello).await;
         let sync = self.first_sync().await;
         self.emit(sync).await;
+        // In the background: a slow server never delays `hello`, `sync` or a prompt.
+        self.start_mcp().await;
         if let Some(torn) = self.session.torn() {
             // Reported, never fatal: a crash mid-write left a partial last line.
             let name = torn
@@ -410,6 +428,9 @@ impl Runtime {
             }
             let next = self.next_input().await;
             self.handle_next(next).await;
+        }
+        if let Some(mcp) = self.mcp.take() {
+            mcp.stop().await;
         }
         self.shutdown();
     }
@@ -454,6 +475,7 @@ impl Runtime {
             // No client holds a tool list (PROTOCOL has none on the wire), so there is
             // nothing to notify; docs/decisions.md, "Runtime seams".
             Next::Internal(Internal::Tools(change)) => self.tools.apply(change),
+            Next::Internal(Internal::Mcp(update)) => self.apply_mcp(update).await,
         }
     }
 

@@ -97,7 +97,17 @@ impl Runtime {
         match decision {
             Decision::Allow(_) => Gate::Run,
             Decision::Refuse { message, .. } => Gate::Refuse(message),
-            Decision::Ask(ask) => {
+            Decision::Ask(mut ask) => {
+                // What the tool says about itself is shown, never trusted (issue 18).
+                if let Some(note) = self.tool(tool).and_then(|t| t.permission_note(args)) {
+                    ask.request.details.get_or_insert_with(Vec::new).push(
+                        shard_protocol::types::PermissionDetail {
+                            label: Some("note".into()),
+                            value: note,
+                            format: None,
+                        },
+                    );
+                }
                 let timeout = ask
                     .queued
                     .then(|| Duration::from_secs(self.config.headless.timeout_secs));

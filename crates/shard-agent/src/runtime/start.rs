@@ -21,6 +21,7 @@ pub struct Prepared {
     pub(super) gate: Gate,
     pub(super) grants: GrantStore,
     pub(super) models: ModelController,
+    pub(super) mcp: shard_mcp::Resolved,
 }
 
 impl Prepared {
@@ -58,6 +59,14 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
     }
     let grants = GrantStore::open(&opts.shard_home, &opts.cwd)
         .map_err(|e| StartError::Config(e.to_string()))?;
+    let mcp = shard_mcp::resolve(
+        &config.mcp,
+        &opts.shard_home.join("config.toml"),
+        &opts.shard_home,
+        &opts.cwd,
+        &|k: &str| env(k),
+    )
+    .map_err(|e| StartError::Config(e.to_string()))?;
     let mut models = ModelController::new(ai_config.clone(), env, opts.script.clone());
     // A provider or model the user named that does not exist is a start failure; a
     // missing key is not (the first prompt says which variable to set).
@@ -74,6 +83,7 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
         gate,
         grants,
         models,
+        mcp,
     })
 }
 

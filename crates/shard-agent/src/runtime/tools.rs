@@ -85,6 +85,41 @@ impl Tools {
         }
     }
 
+    pub(crate) fn sender(&self) -> mpsc::Sender<Internal> {
+        self.sender.clone()
+    }
+
+    /// Replaces every tool whose name starts with `prefix` (one MCP server's) by `tools`,
+    /// keeping the place of those that stay; returns the names now present (the allow-list
+    /// applies).
+    pub(crate) fn replace_prefix(
+        &mut self,
+        prefix: &str,
+        tools: Vec<Arc<dyn Tool>>,
+    ) -> Vec<String> {
+        let incoming: Vec<String> = tools.iter().map(|t| t.name().to_string()).collect();
+        let gone: Vec<String> = self
+            .registry
+            .names()
+            .into_iter()
+            .filter(|n| n.starts_with(prefix) && !incoming.iter().any(|i| i == n))
+            .map(str::to_string)
+            .collect();
+        for name in gone {
+            self.apply(ToolChange::Remove(name));
+        }
+        for tool in tools {
+            self.apply(ToolChange::Add(tool));
+        }
+        self.specs = None;
+        self.registry
+            .names()
+            .into_iter()
+            .filter(|n| n.starts_with(prefix))
+            .map(str::to_string)
+            .collect()
+    }
+
     pub(crate) fn apply(&mut self, change: ToolChange) {
         match change {
             ToolChange::Add(tool) => {

@@ -17,7 +17,9 @@ mod run;
 mod run_terminal;
 mod runtime;
 mod sandbox;
+mod subagents;
 mod tui;
+mod workspaces;
 
 use harness::*;
 use serde_json::{Value, json};
@@ -74,6 +76,8 @@ fn turn_order_matches_the_pinned_complete_form() {
             "response",
             "status",
             "turn_start",
+            // Additive 0.1.x (docs/protocol.md): the prompt as it enters the conversation.
+            "user_message",
             "message_delta",
             "message_complete",
             "usage",

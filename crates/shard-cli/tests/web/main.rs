@@ -3,6 +3,7 @@
 //! path of each configuration. docs/security.md "Browser door" maps attacks to tests.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod browser;
 mod harness;
 mod nginx;
 
@@ -54,7 +55,28 @@ async fn loopback_happy_path_same_protocol_as_the_unix_socket() {
 
     let index = d.http("GET", "/", &[("Host", &d.host())], "");
     assert_eq!(index.status, 200);
-    assert!(index.body.contains("not implemented yet"), "{index:?}");
+    assert!(index.body.contains("/app/main.js"), "the client: {index:?}");
+    assert!(!index.body.contains("<script>"), "no inline script");
+    assert!(
+        index
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let module = d.http("GET", "/app/main.js", &[("Host", &d.host())], "");
+    assert_eq!(module.status, 200);
+    assert!(
+        module
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+    assert_security_headers(&module);
+    for bad in ["/app/../Cargo.toml", "/app/nope.js", "/app/protocol.d.ts"] {
+        let r = d.http("GET", bad, &[("Host", &d.host())], "");
+        assert_eq!(r.status, 404, "{bad}: {r:?}");
+        assert_security_headers(&r);
+    }
     assert_security_headers(&index);
     let page = d.http("GET", "/enroll", &[("Host", &d.host())], "");
     assert_eq!(page.status, 200);

@@ -37,6 +37,11 @@ impl Shared {
         }
     }
 
+    /// Sends an orchestrator event (workspace events, issue 17) to every connection.
+    pub(crate) fn broadcast_event(&self, ev: &shard_protocol::Event) {
+        self.lock().broadcast(&broker::frame(ev));
+    }
+
     /// Registers a connection (or in-process subscriber) and its queue.
     pub(crate) fn register_conn(
         &self,

@@ -10,6 +10,7 @@
 
 pub(crate) mod api;
 mod broker;
+pub(crate) mod internal;
 mod orphans;
 mod requests;
 mod state;

@@ -75,8 +75,9 @@ pub(crate) async fn collect_orphans(shared: Arc<Shared>) {
                 .collect()
         };
         let _ = tokio::task::spawn_blocking(move || {
+            let own = crate::children::listed();
             for pid in child_pids() {
-                if runtimes.contains(&pid) {
+                if runtimes.contains(&pid) || own.as_ref().is_some_and(|o| o.contains(&pid)) {
                     continue;
                 }
                 if let Ok(p) = i32::try_from(pid) {

@@ -260,11 +260,17 @@ pub(crate) struct Shared {
     pub(super) runtime_exited: tokio::sync::Notify,
     /// Every task that serves a client or does slow work for one; shutdown awaits them.
     pub(crate) tasks: tokio_util::task::TaskTracker,
+    /// Subagent jobs (their own lock; never taken while holding `state`'s).
+    pub(crate) jobs: crate::jobs::Jobs,
+    /// Workspace records (issue 17); their own module, not registry state.
+    pub(crate) workspaces: crate::workspaces::Registry,
 }
 
 impl Shared {
     pub fn new(cfg: DaemonConfig, launcher: Arc<dyn RuntimeLauncher>) -> Self {
         let store = ManifestStore::new(&cfg.home);
+        let jobs = crate::jobs::Jobs::new(&cfg.home, cfg.launch_limits);
+        let workspaces = crate::workspaces::Registry::new(&cfg.home);
         Shared {
             cfg,
             launcher,
@@ -275,6 +281,8 @@ impl Shared {
             shutdown: CancellationToken::new(),
             runtime_exited: tokio::sync::Notify::new(),
             tasks: tokio_util::task::TaskTracker::new(),
+            jobs,
+            workspaces,
         }
     }
 

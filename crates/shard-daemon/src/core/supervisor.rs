@@ -130,6 +130,7 @@ pub(crate) fn launch_spec(
         mode: if first { m.mode.clone() } else { None },
         script: if scripted { m.model.clone() } else { None },
         tools: m.tools.clone(),
+        system_prompt_file: m.system_prompt_file.as_ref().map(std::path::PathBuf::from),
         home: cfg.home.clone(),
         daemon_sock: cfg.socket_path(),
         token,

@@ -1,0 +1,128 @@
+//! Subagent jobs end to end (issue 16): a real daemon, a parent Runtime whose scripted
+//! model calls the `subagent` tool, a child whose permission request a client attached
+//! to the parent answers, and the completion report arriving as the parent's next turn.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::json;
+use shard_protocol::command::AttachRole;
+use shard_protocol::{Event, IncomingEvent};
+
+use super::daemon::{
+    Daemon, T, bash_turns, create_req, home, orchestrator_until, prompt, script, until,
+};
+
+const TASK: &str = "PRIVATE-TASK-e2e-91c4 list the files";
+
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_model_delegates_and_gets_the_report() {
+    let h = home();
+    let d = Daemon::start(h.path(), &[]);
+    let cs = script(h.path(), "c.json", bash_turns("echo child-output"));
+    let ps = script(
+        h.path(),
+        "p.json",
+        json!([
+            {"steps":[{"tool_call":{"id":"call-1","name":"subagent",
+                "args":{"action":"create","task":TASK,"model":cs}}}]},
+            {"steps":[{"text":"launched"}]},
+            {"steps":[{"text":"noted the report"}]}
+        ]),
+    );
+    let a = d.client().await;
+    let parent = a.create(create_req(h.path(), &ps)).await.unwrap();
+    let (_, mut ev) = a.attach(&parent, AttachRole::Interactive).await.unwrap();
+    a.call(prompt(&parent, "go")).await.unwrap();
+
+    // The tool's result is the create response: a queued run with an alias.
+    let (e, _) = until(&mut ev, |e| matches!(e, Event::ToolResult(_))).await;
+    let Event::ToolResult(r) = e else {
+        unreachable!()
+    };
+    let text = serde_json::to_string(&r).unwrap();
+    assert!(text.contains("job-") && text.contains("general"), "{text}");
+    assert!(!r.is_error, "{text}");
+
+    // The child's bash permission request reaches the parent's client; it answers.
+    // Delegated requests carry the child's agent_id, which no subscription of this client
+    // names: the client hands them out with the orchestrator events.
+    let e = orchestrator_until(&a, |e| matches!(e, Event::PermissionRequest(_))).await;
+    let Event::PermissionRequest(req) = e else {
+        unreachable!()
+    };
+    let child = req.agent_id.clone().expect("the child's agent_id");
+    assert_ne!(child, parent);
+    let allow = json!({"type":"permission_response","agent_id":child,
+                       "request_id":req.request_id,"decision":"allow"});
+    let r = a
+        .request(serde_json::from_value(allow).unwrap())
+        .await
+        .unwrap();
+    assert!(r.success, "{r:?}");
+
+    // The report wakes the parent: a second turn, which the script answers.
+    let (e, _) = until(&mut ev, |e| {
+        matches!(e, Event::MessageComplete(m) if super::daemon::text_of(&m.message.content) == "noted the report")
+    })
+    .await;
+    drop(e);
+    until(&mut ev, |e| matches!(e, Event::TurnEnd(_))).await;
+
+    // The parent's transcript holds the report with the child's final text and state.
+    let sessions = h.path().join("sessions");
+    let transcript: String = files_under(&sessions)
+        .iter()
+        .filter(|p| p.ends_with("session.jsonl"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .filter(|t| t.contains("noted the report"))
+        .collect();
+    assert!(transcript.contains("[subagent report]"), "{transcript}");
+    assert!(transcript.contains("completed"));
+
+    // Orchestrator broadcasts never carry the task text.
+    let mut seen = Vec::new();
+    while let Ok(Some(e)) =
+        tokio::time::timeout(std::time::Duration::from_millis(200), a.next_event()).await
+    {
+        if let IncomingEvent::Known(e) = e {
+            seen.push(serde_json::to_string(&e).unwrap());
+        }
+    }
+    assert!(seen.iter().all(|s| !s.contains(TASK)));
+
+    // The task text: in the job record and the two conversations, nowhere else (daemon
+    // log at debug level, manifests, runtime state included).
+    drop(d);
+    let leaks: Vec<_> = files_under(h.path())
+        .into_iter()
+        .filter(|p| !p.starts_with(h.path().join("jobs")) && !p.starts_with(&sessions))
+        .filter(|p| !p.ends_with("p.json"))
+        .filter(|p| {
+            std::fs::read(p)
+                .map(|b| String::from_utf8_lossy(&b).contains(TASK))
+                .unwrap_or(false)
+        })
+        .collect();
+    assert!(leaks.is_empty(), "task text found in {leaks:?}");
+    assert!(
+        files_under(&h.path().join("jobs"))
+            .iter()
+            .any(|p| std::fs::read_to_string(p).unwrap().contains(TASK))
+    );
+    let _ = T;
+}

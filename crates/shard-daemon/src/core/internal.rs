@@ -1,0 +1,147 @@
+//! What the subagent coordinator (`crate::jobs`) needs of the registry, as core API: who
+//! a connection is, what a parent looks like, sending a command to an agent as the
+//! daemon itself (no attachment), and telling the owner's connections about its runs.
+//! Like the rest of `core::api`, every method locks, does bounded work and returns.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use shard_protocol::ErrorCode;
+use shard_protocol::command::{Command, HeadlessPolicy};
+use tokio::sync::oneshot;
+
+use super::broker::send_to_runtime;
+use super::state::{ConnId, Inflight, Shared};
+use super::supervisor;
+use crate::manifest::AgentManifest;
+use crate::principal::Principal;
+use crate::reply::{ProtocolError, Responder};
+
+/// A parent agent as the coordinator sees it when it launches children.
+#[derive(Debug, Clone)]
+pub(crate) struct AgentView {
+    /// The durable record.
+    pub manifest: AgentManifest,
+    /// The mode in effect (the Runtime's report, else the manifest's).
+    pub mode: Option<String>,
+    /// True while a turn runs or is waiting on a request.
+    pub active: bool,
+    /// Number of ancestors (a top-level agent is 0).
+    pub depth: u32,
+    /// The parent's headless policy, which its children inherit.
+    pub headless_policy: HeadlessPolicy,
+}
+
+impl Shared {
+    /// Who is on the other end of `conn`.
+    pub(crate) fn principal_of(&self, conn: ConnId) -> Option<Principal> {
+        self.lock().conns.get(&conn).map(|c| c.principal.clone())
+    }
+
+    /// True while `conn` is registered (a waiter stops when its connection goes).
+    pub(crate) fn conn_alive(&self, conn: ConnId) -> bool {
+        self.lock().conns.contains_key(&conn)
+    }
+
+    /// A snapshot of one agent, or `None` when it does not exist.
+    pub(crate) fn agent_view(&self, agent_id: &str) -> Option<AgentView> {
+        let st = self.lock();
+        let entry = st.agents.get(agent_id)?;
+        let mut depth = 0;
+        let mut cur = entry.manifest.parent_agent_id.clone();
+        while let Some(p) = cur {
+            depth += 1;
+            if depth > 64 {
+                break;
+            }
+            cur = st
+                .agents
+                .get(&p)
+                .and_then(|e| e.manifest.parent_agent_id.clone());
+        }
+        Some(AgentView {
+            manifest: entry.manifest.clone(),
+            mode: entry.mode.clone().or_else(|| entry.manifest.mode.clone()),
+            active: entry.status.is_active(),
+            depth,
+            headless_policy: entry.manifest.headless_policy,
+        })
+    }
+
+    /// Sends `frame` to the connections of `parent`: its authenticated Runtime
+    /// connections and the clients attached to it.
+    pub(crate) fn send_to_owner(&self, parent: &str, frame: &Bytes) {
+        let st = self.lock();
+        let attached: Vec<ConnId> = st
+            .agents
+            .get(parent)
+            .map(|e| e.attachments.keys().copied().collect())
+            .unwrap_or_default();
+        for (id, c) in &st.conns {
+            let owner = c.principal.runtime_agent() == Some(parent);
+            if owner || attached.contains(id) {
+                c.outbox.push(frame.clone());
+            }
+        }
+    }
+
+    /// Fires when the agent's current Runtime generation exits; `None` when none is live.
+    pub(crate) fn exit_waiter(&self, agent_id: &str) -> Option<oneshot::Receiver<()>> {
+        let mut st = self.lock();
+        let rt = st.agents.get_mut(agent_id)?.rt.as_mut()?;
+        let (tx, rx) = oneshot::channel();
+        rt.exit_waiters.push(tx);
+        Some(rx)
+    }
+
+    /// Sends `command` to `agent_id` as the daemon itself (no attachment needed), starting
+    /// a Runtime generation when none is live; `responder` gets the Runtime's answer.
+    pub(crate) fn drive(
+        self: &Arc<Self>,
+        agent_id: &str,
+        command: Command,
+        responder: Responder,
+    ) -> Result<(), ProtocolError> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        if st.shutting_down {
+            return Err(ProtocolError::new(
+                ErrorCode::Conflict,
+                "the daemon is shutting down",
+            ));
+        }
+        let entry = st
+            .agents
+            .get_mut(agent_id)
+            .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no such agent"))?;
+        let inflight = Inflight::Client(responder);
+        let live = entry.rt.as_ref().is_some_and(|rt| rt.ready && !rt.stopping);
+        let start = match entry.rt.as_mut() {
+            Some(rt) if live => {
+                if let Err(inf) = send_to_runtime(self, rt, command, inflight) {
+                    inf.fail(
+                        ErrorCode::RuntimeStartFailed,
+                        "the agent's runtime stopped before the command could be sent",
+                    );
+                } else if rt.idle_since.is_some() {
+                    rt.idle_since = Some(Instant::now());
+                }
+                None
+            }
+            Some(rt) if rt.stopping => {
+                rt.queued_next.push((command, inflight));
+                None
+            }
+            Some(rt) => {
+                rt.queued.push((command, inflight));
+                None
+            }
+            None => Some((command, inflight)),
+        };
+        if let Some(first) = start {
+            supervisor::begin_start(self, st, agent_id, Vec::new(), vec![first]);
+        }
+        Ok(())
+    }
+}

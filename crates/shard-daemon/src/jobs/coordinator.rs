@@ -1,0 +1,462 @@
+//! The Coordinator (ARCHITECTURE §9): runs a committed job — all runs at once
+//! (`single`, `parallel`) or one after the other (`chain`, each step given the previous
+//! final text) — by materializing each run's durable child Agent, prompting it with the
+//! private task, and watching its events until the turn ends. Every run end is persisted
+//! and then reported to the parent (`steer` while its turn is active, else `prompt`).
+
+use std::sync::Arc;
+
+use futures::future::join_all;
+use shard_protocol::command::{AgentTarget, Command, Prompt, Steer};
+use shard_protocol::event::Event;
+use shard_protocol::ids;
+use shard_protocol::jobs::{JobStrategy, RunState, RunUsage};
+use shard_protocol::types::{ContentBlock, Role};
+
+use crate::core::Shared;
+use crate::core::subscribe::Topic;
+use crate::manifest::{AgentManifest, MANIFEST_VERSION};
+
+/// Longest final text kept in a record and a report (bytes).
+const FINAL_TEXT_MAX: usize = 16 * 1024;
+
+/// Runs job `job_id` to its end.
+pub(crate) async fn run_job(shared: Arc<Shared>, job_id: String) {
+    let Some((strategy, n)) = shared
+        .jobs
+        .lock()
+        .jobs
+        .get(&job_id)
+        .map(|j| (j.strategy, j.runs.len()))
+    else {
+        return;
+    };
+    match strategy {
+        JobStrategy::Single | JobStrategy::Parallel => {
+            join_all((0..n).map(|i| run_one(&shared, &job_id, i, None))).await;
+        }
+        JobStrategy::Chain => {
+            let mut previous: Option<String> = None;
+            for i in 0..n {
+                let (state, text) = run_one(&shared, &job_id, i, previous.take()).await;
+                if state != RunState::Completed {
+                    cancel_rest(&shared, &job_id, i + 1).await;
+                    break;
+                }
+                previous = text;
+            }
+        }
+    }
+}
+
+/// Cancels the queued runs of a chain from `from` on (a step failed or was stopped).
+async fn cancel_rest(shared: &Arc<Shared>, job_id: &str, from: usize) {
+    let n = shared
+        .jobs
+        .lock()
+        .jobs
+        .get(job_id)
+        .map_or(0, |j| j.runs.len());
+    for i in from..n {
+        shared
+            .jobs
+            .transition(shared, job_id, i, |r| {
+                if r.state == RunState::Queued {
+                    r.state = RunState::Cancelled;
+                    r.error = Some("an earlier step of the chain did not complete".into());
+                    r.ended_at = Some(ids::now_millis());
+                }
+            })
+            .await;
+        let sh = Arc::clone(shared);
+        let job = job_id.to_string();
+        tokio::spawn(async move { report(&sh, &job, i).await });
+    }
+}
+
+/// How one run ended, as the coordinator saw it.
+struct Outcome {
+    state: RunState,
+    final_text: Option<String>,
+    usage: Option<RunUsage>,
+    error: Option<String>,
+}
+
+fn failed(error: impl Into<String>) -> Outcome {
+    Outcome {
+        state: RunState::Failed,
+        final_text: None,
+        usage: None,
+        error: Some(error.into()),
+    }
+}
+
+/// Runs run `index` (unless it was cancelled while queued); returns its end state and
+/// final text.
+async fn run_one(
+    shared: &Arc<Shared>,
+    job_id: &str,
+    index: usize,
+    previous: Option<String>,
+) -> (RunState, Option<String>) {
+    let cancel = {
+        let mut cat = shared.jobs.lock();
+        let Some(run) = cat.jobs.get(job_id).and_then(|j| j.runs.get(index)) else {
+            return (RunState::Failed, None);
+        };
+        if run.state != RunState::Queued {
+            return (run.state, run.final_text.clone());
+        }
+        let run_id = run.run_id.clone();
+        cat.live.entry(run_id).or_default().cancel.clone()
+    };
+    shared
+        .jobs
+        .transition(shared, job_id, index, |r| {
+            r.state = RunState::Starting;
+            r.started_at = Some(ids::now_millis());
+        })
+        .await;
+    let outcome = execute(shared, job_id, index, previous, &cancel).await;
+    let text = outcome.final_text.clone();
+    let state = shared
+        .jobs
+        .transition(shared, job_id, index, |r| {
+            r.state = outcome.state;
+            r.final_text = outcome.final_text;
+            r.usage = outcome.usage;
+            r.error = outcome.error;
+            r.ended_at = Some(ids::now_millis());
+        })
+        .await
+        .unwrap_or(RunState::Failed);
+    // The report waits for the parent's Runtime; the job (a chain's next step) does not.
+    let sh = Arc::clone(shared);
+    let job = job_id.to_string();
+    tokio::spawn(async move { report(&sh, &job, index).await });
+    (state, text)
+}
+
+/// The child's durable manifest for run `index`, built from the parent and the job.
+fn child_manifest(shared: &Shared, job_id: &str, index: usize) -> Result<AgentManifest, String> {
+    let (parent, agent_id, alias, model, provider, mode, tools) = {
+        let cat = shared.jobs.lock();
+        let job = cat.jobs.get(job_id).ok_or("the job is gone")?;
+        let run = job.runs.get(index).ok_or("the run is gone")?;
+        (
+            job.parent_agent_id.clone(),
+            run.agent_id.clone(),
+            run.alias.clone(),
+            run.model.clone().or(job.model.clone()),
+            job.provider.clone(),
+            run.mode.clone().or(job.mode.clone()),
+            run.tools.clone(),
+        )
+    };
+    let view = shared
+        .agent_view(&parent)
+        .ok_or("the parent agent no longer exists")?;
+    let pm = &view.manifest;
+    // A scripted parent's "model" is its script; children name their own (or inherit it).
+    Ok(AgentManifest {
+        version: MANIFEST_VERSION,
+        agent_id,
+        session_id: ids::new_id(ids::SESSION),
+        cwd: pm.cwd.clone(),
+        name: Some(alias),
+        model: model.or_else(|| pm.model.clone()),
+        provider: provider.or_else(|| pm.provider.clone()),
+        mode: mode.or_else(|| view.mode.clone()),
+        tools: tools.or_else(|| pm.tools.clone()),
+        skills: pm.skills.clone(),
+        headless_policy: view.headless_policy,
+        parent_agent_id: Some(parent),
+        created_at: ids::now_millis(),
+        adopted: false,
+        started: false,
+        system_prompt_file: None,
+    })
+}
+
+/// Materializes the child (first run of its Agent), prompts it and follows the turn.
+async fn execute(
+    shared: &Arc<Shared>,
+    job_id: &str,
+    index: usize,
+    previous: Option<String>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Outcome {
+    let (agent_id, task) = {
+        let cat = shared.jobs.lock();
+        let Some(run) = cat.jobs.get(job_id).and_then(|j| j.runs.get(index)) else {
+            return failed("the run is gone");
+        };
+        (run.agent_id.clone(), run.task.clone())
+    };
+    if shared.agent_view(&agent_id).is_none() {
+        let mut manifest = match child_manifest(shared, job_id, index) {
+            Ok(m) => m,
+            Err(e) => return failed(e),
+        };
+        let prompt = {
+            let cat = shared.jobs.lock();
+            cat.jobs
+                .get(job_id)
+                .and_then(|j| j.runs.get(index))
+                .and_then(|r| r.system_prompt.clone())
+        };
+        if let Some(prompt) = prompt {
+            match write_prompt(&shared.cfg.home, &agent_id, prompt).await {
+                Ok(path) => manifest.system_prompt_file = Some(path),
+                Err(e) => {
+                    return failed(format!("could not record the child's system prompt: {e}"));
+                }
+            }
+        }
+        if let Err(e) = shared.reserve_agent(&manifest) {
+            return failed(e.message);
+        }
+        if let Err(e) = shared.store.save(&manifest).await {
+            shared.forget_agent(&agent_id);
+            return failed(format!("could not record the child agent: {e}"));
+        }
+    }
+    let mut sub = match shared.subscribe(Topic::Agent(agent_id.clone())) {
+        Ok(s) => s,
+        Err(e) => return failed(e.message),
+    };
+    let message = match previous {
+        Some(prev) => format!("{task}\n\nResult of the previous step:\n{prev}"),
+        None => task,
+    };
+    let prompt = Command::Prompt(Prompt {
+        agent_id: None,
+        message,
+        images: None,
+        streaming_behavior: None,
+    });
+    let client = shared.jobs.client(shared);
+    let mut accepted = match client.send(shared, &agent_id, prompt) {
+        Ok(rx) => rx,
+        Err(e) => return failed(e.message),
+    };
+    let mut exited = shared.exit_waiter(&agent_id);
+    let mut accepted_done = false;
+    let mut stopping = false;
+    let mut last_text: Option<String> = None;
+    let mut fatal: Option<String> = None;
+    let mut turn_started = false;
+    let usage = loop {
+        tokio::select! {
+            _ = cancel.cancelled(), if !stopping => {
+                stopping = true;
+                let _ = client.send(shared, &agent_id, Command::Abort(AgentTarget { agent_id: None }));
+                escalate(shared, &agent_id);
+            }
+            r = &mut accepted, if !accepted_done => {
+                accepted_done = true;
+                match r {
+                    Ok(resp) if resp.success => {
+                        shared.jobs.transition(shared, job_id, index, |r| {
+                            if r.state == RunState::Starting {
+                                r.state = RunState::Active;
+                            }
+                        }).await;
+                        if exited.is_none() {
+                            exited = shared.exit_waiter(&agent_id);
+                        }
+                    }
+                    Ok(resp) => {
+                        let why = resp.error.map(|e| e.message).unwrap_or_else(|| "refused".into());
+                        return if stopping { cancelled() } else { failed(format!("the child refused the task: {why}")) };
+                    }
+                    Err(_) => return failed("the daemon lost the child's answer"),
+                }
+            }
+            _ = async { match exited.as_mut() { Some(rx) => { let _ = rx.await; } None => std::future::pending().await } } => {
+                return if stopping { cancelled() } else { failed("the child's runtime exited before the task ended") };
+            }
+            ev = sub.recv() => {
+                let Some(ev) = ev else {
+                    return failed("lost the child's event stream");
+                };
+                match ev {
+                    Event::TurnStart(t) => {
+                        turn_started = true;
+                        set_turn(shared, job_id, index, Some(t.turn_id));
+                    }
+                    Event::MessageComplete(m) if m.message.role == Role::Assistant => {
+                        let text: String = m.message.content.iter().filter_map(|b| match b {
+                            ContentBlock::Text { text } => Some(text.as_str()),
+                            _ => None,
+                        }).collect::<Vec<_>>().join("");
+                        if !text.is_empty() {
+                            last_text = Some(text);
+                        }
+                    }
+                    Event::Error(e) if e.fatal == Some(true) => fatal = Some(e.message),
+                    Event::TurnEnd(t) if turn_started => {
+                        set_turn(shared, job_id, index, None);
+                        break t.usage.map(|u| RunUsage { input: u.input, output: u.output });
+                    }
+                    _ => {}
+                }
+            }
+        }
+    };
+    if stopping {
+        return Outcome {
+            usage,
+            final_text: last_text.map(bound),
+            ..cancelled()
+        };
+    }
+    match fatal {
+        Some(e) => Outcome {
+            state: RunState::Failed,
+            final_text: last_text.map(bound),
+            usage,
+            error: Some(e),
+        },
+        None => Outcome {
+            state: RunState::Completed,
+            final_text: last_text.map(bound),
+            usage,
+            error: None,
+        },
+    }
+}
+
+/// Writes a definition body to `SHARD_HOME/jobs/prompts/<agent_id>.md` (owner-only).
+async fn write_prompt(
+    home: &std::path::Path,
+    agent_id: &str,
+    prompt: String,
+) -> std::io::Result<String> {
+    if !ids::is_valid(ids::AGENT, agent_id) {
+        return Err(std::io::Error::other("invalid agent id"));
+    }
+    let dir = home.join("jobs").join("prompts");
+    let path = dir.join(format!("{agent_id}.md"));
+    let p = path.clone();
+    tokio::task::spawn_blocking(move || {
+        crate::fsutil::ensure_private_dir(&dir)?;
+        crate::fsutil::atomic_write(&p, prompt.as_bytes())
+    })
+    .await
+    .map_err(std::io::Error::other)??;
+    Ok(path.display().to_string())
+}
+
+fn cancelled() -> Outcome {
+    Outcome {
+        state: RunState::Cancelled,
+        final_text: None,
+        usage: None,
+        error: Some("stopped by the parent".into()),
+    }
+}
+
+/// Cuts a final text to [`FINAL_TEXT_MAX`] bytes at a character boundary.
+fn bound(mut s: String) -> String {
+    if s.len() > FINAL_TEXT_MAX {
+        let mut end = FINAL_TEXT_MAX;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push_str("\n[cut]");
+    }
+    s
+}
+
+fn set_turn(shared: &Shared, job_id: &str, index: usize, turn: Option<String>) {
+    let mut cat = shared.jobs.lock();
+    let run_id = cat
+        .jobs
+        .get(job_id)
+        .and_then(|j| j.runs.get(index))
+        .map(|r| r.run_id.clone());
+    if let Some(run_id) = run_id {
+        cat.live.entry(run_id).or_default().turn_id = turn;
+    }
+}
+
+/// abort → graceful → kill: when the turn has not ended after the kill grace, the
+/// Runtime is killed (which itself escalates SIGTERM → SIGKILL).
+fn escalate(shared: &Arc<Shared>, agent_id: &str) {
+    let shared = Arc::clone(shared);
+    let agent_id = agent_id.to_string();
+    tokio::spawn(async move {
+        tokio::time::sleep(shared.cfg.kill_grace).await;
+        let still = shared.jobs.lock().leased(&agent_id);
+        if still && let Ok(Some(rx)) = shared.kill(&agent_id, false) {
+            let _ = rx.await;
+        }
+    });
+}
+
+/// Delivers the completion report of run `index` to its parent: `steer` while the
+/// parent's turn is active, else `prompt`; a steer the Runtime refuses becomes a prompt.
+/// Marked `reported` once a Runtime accepted it.
+pub(crate) async fn report(shared: &Arc<Shared>, job_id: &str, index: usize) {
+    let Some((parent, text)) = ({
+        let cat = shared.jobs.lock();
+        cat.jobs.get(job_id).and_then(|j| {
+            let r = j.runs.get(index)?;
+            (r.state.is_terminal() && !r.reported)
+                .then(|| (j.parent_agent_id.clone(), report_text(job_id, r)))
+        })
+    }) else {
+        return;
+    };
+    let client = shared.jobs.client(shared);
+    let active = shared.agent_view(&parent).is_some_and(|v| v.active);
+    let mut delivered = false;
+    if active {
+        let steer = Command::Steer(Steer {
+            agent_id: None,
+            message: text.clone(),
+            images: None,
+        });
+        if let Ok(rx) = client.send(shared, &parent, steer) {
+            delivered = rx.await.is_ok_and(|r| r.success);
+        }
+    }
+    if !delivered {
+        let prompt = Command::Prompt(Prompt {
+            agent_id: None,
+            message: text,
+            images: None,
+            streaming_behavior: Some(shard_protocol::command::StreamingBehavior::FollowUp),
+        });
+        if let Ok(rx) = client.send(shared, &parent, prompt) {
+            delivered = rx.await.is_ok_and(|r| r.success);
+        }
+    }
+    if delivered {
+        shared
+            .jobs
+            .transition(shared, job_id, index, |r| r.reported = true)
+            .await;
+    } else {
+        tracing::warn!(job_id, index, "the parent did not take a completion report");
+    }
+}
+
+/// The structured report a parent model reads (never the task text).
+fn report_text(job_id: &str, r: &super::RunRecord) -> String {
+    let report = serde_json::json!({
+        "subagent_report": {
+            "job_id": job_id,
+            "run_id": r.run_id,
+            "agent_id": r.agent_id,
+            "alias": r.alias,
+            "state": r.state,
+            "final_text": r.final_text,
+            "usage": r.usage,
+            "error": r.error,
+        }
+    });
+    format!("[subagent report]\n{report}")
+}

@@ -1,0 +1,605 @@
+//! The `subagent.*` commands (PROTOCOL §10.3). Every one first checks that the
+//! connection is the authenticated Runtime of `parent_agent_id` (`runtime.auth`);
+//! anything else is `PERMISSION_DENIED`. Responses never carry task text.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use shard_protocol::ErrorCode;
+use shard_protocol::command::{
+    Command, SubagentCreate, SubagentRelaunch, SubagentStatus, SubagentSteer, SubagentStop,
+    SubagentWait, WaitMode,
+};
+use shard_protocol::ids;
+use shard_protocol::jobs::{JobStrategy, RunState};
+
+use super::record::{JOB_VERSION, JobRecord, RunRecord, job_state};
+use super::{Resolved, fold, fresh_alias, resolve_in, run_of_agent, spawn_job};
+use crate::core::{ConnId, Shared};
+use crate::principal::Principal;
+use crate::reply::{ProtocolError, Reply};
+
+fn invalid(msg: impl Into<String>) -> ProtocolError {
+    ProtocolError::new(ErrorCode::InvalidRequest, msg)
+}
+
+fn done(v: Value) -> Result<Reply, ProtocolError> {
+    Ok(Reply::Done(Some(v)))
+}
+
+/// Only the Runtime of `parent` (proven with its token) may act for it.
+fn authorize(shared: &Shared, conn: ConnId, parent: &str) -> Result<(), ProtocolError> {
+    match shared.principal_of(conn) {
+        Some(Principal::Runtime { agent_id }) if agent_id == parent => Ok(()),
+        Some(Principal::Runtime { .. }) => Err(ProtocolError::new(
+            ErrorCode::PermissionDenied,
+            "a runtime may act only as its own parent_agent_id",
+        )),
+        _ => Err(ProtocolError::new(
+            ErrorCode::PermissionDenied,
+            "subagent commands are accepted only from an authenticated runtime (runtime.auth)",
+        )),
+    }
+}
+
+/// Dispatches one `subagent.*` command; slow ones come back as futures.
+pub(crate) fn handle(
+    shared: &Arc<Shared>,
+    conn: ConnId,
+    command: Command,
+) -> futures::future::BoxFuture<'static, Result<Reply, ProtocolError>> {
+    let shared = Arc::clone(shared);
+    Box::pin(async move {
+        match command {
+            Command::SubagentCreate(c) => {
+                authorize(&shared, conn, &c.parent_agent_id)?;
+                create(&shared, c).await
+            }
+            Command::SubagentStatus(s) => {
+                authorize(&shared, conn, &s.parent_agent_id)?;
+                status(&shared, s)
+            }
+            Command::SubagentWait(w) => {
+                authorize(&shared, conn, &w.parent_agent_id)?;
+                wait(&shared, conn, w).await
+            }
+            Command::SubagentStop(s) => {
+                authorize(&shared, conn, &s.parent_agent_id)?;
+                stop(&shared, s).await
+            }
+            Command::SubagentSteer(s) => {
+                authorize(&shared, conn, &s.parent_agent_id)?;
+                steer(&shared, s).await
+            }
+            Command::SubagentRelaunch(r) => {
+                authorize(&shared, conn, &r.parent_agent_id)?;
+                relaunch(&shared, r).await
+            }
+            other => Err(invalid(format!(
+                "`{}` is not a subagent command",
+                other.type_name()
+            ))),
+        }
+    })
+}
+
+/// A checked definition name: `general` or a file name stem, never a path.
+fn check_name(name: &str) -> Result<(), ProtocolError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "agent definition name {name:?} must be 1-64 letters, digits, '-' or '_'"
+        )))
+    }
+}
+
+async fn create(shared: &Arc<Shared>, c: SubagentCreate) -> Result<Reply, ProtocolError> {
+    let parent = shared
+        .agent_view(&c.parent_agent_id)
+        .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "parent_agent_id names no agent"))?;
+    if c.tasks.is_some() && (c.name.is_some() || c.task.is_some()) {
+        return Err(invalid("send either name/task or tasks, not both"));
+    }
+    let (strategy, tasks) = match (&c.tasks, &c.task) {
+        (Some(tasks), _) => {
+            let strategy = c
+                .strategy
+                .ok_or_else(|| invalid("a batch needs a strategy (parallel or chain)"))?;
+            if tasks.is_empty() {
+                return Err(invalid("tasks must hold at least one task"));
+            }
+            if strategy == JobStrategy::Single && tasks.len() != 1 {
+                return Err(invalid("strategy single takes exactly one task"));
+            }
+            let v: Vec<(String, String)> = tasks
+                .iter()
+                .map(|t| (t.name.clone(), t.task.clone()))
+                .collect();
+            (strategy, v)
+        }
+        (None, Some(task)) => {
+            if c.strategy.is_some_and(|s| s != JobStrategy::Single) {
+                return Err(invalid("the single form takes strategy single"));
+            }
+            let name = c.name.clone().unwrap_or_else(|| "general".into());
+            (JobStrategy::Single, vec![(name, task.clone())])
+        }
+        (None, None) => return Err(invalid("subagent.create needs task or tasks")),
+    };
+    let limits = shared.jobs.limits;
+    if tasks.len() > limits.max_tasks {
+        return Err(invalid(format!(
+            "launch_policy allows at most {} tasks per job",
+            limits.max_tasks
+        )));
+    }
+    for (name, task) in &tasks {
+        check_name(name)?;
+        if task.trim().is_empty() {
+            return Err(invalid("every task needs text"));
+        }
+    }
+    if parent.depth + 1 > limits.max_depth {
+        return Err(ProtocolError::new(
+            ErrorCode::PermissionDenied,
+            format!(
+                "launch_policy allows subagents {} levels deep; this parent is at depth {}",
+                limits.max_depth, parent.depth
+            ),
+        ));
+    }
+    let cwd = std::path::PathBuf::from(&parent.manifest.cwd);
+    let mut defs = Vec::new();
+    for (name, _) in &tasks {
+        let def = super::definitions::find(&shared.cfg.home, &cwd, name).await?;
+        let mode = child_mode(
+            parent.mode.as_deref(),
+            c.mode.as_deref().or(def.mode.as_deref()),
+        )?;
+        defs.push((def, mode));
+    }
+    let mode = child_mode(parent.mode.as_deref(), c.mode.as_deref())?;
+    let job_id = ids::new_id(ids::JOB);
+    let created_at = ids::now_millis();
+    let data = {
+        let mut cat = shared.jobs.lock();
+        let mut taken: Vec<String> = cat
+            .owned(&c.parent_agent_id)
+            .flat_map(|j| j.runs.iter().map(|r| fold(&r.alias)))
+            .collect();
+        let runs: Vec<RunRecord> = tasks
+            .into_iter()
+            .zip(defs)
+            .enumerate()
+            .map(|(i, ((name, task), (def, run_mode)))| RunRecord {
+                model: c.model.clone().or(def.model.clone()),
+                mode: run_mode,
+                tools: def.tools.clone(),
+                system_prompt: (!def.prompt.is_empty()).then(|| def.prompt.clone()),
+                run_id: ids::new_id(ids::RUN),
+                index: i as u32,
+                alias: fresh_alias(&name, &mut taken),
+                definition_name: Some(name.clone()),
+                display_name: def.description.clone(),
+                name,
+                task,
+                agent_id: ids::new_id(ids::AGENT),
+                state: RunState::Queued,
+                final_text: None,
+                usage: None,
+                error: None,
+                started_at: None,
+                ended_at: None,
+                reported: false,
+            })
+            .collect();
+        let job = JobRecord {
+            version: JOB_VERSION,
+            job_id: job_id.clone(),
+            parent_agent_id: c.parent_agent_id.clone(),
+            strategy,
+            runs,
+            model: c.model.clone(),
+            provider: c.provider.clone(),
+            mode,
+            stopped_at: None,
+            created_at,
+            ended_at: None,
+            relaunch: false,
+        };
+        let data = json!({
+            "job_id": job_id,
+            "strategy": strategy,
+            "runs": job.runs.iter().map(created_run).collect::<Vec<_>>(),
+        });
+        cat.jobs.insert(job_id.clone(), job);
+        data
+    };
+    if let Err(e) = shared.jobs.persist(&job_id).await {
+        shared.jobs.lock().jobs.remove(&job_id);
+        return Err(e);
+    }
+    spawn_job(shared, job_id);
+    done(data)
+}
+
+/// A child never exceeds its parent's mode: a planning parent gets planning children.
+fn child_mode(parent: Option<&str>, wanted: Option<&str>) -> Result<Option<String>, ProtocolError> {
+    match (parent, wanted) {
+        (Some("plan"), None | Some("plan")) => Ok(Some("plan".to_string())),
+        (Some("plan"), Some(other)) => Err(ProtocolError::new(
+            ErrorCode::PermissionDenied,
+            format!("a parent in plan mode cannot launch a child in {other} mode"),
+        )),
+        (_, m) => Ok(m.map(str::to_string)),
+    }
+}
+
+fn created_run(r: &RunRecord) -> Value {
+    json!({
+        "run_id": r.run_id, "index": r.index, "name": r.name, "state": "queued",
+        "agent_id": r.agent_id, "alias": r.alias,
+        "definition_name": r.definition_name, "display_name": r.display_name,
+    })
+}
+
+/// Every run a handle stands for at acceptance, as (job id, index).
+fn runs_of(cat: &super::Catalog, parent: &str, r: &Resolved) -> Vec<(String, usize)> {
+    match r {
+        Resolved::Job(j) => cat
+            .jobs
+            .get(j)
+            .map(|job| (0..job.runs.len()).map(|i| (j.clone(), i)).collect())
+            .unwrap_or_default(),
+        Resolved::Run(j, i) => vec![(j.clone(), *i)],
+        Resolved::Agent(a) => run_of_agent(cat, parent, a).into_iter().collect(),
+    }
+}
+
+fn run_at<'a>(cat: &'a super::Catalog, at: &(String, usize)) -> Option<&'a RunRecord> {
+    cat.jobs.get(&at.0).and_then(|j| j.runs.get(at.1))
+}
+
+fn agent_entry(job_id: &str, parent: &str, r: &RunRecord) -> Value {
+    json!({
+        "agent_id": r.agent_id, "alias": r.alias, "definition_name": r.definition_name,
+        "display_name": r.display_name, "parent_agent_id": parent,
+        "run": r.snapshot(job_id),
+    })
+}
+
+fn status(shared: &Shared, s: SubagentStatus) -> Result<Reply, ProtocolError> {
+    let cat = shared.jobs.lock();
+    let parent = &s.parent_agent_id;
+    match &s.targets {
+        Some(targets) => {
+            let mut agents = Vec::new();
+            for t in targets {
+                let r = resolve_in(&cat, parent, t)?;
+                for at in runs_of(&cat, parent, &r) {
+                    if let Some(run) = run_at(&cat, &at) {
+                        agents.push(agent_entry(&at.0, parent, run));
+                    }
+                }
+            }
+            done(json!({ "agents": agents }))
+        }
+        None => {
+            let mut jobs: Vec<&JobRecord> = cat.owned(parent).collect();
+            jobs.reverse();
+            jobs.truncate(50);
+            let mut seen = std::collections::HashSet::new();
+            let mut agents = Vec::new();
+            for j in &jobs {
+                for r in &j.runs {
+                    if seen.insert(r.agent_id.clone()) {
+                        let at = run_of_agent(&cat, parent, &r.agent_id);
+                        if let Some(run) = at.as_ref().and_then(|at| run_at(&cat, at)) {
+                            let job = at.map(|a| a.0).unwrap_or_default();
+                            agents.push(agent_entry(&job, parent, run));
+                        }
+                    }
+                }
+            }
+            let jobs: Vec<_> = jobs.iter().map(|j| j.snapshot()).collect();
+            done(json!({ "agents": agents, "jobs": jobs }))
+        }
+    }
+}
+
+async fn wait(shared: &Arc<Shared>, conn: ConnId, w: SubagentWait) -> Result<Reply, ProtocolError> {
+    if w.handles.is_empty() {
+        return Err(invalid(
+            "handles must name at least one job, run, agent or alias",
+        ));
+    }
+    let timeout = match w.timeout {
+        Some(t) if !t.is_finite() || t < 0.0 => {
+            return Err(invalid("timeout is a number of seconds, 0 or more"));
+        }
+        Some(t) => Some(Duration::from_secs_f64(t.min(1e9))),
+        None => None,
+    };
+    let mode = w.mode.unwrap_or_default();
+    let mut watch = shared.jobs.watch();
+    let targets: Vec<(String, usize)> = {
+        let cat = shared.jobs.lock();
+        let mut v = Vec::new();
+        for h in &w.handles {
+            let r = resolve_in(&cat, &w.parent_agent_id, h)?;
+            for at in runs_of(&cat, &w.parent_agent_id, &r) {
+                if !v.contains(&at) {
+                    v.push(at);
+                }
+            }
+        }
+        v
+    };
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    loop {
+        let (finished, data) = {
+            let cat = shared.jobs.lock();
+            let runs: Vec<&RunRecord> = targets.iter().filter_map(|at| run_at(&cat, at)).collect();
+            let terminal = runs.iter().filter(|r| r.state.is_terminal()).count();
+            let finished = match mode {
+                WaitMode::Any => terminal > 0 || runs.is_empty(),
+                WaitMode::All => terminal == runs.len(),
+            };
+            let snaps: Vec<_> = targets
+                .iter()
+                .filter_map(|at| run_at(&cat, at).map(|r| r.snapshot(&at.0)))
+                .collect();
+            let states: Vec<_> = targets
+                .iter()
+                .filter_map(|at| run_at(&cat, at).cloned())
+                .map(|r| job_state(std::slice::from_ref(&r)))
+                .collect();
+            let aggregate = match states.first() {
+                Some(first) if states.iter().all(|s| s == first) => json!(first),
+                _ => json!("mixed"),
+            };
+            (
+                finished,
+                json!({ "aggregate_state": aggregate, "runs": snaps }),
+            )
+        };
+        let mut data = data;
+        if finished {
+            data["timed_out"] = json!(false);
+            return done(data);
+        }
+        if deadline.is_some_and(|d| d <= tokio::time::Instant::now()) {
+            data["timed_out"] = json!(true);
+            return done(data);
+        }
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = watch.changed() => {}
+            _ = sleep => {}
+            // The waiter ends with its connection (a parent abort or disconnect never
+            // touches the runs).
+            _ = tokio::time::sleep(Duration::from_secs(2)) => {
+                if !shared.conn_alive(conn) {
+                    return Err(ProtocolError::new(ErrorCode::Conflict, "the waiter's connection closed"));
+                }
+            }
+        }
+    }
+}
+
+async fn stop(shared: &Arc<Shared>, s: SubagentStop) -> Result<Reply, ProtocolError> {
+    let (job_of_handle, targets) = {
+        let cat = shared.jobs.lock();
+        let r = resolve_in(&cat, &s.parent_agent_id, &s.handle)?;
+        let job = match &r {
+            Resolved::Job(j) | Resolved::Run(j, _) => Some(j.clone()),
+            Resolved::Agent(_) => None,
+        };
+        (job, runs_of(&cat, &s.parent_agent_id, &r))
+    };
+    if let Some(j) = &job_of_handle
+        && s.handle.starts_with("job-")
+        && let Some(job) = shared.jobs.lock().jobs.get_mut(j)
+    {
+        job.stopped_at.get_or_insert(ids::now_millis());
+    }
+    let mut cancelled = Vec::new();
+    let mut job_id = job_of_handle;
+    for (j, i) in targets {
+        let was_queued = shared
+            .jobs
+            .lock()
+            .jobs
+            .get(&j)
+            .and_then(|job| job.runs.get(i))
+            .is_some_and(|r| r.state == RunState::Queued);
+        let state = if was_queued {
+            let st = shared
+                .jobs
+                .transition(shared, &j, i, |r| {
+                    if r.state == RunState::Queued {
+                        r.state = RunState::Cancelled;
+                        r.error = Some("stopped by the parent".into());
+                        r.ended_at = Some(ids::now_millis());
+                    }
+                })
+                .await;
+            let sh = Arc::clone(shared);
+            let jj = j.clone();
+            tokio::spawn(async move { super::coordinator::report(&sh, &jj, i).await });
+            st
+        } else {
+            let mut cat = shared.jobs.lock();
+            let run = cat.jobs.get(&j).and_then(|job| job.runs.get(i)).cloned();
+            match run {
+                Some(r) if !r.state.is_terminal() => {
+                    cat.live
+                        .entry(r.run_id.clone())
+                        .or_default()
+                        .cancel
+                        .cancel();
+                    Some(r.state)
+                }
+                _ => None,
+            }
+        };
+        let Some(state) = state else { continue };
+        let (run_id, agent_id) = {
+            let cat = shared.jobs.lock();
+            match cat.jobs.get(&j).and_then(|job| job.runs.get(i)) {
+                Some(r) => (r.run_id.clone(), r.agent_id.clone()),
+                None => continue,
+            }
+        };
+        job_id.get_or_insert(j.clone());
+        cancelled.push(json!({ "run_id": run_id, "agent_id": agent_id, "state": state }));
+    }
+    // A persisted stopped_at even when every run had already ended.
+    if let Some(j) = &job_id {
+        shared.jobs.persist(j).await?;
+    }
+    done(json!({ "cancelled": cancelled, "job_id": job_id }))
+}
+
+async fn steer(shared: &Arc<Shared>, s: SubagentSteer) -> Result<Reply, ProtocolError> {
+    let (run_id, agent_id, state, turn_id) = {
+        let cat = shared.jobs.lock();
+        let r = resolve_in(&cat, &s.parent_agent_id, &s.target)?;
+        if matches!(r, Resolved::Job(_)) {
+            return Err(invalid(
+                "steer targets a run, a child agent or an alias, not a job",
+            ));
+        }
+        let at = runs_of(&cat, &s.parent_agent_id, &r)
+            .into_iter()
+            .next()
+            .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no run for that target"))?;
+        let run = run_at(&cat, &at)
+            .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no run for that target"))?;
+        let turn = cat.live.get(&run.run_id).and_then(|l| l.turn_id.clone());
+        (run.run_id.clone(), run.agent_id.clone(), run.state, turn)
+    };
+    let correlation_id = format!("steer-{}", ids::new_id(ids::REQUEST));
+    let Some(turn_id) = turn_id.filter(|_| state == RunState::Active) else {
+        return Err(ProtocolError::new(
+            ErrorCode::Conflict,
+            format!("the run is {state:?}, not executing a turn; steer only reaches an active run")
+                .to_lowercase(),
+        ));
+    };
+    let rx = shared.jobs.client(shared).send(
+        shared,
+        &agent_id,
+        Command::Steer(shard_protocol::command::Steer {
+            agent_id: None,
+            message: s.message,
+            images: None,
+        }),
+    )?;
+    let accepted = rx.await.is_ok_and(|r| r.success);
+    let still = shared
+        .jobs
+        .lock()
+        .live
+        .get(&run_id)
+        .and_then(|l| l.turn_id.clone())
+        .is_some_and(|t| t == turn_id);
+    let status = if accepted && still {
+        "injected"
+    } else {
+        "conflict"
+    };
+    done(json!({
+        "status": status, "run_id": run_id, "turn_id": turn_id, "correlation_id": correlation_id,
+    }))
+}
+
+async fn relaunch(shared: &Arc<Shared>, r: SubagentRelaunch) -> Result<Reply, ProtocolError> {
+    if r.task.trim().is_empty() {
+        return Err(invalid("relaunch needs a task"));
+    }
+    let job_id = ids::new_id(ids::JOB);
+    let data = {
+        let mut cat = shared.jobs.lock();
+        let res = resolve_in(&cat, &r.parent_agent_id, &r.target)?;
+        let agent_id = match &res {
+            Resolved::Agent(a) => a.clone(),
+            Resolved::Run(..) => runs_of(&cat, &r.parent_agent_id, &res)
+                .first()
+                .and_then(|at| run_at(&cat, at))
+                .map(|run| run.agent_id.clone())
+                .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no such run"))?,
+            Resolved::Job(_) => {
+                return Err(invalid(
+                    "relaunch targets a child agent, run or alias, not a job",
+                ));
+            }
+        };
+        if cat.leased(&agent_id) {
+            return Err(ProtocolError::new(
+                ErrorCode::Conflict,
+                "the child has a queued or active run; stop it or wait first",
+            ));
+        }
+        let at = run_of_agent(&cat, &r.parent_agent_id, &agent_id)
+            .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no such child"))?;
+        let (last, job) = match (run_at(&cat, &at), cat.jobs.get(&at.0)) {
+            (Some(l), Some(j)) => (l.clone(), j.clone()),
+            _ => return Err(ProtocolError::new(ErrorCode::NotFound, "no such child")),
+        };
+        let run = RunRecord {
+            run_id: ids::new_id(ids::RUN),
+            index: 0,
+            task: r.task,
+            state: RunState::Queued,
+            final_text: None,
+            usage: None,
+            error: None,
+            started_at: None,
+            ended_at: None,
+            reported: false,
+            ..last
+        };
+        let data = json!({
+            "job_id": job_id, "run_id": run.run_id, "agent_id": run.agent_id, "alias": run.alias,
+            "definition_name": run.definition_name, "display_name": run.display_name,
+            "state": "queued",
+        });
+        cat.jobs.insert(
+            job_id.clone(),
+            JobRecord {
+                version: JOB_VERSION,
+                job_id: job_id.clone(),
+                parent_agent_id: r.parent_agent_id.clone(),
+                strategy: JobStrategy::Single,
+                runs: vec![run],
+                model: job.model,
+                provider: job.provider,
+                mode: job.mode,
+                stopped_at: None,
+                created_at: ids::now_millis(),
+                ended_at: None,
+                relaunch: true,
+            },
+        );
+        data
+    };
+    if let Err(e) = shared.jobs.persist(&job_id).await {
+        shared.jobs.lock().jobs.remove(&job_id);
+        return Err(e);
+    }
+    spawn_job(shared, job_id);
+    done(data)
+}

@@ -1,0 +1,467 @@
+//! `workspace.create` and `workspace.attach`: a worktree and branch from `base_ref` in a
+//! root outside the user's checkout, then a fresh daemon-generated agent and session in
+//! it. The record is written before the worktree exists, so a crash never leaves a
+//! worktree the daemon has forgotten; a creation whose agent is refused is rolled back
+//! (the fresh worktree is clean and its branch still at the base commit).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use shard_protocol::command::AgentCreate;
+use shard_protocol::orchestrator::{WorkspaceAttach, WorkspaceCreate, WorkspaceEvent};
+use shard_protocol::workspace::{WorkspaceConflictKind, WorkspaceLaunched, WorkspaceLifecycle};
+use shard_protocol::{ErrorCode, Event, ids};
+
+use super::git;
+use super::record::{RECORD_VERSION, WorkspaceRecord};
+use super::{begin, check_version, conflict, data, invalid, no_git, not_found, redact};
+use crate::core::Shared;
+use crate::reply::{ProtocolError, Reply};
+
+/// What git says about the repository a `cwd` belongs to.
+pub(super) struct Repo {
+    /// The main checkout (first entry of `git worktree list`).
+    pub repository_cwd: PathBuf,
+    pub common_dir: String,
+    /// The branch checked out in the main checkout (full ref), if any.
+    pub main_branch: Option<String>,
+}
+
+/// Finds the repository of `cwd`; refuses a directory outside git and a bare repository.
+pub(super) async fn inspect(cwd: &Path) -> Result<Repo, ProtocolError> {
+    let common = git::run(
+        cwd,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    )
+    .await
+    .map_err(|e| no_git(&e))?;
+    if !common.ok() {
+        return Err(invalid("cwd is not inside a git repository"));
+    }
+    let common_dir = common.line().to_string();
+    let list = git::run(cwd, &["worktree", "list", "--porcelain"])
+        .await
+        .map_err(|e| no_git(&e))?;
+    if !list.ok() {
+        return Err(invalid(format!(
+            "git worktree list failed: {}",
+            redact(&list.why(), &common_dir)
+        )));
+    }
+    let main = git::parse_worktrees(&list.stdout)
+        .into_iter()
+        .next()
+        .ok_or_else(|| invalid("git lists no worktree for this repository"))?;
+    if main.bare {
+        return Err(invalid(
+            "the repository is bare: there is no main checkout to integrate into",
+        ));
+    }
+    let repository_cwd = tokio::fs::canonicalize(&main.path)
+        .await
+        .unwrap_or(main.path);
+    Ok(Repo {
+        repository_cwd,
+        common_dir,
+        main_branch: main.branch,
+    })
+}
+
+/// Resolves `rev` to a commit id in `repo` (`None`: not a commit).
+async fn resolve(repo: &Path, rev: &str) -> Result<Option<String>, ProtocolError> {
+    let spec = format!("{rev}^{{commit}}");
+    let out = git::run(
+        repo,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            &spec,
+        ],
+    )
+    .await
+    .map_err(|e| no_git(&e))?;
+    Ok(out.ok().then(|| out.line().to_string()))
+}
+
+/// The full ref of an integration target given as `main`, `refs/heads/main` or a
+/// remote-tracking `origin/main` — local refs only, nothing is fetched.
+async fn target_ref(repo: &Path, t: &str) -> Result<String, ProtocolError> {
+    let candidates = if t.starts_with("refs/") {
+        vec![t.to_string()]
+    } else {
+        vec![format!("refs/heads/{t}"), format!("refs/remotes/{t}")]
+    };
+    for c in candidates {
+        if resolve(repo, &c).await?.is_some() {
+            return Ok(c);
+        }
+    }
+    Err(invalid(format!(
+        "integration_target {t:?} is not a local branch or remote-tracking ref"
+    )))
+}
+
+/// A branch name from a label: lower-case letters, digits and dashes.
+fn slug(label: &str) -> String {
+    let mut s = String::new();
+    for ch in label.chars().flat_map(char::to_lowercase) {
+        if ch.is_ascii_alphanumeric() {
+            s.push(ch);
+        } else if !s.ends_with('-') && !s.is_empty() {
+            s.push('-');
+        }
+        if s.len() >= 40 {
+            break;
+        }
+    }
+    s.trim_end_matches('-').to_string()
+}
+
+/// `[workspaces] root` of `SHARD_HOME/config.toml`, else `SHARD_HOME/workspaces`.
+async fn root(shared: &Shared) -> Result<PathBuf, ProtocolError> {
+    let home = shared.cfg.home.clone();
+    let default = shared.workspaces.store.dir().to_path_buf();
+    let configured = tokio::task::spawn_blocking(move || -> Result<Option<PathBuf>, String> {
+        let text = match std::fs::read_to_string(home.join("config.toml")) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("config.toml: {e}")),
+        };
+        let v: toml::Table = toml::from_str(&text).map_err(|e| format!("config.toml: {e}"))?;
+        let Some(r) = v
+            .get("workspaces")
+            .and_then(|w| w.get("root"))
+            .and_then(|r| r.as_str())
+        else {
+            return Ok(None);
+        };
+        let p = match r.strip_prefix("~/") {
+            Some(rest) => std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(rest))
+                .ok_or("config.toml [workspaces] root uses ~ but HOME is not set")?,
+            None => PathBuf::from(r),
+        };
+        if !p.is_absolute() {
+            return Err("config.toml [workspaces] root must be an absolute path".into());
+        }
+        Ok(Some(p))
+    })
+    .await
+    .map_err(|e| ProtocolError::new(ErrorCode::InternalError, e.to_string()))?
+    .map_err(invalid)?;
+    let dir = configured.unwrap_or(default);
+    let made = dir.clone();
+    tokio::task::spawn_blocking(move || crate::fsutil::ensure_private_dir(&made))
+        .await
+        .map_err(|e| ProtocolError::new(ErrorCode::InternalError, e.to_string()))?
+        .map_err(|e| {
+            ProtocolError::new(
+                ErrorCode::InternalError,
+                format!("could not create the workspaces root: {e}"),
+            )
+        })?;
+    Ok(tokio::fs::canonicalize(&dir).await.unwrap_or(dir))
+}
+
+pub(super) async fn create(
+    shared: &Arc<Shared>,
+    c: WorkspaceCreate,
+) -> Result<Reply, ProtocolError> {
+    check_version(c.version)?;
+    if let Some(l) = &c.label
+        && (l.len() > 200 || l.chars().any(char::is_control))
+    {
+        return Err(invalid(
+            "label must be at most 200 bytes without control characters",
+        ));
+    }
+    let cwd = match tokio::fs::canonicalize(&c.cwd).await {
+        Ok(p) if tokio::fs::metadata(&p).await.is_ok_and(|m| m.is_dir()) => p,
+        _ => return Err(invalid(format!("cwd {:?} is not a directory", c.cwd))),
+    };
+    let repo = inspect(&cwd).await?;
+    let rc = repo.repository_cwd.clone();
+    let workspace_id = ids::new_id(ids::WORKSPACE);
+    let tail = workspace_id
+        .rsplit('-')
+        .next()
+        .unwrap_or_default()
+        .to_lowercase();
+    let branch = match &c.branch {
+        Some(b) => b.clone(),
+        None => match c.label.as_deref().map(slug).filter(|s| !s.is_empty()) {
+            Some(s) => format!("shard/{s}-{}", &tail[tail.len().saturating_sub(6)..]),
+            None => format!("shard/{tail}"),
+        },
+    };
+    let check = git::run(&rc, &["check-ref-format", "--branch", &branch])
+        .await
+        .map_err(|e| no_git(&e))?;
+    if branch.starts_with('-') || !check.ok() {
+        return Err(invalid(format!("{branch:?} is not a valid branch name")));
+    }
+    if resolve(&rc, &format!("refs/heads/{branch}"))
+        .await?
+        .is_some()
+    {
+        return Err(invalid(format!("branch {branch:?} already exists")));
+    }
+    let base_ref = c.base_ref.clone().unwrap_or_else(|| "HEAD".to_string());
+    if base_ref.starts_with('-') {
+        return Err(invalid("base_ref must not start with '-'"));
+    }
+    let base_sha = resolve(&rc, &base_ref)
+        .await?
+        .ok_or_else(|| invalid(format!("base_ref {base_ref:?} does not name a commit")))?;
+    let integration_target = match &c.integration_target {
+        Some(t) => Some(target_ref(&rc, t).await?),
+        None => repo.main_branch.clone(),
+    };
+    let root = root(shared).await?;
+    if root.starts_with(&rc) {
+        return Err(conflict(
+            shared,
+            WorkspaceConflictKind::Unsafe,
+            &workspace_id,
+            "the workspaces root is inside the repository's checkout; configure [workspaces] root elsewhere",
+            None,
+        ));
+    }
+    let name = rc
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "repo".into());
+    let path = root.join(&workspace_id).join(name);
+    let mut rec = WorkspaceRecord {
+        version: RECORD_VERSION,
+        workspace_id: workspace_id.clone(),
+        label: c.label.clone(),
+        cwd: path.display().to_string(),
+        repository_cwd: rc.display().to_string(),
+        common_dir: repo.common_dir.clone(),
+        branch: branch.clone(),
+        base_ref,
+        base_sha: base_sha.clone(),
+        integration_target,
+        lifecycle: WorkspaceLifecycle::Active,
+        agent_ids: Vec::new(),
+        created_at: ids::now_millis(),
+        retired_at: None,
+        recorded_tip: None,
+        branch_deleted: false,
+        disposition: None,
+    };
+    let guard = begin(shared, &workspace_id)?;
+    shared.workspaces.commit(&rec).await?;
+    let parent = root.join(&workspace_id);
+    let made = parent.clone();
+    let _ = tokio::task::spawn_blocking(move || crate::fsutil::ensure_private_dir(&made)).await;
+    let path_arg = path.display().to_string();
+    let add = git::run(
+        &rc,
+        &["worktree", "add", "-b", &branch, &path_arg, &base_sha],
+    )
+    .await
+    .map_err(|e| no_git(&e))?;
+    if !add.ok() {
+        let why = redact(&add.why(), &repo.common_dir);
+        if tokio::fs::metadata(&path).await.is_err() {
+            let _ = shared.workspaces.store.remove(&workspace_id).await;
+            shared.workspaces.forget(&workspace_id);
+            let _ = tokio::fs::remove_dir(&parent).await;
+            return Err(invalid(format!("git worktree add failed: {why}")));
+        }
+        // Git made the worktree but reported a failure (a failing post-checkout hook):
+        // it is kept and recorded, never deleted behind the user's back.
+        return Err(ProtocolError::new(
+            ErrorCode::InternalError,
+            format!(
+                "git worktree add reported a failure after creating the worktree: {why}; \
+                 the workspace is kept — retire it to remove it"
+            ),
+        )
+        .with_data(Some(serde_json::json!({ "workspace_id": workspace_id }))));
+    }
+    let launched = launch(
+        shared,
+        &mut rec,
+        c.name.or(c.title),
+        c.model,
+        c.provider,
+        c.mode,
+    )
+    .await;
+    let (agent_id, session_id) = match launched {
+        Ok(ok) => ok,
+        Err((e, true)) => {
+            // The agent exists (its Runtime failed to start): so does the workspace.
+            shared.broadcast_event(&Event::WorkspaceCreated(WorkspaceEvent {
+                workspace: rec.info(),
+            }));
+            return Err(e);
+        }
+        Err((e, false)) => {
+            rollback(shared, &rec).await;
+            return Err(e);
+        }
+    };
+    drop(guard);
+    shared.broadcast_event(&Event::WorkspaceCreated(WorkspaceEvent {
+        workspace: rec.info(),
+    }));
+    finish(shared, rec, agent_id, session_id)
+}
+
+/// Undoes a creation whose agent was refused before anything was started: the worktree
+/// is fresh (`git worktree remove` without force still refuses if anything appeared in
+/// it) and the branch is deleted only while it still points at the base commit.
+async fn rollback(shared: &Shared, rec: &WorkspaceRecord) {
+    let rc = PathBuf::from(&rec.repository_cwd);
+    let removed = git::run(&rc, &["worktree", "remove", &rec.cwd])
+        .await
+        .is_ok_and(|o| o.ok());
+    if !removed {
+        tracing::warn!(workspace_id = %rec.workspace_id, "rollback kept the worktree; the workspace record stays");
+        return;
+    }
+    let r = format!("refs/heads/{}", rec.branch);
+    let _ = git::run(&rc, &["update-ref", "-d", &r, &rec.base_sha]).await;
+    if let Some(parent) = Path::new(&rec.cwd).parent() {
+        let _ = tokio::fs::remove_dir(parent).await;
+    }
+    let _ = shared.workspaces.store.remove(&rec.workspace_id).await;
+    shared.workspaces.forget(&rec.workspace_id);
+}
+
+/// Launches a fresh agent and session in the workspace and records its id. `Err(e,
+/// kept)`: `kept` is true when the agent exists (its Runtime failed to start) and was
+/// recorded, so the workspace must stay.
+async fn launch(
+    shared: &Arc<Shared>,
+    rec: &mut WorkspaceRecord,
+    name: Option<String>,
+    model: Option<String>,
+    provider: Option<String>,
+    mode: Option<String>,
+) -> Result<(String, String), (ProtocolError, bool)> {
+    let req = AgentCreate {
+        cwd: rec.cwd.clone(),
+        name,
+        model,
+        provider,
+        mode,
+        ..Default::default()
+    };
+    let created = crate::create::create(shared, req).await;
+    let agent_id = match &created {
+        Ok(Reply::Done(Some(v))) => v.get("agent_id").and_then(|a| a.as_str()),
+        Err(e) => e
+            .data
+            .as_ref()
+            .and_then(|d| d.get("agent_id"))
+            .and_then(|a| a.as_str()),
+        _ => None,
+    }
+    .map(str::to_string);
+    let Some(agent_id) = agent_id else {
+        let e = created.err().unwrap_or_else(|| {
+            ProtocolError::new(
+                ErrorCode::InternalError,
+                "agent.create returned no agent id",
+            )
+        });
+        return Err((e, false));
+    };
+    rec.agent_ids.push(agent_id.clone());
+    if let Err(e) = shared.workspaces.commit(rec).await {
+        return Err((e, true));
+    }
+    if let Err(mut e) = created {
+        e.data = Some(serde_json::json!({
+            "agent_id": agent_id, "workspace_id": rec.workspace_id
+        }));
+        return Err((e, true));
+    }
+    let session_id = shared
+        .list_agents(Some(&agent_id))
+        .into_iter()
+        .next()
+        .and_then(|a| a.session_id)
+        .unwrap_or_default();
+    Ok((agent_id, session_id))
+}
+
+fn finish(
+    shared: &Shared,
+    rec: WorkspaceRecord,
+    agent_id: String,
+    session_id: String,
+) -> Result<Reply, ProtocolError> {
+    let out = WorkspaceLaunched {
+        workspace: rec.info(),
+        agent_id,
+        session_id,
+    };
+    shared.broadcast_event(&Event::WorkspaceAttached(
+        shard_protocol::orchestrator::WorkspaceAttached {
+            workspace: out.workspace.clone(),
+            agent_id: out.agent_id.clone(),
+            session_id: out.session_id.clone(),
+        },
+    ));
+    data(&out)
+}
+
+pub(super) async fn attach(
+    shared: &Arc<Shared>,
+    a: WorkspaceAttach,
+) -> Result<Reply, ProtocolError> {
+    check_version(a.version)?;
+    let mut rec = shared
+        .workspaces
+        .get(&a.workspace_id)
+        .ok_or_else(not_found)?;
+    if rec.lifecycle == WorkspaceLifecycle::Retired {
+        return Err(invalid("the workspace is retired"));
+    }
+    let guard = begin(shared, &a.workspace_id)?;
+    if !tokio::fs::metadata(&rec.cwd)
+        .await
+        .is_ok_and(|m| m.is_dir())
+    {
+        return Err(conflict(
+            shared,
+            WorkspaceConflictKind::MissingAuthority,
+            &rec.workspace_id,
+            "the worktree was removed; the daemon never recreates it (retire the workspace)",
+            None,
+        ));
+    }
+    let (agent_id, session_id) = match launch(
+        shared,
+        &mut rec,
+        a.name.or(a.title),
+        a.model,
+        a.provider,
+        a.mode,
+    )
+    .await
+    {
+        Ok(ok) => ok,
+        Err((e, _)) => return Err(e),
+    };
+    drop(guard);
+    finish(shared, rec, agent_id, session_id)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn slugs_are_branch_safe() {
+        assert_eq!(super::slug("Fix the Login bug!"), "fix-the-login-bug");
+        assert_eq!(super::slug("  ..  "), "");
+        assert!(super::slug(&"a".repeat(100)).len() <= 40);
+    }
+}

@@ -1,0 +1,201 @@
+//! Workspaces (PROTOCOL §10.1a, ARCHITECTURE §10, issue 17): one agent, one git worktree
+//! the daemon created and owns, retired without ever losing a commit.
+//!
+//! The [`Registry`] holds the durable records in memory and marks which workspace has an
+//! operation in flight (a second one is refused as `busy`, so no lock is ever held across
+//! the git calls). Every git call goes through [`git`] (the user's own `git`, as a child
+//! process). `create` launches worktrees and agents, `status` reads git, `retire` proves
+//! before it deletes. Responses and events carry [`record::WorkspaceRecord::info`] only:
+//! the common-dir never leaves the daemon, and git's messages are redacted.
+
+mod create;
+mod git;
+mod record;
+mod retire;
+mod status;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use shard_protocol::command::Command;
+use shard_protocol::orchestrator::{BranchDisposition, WorkspaceConflict};
+use shard_protocol::workspace::{WorkspaceConflictData, WorkspaceConflictKind};
+use shard_protocol::{ErrorCode, Event};
+
+use crate::commands::Handled;
+use crate::core::Shared;
+use crate::reply::{ProtocolError, Reply};
+use record::RecordStore;
+pub(crate) use record::WorkspaceRecord;
+
+/// The daemon's workspaces: durable records and the operations in flight.
+pub(crate) struct Registry {
+    store: RecordStore,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    records: BTreeMap<String, WorkspaceRecord>,
+    in_flight: HashSet<String>,
+}
+
+impl Registry {
+    pub fn new(home: &std::path::Path) -> Self {
+        Registry {
+            store: RecordStore::new(home),
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reads the records written by earlier daemons (at startup).
+    pub async fn load(&self) -> std::io::Result<()> {
+        let records = self.store.load_all().await?;
+        let mut inner = self.lock();
+        for r in records {
+            inner.records.insert(r.workspace_id.clone(), r);
+        }
+        Ok(())
+    }
+
+    fn get(&self, id: &str) -> Option<WorkspaceRecord> {
+        self.lock().records.get(id).cloned()
+    }
+
+    fn all(&self) -> Vec<WorkspaceRecord> {
+        self.lock().records.values().cloned().collect()
+    }
+
+    fn put(&self, rec: WorkspaceRecord) {
+        self.lock().records.insert(rec.workspace_id.clone(), rec);
+    }
+
+    fn forget(&self, id: &str) {
+        self.lock().records.remove(id);
+    }
+
+    /// Writes `rec` durably, then makes it the in-memory copy.
+    async fn commit(&self, rec: &WorkspaceRecord) -> Result<(), ProtocolError> {
+        self.store.save(rec).await.map_err(|e| {
+            ProtocolError::new(
+                ErrorCode::InternalError,
+                format!("could not record the workspace: {e}"),
+            )
+        })?;
+        self.put(rec.clone());
+        Ok(())
+    }
+}
+
+/// Marks one workspace as having an operation in flight until dropped.
+struct OpGuard {
+    shared: Arc<Shared>,
+    id: String,
+}
+
+impl Drop for OpGuard {
+    fn drop(&mut self) {
+        self.shared.workspaces.lock().in_flight.remove(&self.id);
+    }
+}
+
+/// Claims `id` for one operation; a second concurrent one is refused as `busy`.
+fn begin(shared: &Arc<Shared>, id: &str) -> Result<OpGuard, ProtocolError> {
+    if !shared.workspaces.lock().in_flight.insert(id.to_string()) {
+        return Err(conflict(
+            shared,
+            WorkspaceConflictKind::Busy,
+            id,
+            "another operation on this workspace is running",
+            None,
+        ));
+    }
+    Ok(OpGuard {
+        shared: Arc::clone(shared),
+        id: id.to_string(),
+    })
+}
+
+/// A typed refusal (`CONFLICT` with [`WorkspaceConflictData`]), also announced to every
+/// client as `workspace_conflict`.
+fn conflict(
+    shared: &Shared,
+    kind: WorkspaceConflictKind,
+    workspace_id: &str,
+    reason: &str,
+    confirm: Option<BranchDisposition>,
+) -> ProtocolError {
+    shared.broadcast_event(&Event::WorkspaceConflict(WorkspaceConflict {
+        workspace_id: workspace_id.to_string(),
+        reason: reason.to_string(),
+    }));
+    let data = WorkspaceConflictData {
+        kind,
+        workspace_id: workspace_id.to_string(),
+        reason: reason.to_string(),
+        confirmation_disposition: confirm,
+    };
+    ProtocolError::new(ErrorCode::Conflict, reason.to_string())
+        .with_data(serde_json::to_value(data).ok())
+}
+
+fn invalid(msg: impl Into<String>) -> ProtocolError {
+    ProtocolError::new(ErrorCode::InvalidRequest, msg)
+}
+
+fn not_found() -> ProtocolError {
+    ProtocolError::new(ErrorCode::NotFound, "no such workspace")
+}
+
+/// Git could not be started at all.
+fn no_git(e: &std::io::Error) -> ProtocolError {
+    ProtocolError::new(
+        ErrorCode::InternalError,
+        format!("could not run git (is it installed and on PATH?): {e}"),
+    )
+}
+
+/// Removes the repository's private paths from a git message before it reaches a client.
+fn redact(msg: &str, common_dir: &str) -> String {
+    if common_dir.is_empty() {
+        return msg.to_string();
+    }
+    msg.replace(common_dir, "<git-dir>")
+}
+
+fn data<T: serde::Serialize>(v: &T) -> Result<Reply, ProtocolError> {
+    Ok(Reply::Done(serde_json::to_value(v).ok()))
+}
+
+/// Only protocol version 1 of these commands exists (`version?: 1`).
+fn check_version(v: Option<u32>) -> Result<(), ProtocolError> {
+    match v {
+        None | Some(1) => Ok(()),
+        Some(n) => Err(invalid(format!(
+            "workspace command version {n} is not supported (this daemon speaks 1)"
+        ))),
+    }
+}
+
+/// Handles a `workspace.*` command (everything but `list` runs git: a spawned task).
+pub(crate) fn dispatch(core: &Arc<Shared>, command: Command) -> Handled {
+    let core = Arc::clone(core);
+    let work: futures::future::BoxFuture<'static, Result<Reply, ProtocolError>> = match command {
+        Command::WorkspaceCreate(c) => Box::pin(async move { create::create(&core, c).await }),
+        Command::WorkspaceAttach(a) => Box::pin(async move { create::attach(&core, a).await }),
+        Command::WorkspaceList(l) => return Handled::Now(status::list(&core, &l)),
+        Command::WorkspaceStatus(r) => Box::pin(async move { status::status(&core, r).await }),
+        Command::WorkspaceRetire(r) => Box::pin(async move { retire::retire(&core, r).await }),
+        other => {
+            return Handled::Now(Err(invalid(format!(
+                "`{}` is not a workspace command",
+                other.type_name()
+            ))));
+        }
+    };
+    Handled::Later(work)
+}

@@ -1,0 +1,168 @@
+//! Durable workspace records (`SHARD_HOME/workspaces/<workspace_id>.json`, ARCHITECTURE
+//! §11): written atomically before an operation answers, so a daemon restart finds every
+//! workspace it created, and a branch tip recorded before a deletion survives a crash.
+//! The record keeps the common-dir for the daemon's own checks; it never leaves the
+//! daemon ([`WorkspaceRecord::info`] is the client projection).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use shard_protocol::ids;
+use shard_protocol::orchestrator::BranchDisposition;
+use shard_protocol::workspace::{WorkspaceInfo, WorkspaceLifecycle};
+
+/// Format version of a record file.
+pub(crate) const RECORD_VERSION: u32 = 1;
+
+/// One workspace as the daemon remembers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WorkspaceRecord {
+    pub version: u32,
+    pub workspace_id: String,
+    #[serde(default)]
+    pub label: Option<String>,
+    /// The worktree directory the daemon created.
+    pub cwd: String,
+    /// The repository's main checkout.
+    pub repository_cwd: String,
+    /// The repository's common git dir (private: never in a response or event).
+    pub common_dir: String,
+    /// Short branch name (`refs/heads/` + this).
+    pub branch: String,
+    /// The base ref as asked for (`HEAD` by default).
+    pub base_ref: String,
+    /// The commit the branch started at.
+    pub base_sha: String,
+    /// Full ref of the integration target (`refs/heads/main`); absent when the main
+    /// checkout was on a detached HEAD and none was given.
+    #[serde(default)]
+    pub integration_target: Option<String>,
+    pub lifecycle: WorkspaceLifecycle,
+    #[serde(default)]
+    pub agent_ids: Vec<String>,
+    pub created_at: u64,
+    #[serde(default)]
+    pub retired_at: Option<u64>,
+    /// The branch tip recorded before any deletion, so `git branch NAME SHA` restores it.
+    #[serde(default)]
+    pub recorded_tip: Option<String>,
+    #[serde(default)]
+    pub branch_deleted: bool,
+    #[serde(default)]
+    pub disposition: Option<BranchDisposition>,
+}
+
+impl WorkspaceRecord {
+    /// The transport-safe projection (PROTOCOL §10.1a): no common-dir or git-dir path.
+    pub fn info(&self) -> WorkspaceInfo {
+        WorkspaceInfo {
+            workspace_id: self.workspace_id.clone(),
+            label: self.label.clone(),
+            cwd: self.cwd.clone(),
+            repository_cwd: Some(self.repository_cwd.clone()),
+            branch: self.branch.clone(),
+            base_ref: Some(self.base_ref.clone()),
+            integration_target: self
+                .integration_target
+                .as_deref()
+                .map(|t| super::git::short_ref(t).to_string()),
+            lifecycle: self.lifecycle,
+            agent_ids: self.agent_ids.clone(),
+            created_at: self.created_at,
+            retired_at: self.retired_at,
+        }
+    }
+
+    /// The command that restores a deleted branch, run in the main checkout.
+    pub fn restore_hint(&self) -> Option<String> {
+        self.recorded_tip
+            .as_ref()
+            .map(|sha| format!("git branch {} {sha}", self.branch))
+    }
+}
+
+/// Where records live and how they are read and written.
+#[derive(Debug, Clone)]
+pub(crate) struct RecordStore {
+    dir: PathBuf,
+}
+
+impl RecordStore {
+    pub fn new(home: &Path) -> Self {
+        RecordStore {
+            dir: home.join("workspaces"),
+        }
+    }
+
+    /// The default root of worktrees (`SHARD_HOME/workspaces`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes one record atomically (temp file, fsync, rename), owner-only.
+    pub async fn save(&self, rec: &WorkspaceRecord) -> std::io::Result<()> {
+        if !ids::is_valid(ids::WORKSPACE, &rec.workspace_id) {
+            return Err(std::io::Error::other("invalid workspace id"));
+        }
+        let bytes = serde_json::to_vec_pretty(rec).map_err(std::io::Error::other)?;
+        let dir = self.dir.clone();
+        let path = dir.join(format!("{}.json", rec.workspace_id));
+        tokio::task::spawn_blocking(move || {
+            crate::fsutil::ensure_private_dir(&dir)?;
+            crate::fsutil::atomic_write(&path, &bytes)
+        })
+        .await
+        .map_err(std::io::Error::other)?
+    }
+
+    /// Removes the record of a workspace whose creation was rolled back.
+    pub async fn remove(&self, workspace_id: &str) -> std::io::Result<()> {
+        if !ids::is_valid(ids::WORKSPACE, workspace_id) {
+            return Err(std::io::Error::other("invalid workspace id"));
+        }
+        match tokio::fs::remove_file(self.dir.join(format!("{workspace_id}.json"))).await {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Every readable record. A record that cannot be parsed is logged and skipped, never
+    /// deleted: it still names a worktree and a branch the user may need.
+    pub async fn load_all(&self) -> std::io::Result<Vec<WorkspaceRecord>> {
+        let dir = self.dir.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut out = Vec::new();
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+                Err(e) => return Err(e),
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+                    continue;
+                };
+                if !ids::is_valid(ids::WORKSPACE, id) {
+                    continue;
+                }
+                let parsed = std::fs::read(entry.path()).map_err(|e| e.to_string()).and_then(
+                    |b| serde_json::from_slice::<WorkspaceRecord>(&b).map_err(|e| e.to_string()),
+                );
+                match parsed {
+                    Ok(r) if r.version == RECORD_VERSION && r.workspace_id == id => out.push(r),
+                    Ok(r) => tracing::error!(
+                        workspace_id = id,
+                        version = r.version,
+                        "workspace record has an unknown version or a mismatched id; skipped"
+                    ),
+                    Err(e) => {
+                        tracing::error!(workspace_id = id, error = %e, "unreadable workspace record; skipped")
+                    }
+                }
+            }
+            Ok(out)
+        })
+        .await
+        .map_err(std::io::Error::other)?
+    }
+}

@@ -1,0 +1,238 @@
+//! `workspace.retire`: never loses a commit. Refusals come first (busy, live, missing
+//! authority, unsafe, dirty, unproven deletion); the branch tip is written to the record
+//! before anything is deleted; the worktree is removed with plain `git worktree remove`
+//! (git refuses a dirty one too), and the branch is deleted with a compare-and-delete
+//! (`git update-ref -d REF TIP`), so a commit that lands after the proof is never lost.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use shard_protocol::orchestrator::{BranchDisposition, WorkspaceEvent, WorkspaceRetire};
+use shard_protocol::workspace::{
+    WorkspaceConflictKind as K, WorkspaceLifecycle, WorkspaceRetiredData,
+};
+use shard_protocol::{ErrorCode, Event, ids};
+
+use super::record::WorkspaceRecord;
+use super::status::{agents, branch_tip, is_missing, worktree_status};
+use super::{begin, check_version, conflict, data, git, no_git, not_found, redact};
+use crate::core::Shared;
+use crate::reply::{ProtocolError, Reply};
+
+pub(super) async fn retire(
+    shared: &Arc<Shared>,
+    r: WorkspaceRetire,
+) -> Result<Reply, ProtocolError> {
+    check_version(r.version)?;
+    let disposition = r
+        .branch_disposition
+        .unwrap_or(BranchDisposition::DeleteIfMerged);
+    let rec = shared
+        .workspaces
+        .get(&r.workspace_id)
+        .ok_or_else(not_found)?;
+    if rec.lifecycle == WorkspaceLifecycle::Retired {
+        return data(&WorkspaceRetiredData {
+            workspace: rec.info(),
+            branch_deleted: rec.branch_deleted,
+            branch_tip: rec.recorded_tip.clone(),
+            restore: rec.branch_deleted.then(|| rec.restore_hint()).flatten(),
+            already_retired: true,
+        });
+    }
+    let _guard = begin(shared, &rec.workspace_id)?;
+    let id = rec.workspace_id.clone();
+    let refuse = |kind, reason: &str| conflict(shared, kind, &id, reason, None);
+    let (live, busy) = agents(shared, &rec);
+    if !busy.is_empty() {
+        return Err(refuse(
+            K::Busy,
+            "an agent of the workspace is in the middle of a turn",
+        ));
+    }
+    if !live.is_empty() {
+        return Err(refuse(
+            K::Live,
+            "an agent of the workspace is live; terminate or kill it first",
+        ));
+    }
+    let rc = Path::new(&rec.repository_cwd);
+    let common = git::run(
+        rc,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    )
+    .await
+    .map_err(|e| no_git(&e))?;
+    if !common.ok() || common.line() != rec.common_dir {
+        return Err(refuse(
+            K::MissingAuthority,
+            "the repository's main checkout is gone or is no longer the repository this workspace was made from",
+        ));
+    }
+    let list = git::run(rc, &["worktree", "list", "--porcelain"])
+        .await
+        .map_err(|e| no_git(&e))?;
+    let entry = git::parse_worktrees(&list.stdout)
+        .into_iter()
+        .skip(1)
+        .find(|e| e.path == Path::new(&rec.cwd));
+    let missing = is_missing(&rec.cwd).await;
+    if !missing {
+        match &entry {
+            None => {
+                return Err(refuse(
+                    K::Unsafe,
+                    "the directory is no longer a worktree of the repository; it is left alone",
+                ));
+            }
+            Some(e) if e.locked => {
+                return Err(refuse(
+                    K::Unsafe,
+                    "the worktree is locked (git worktree lock)",
+                ));
+            }
+            Some(e) if e.branch.as_deref() != Some(&format!("refs/heads/{}", rec.branch)) => {
+                return Err(refuse(
+                    K::Unsafe,
+                    "the worktree's HEAD is not on the workspace branch; commits there could be lost",
+                ));
+            }
+            Some(_) => {}
+        }
+        match worktree_status(&rec.cwd).await? {
+            None => {
+                return Err(refuse(K::Unsafe, "git cannot read the worktree's status"));
+            }
+            Some(s) if s.dirty > 0 => {
+                let reason = format!(
+                    "the worktree has {} uncommitted or untracked file(s); commit or remove them first",
+                    s.dirty
+                );
+                return Err(refuse(K::Dirty, &reason));
+            }
+            Some(_) => {}
+        }
+    }
+    let tip = branch_tip(&rec).await?;
+    let delete = match (disposition, &tip) {
+        (BranchDisposition::Keep, _) | (_, None) => false,
+        (BranchDisposition::DeleteConfirmed, Some(_)) => true,
+        (BranchDisposition::DeleteIfMerged, Some(tip)) => match proven(&rec, tip).await? {
+            Ok(()) => true,
+            Err(reason) => {
+                return Err(conflict(
+                    shared,
+                    K::ConfirmationRequired,
+                    &id,
+                    &reason,
+                    Some(BranchDisposition::DeleteConfirmed),
+                ));
+            }
+        },
+    };
+    let mut next = rec.clone();
+    next.recorded_tip = tip.clone();
+    next.disposition = Some(disposition);
+    shared.workspaces.commit(&next).await?;
+    // The worktree first: if its removal fails, the branch is untouched.
+    let removed = if missing {
+        git::run(rc, &["worktree", "prune"])
+            .await
+            .map_err(|e| no_git(&e))?
+    } else {
+        git::run(rc, &["worktree", "remove", &rec.cwd])
+            .await
+            .map_err(|e| no_git(&e))?
+    };
+    if !removed.ok() {
+        let why = redact(&removed.why(), &rec.common_dir);
+        return Err(refuse(
+            K::Unsafe,
+            &format!("git refused to remove the worktree: {why}"),
+        ));
+    }
+    if let Some(parent) = Path::new(&rec.cwd).parent()
+        && parent
+            .file_name()
+            .is_some_and(|n| n.to_str() == Some(rec.workspace_id.as_str()))
+    {
+        let _ = tokio::fs::remove_dir(parent).await;
+    }
+    let mut deleted = false;
+    if delete && let Some(tip) = &tip {
+        let r = format!("refs/heads/{}", rec.branch);
+        let out = git::run(rc, &["update-ref", "-d", &r, tip])
+            .await
+            .map_err(|e| no_git(&e))?;
+        deleted = out.ok();
+        if !deleted {
+            tracing::warn!(workspace_id = %id, "branch not deleted: {}", redact(&out.why(), &rec.common_dir));
+        }
+    }
+    next.lifecycle = WorkspaceLifecycle::Retired;
+    next.retired_at = Some(ids::now_millis());
+    next.branch_deleted = deleted;
+    shared.workspaces.commit(&next).await.map_err(|e| {
+        ProtocolError::new(
+            ErrorCode::InternalError,
+            format!(
+                "the workspace was retired but its record could not be updated: {}",
+                e.message
+            ),
+        )
+    })?;
+    shared.broadcast_event(&Event::WorkspaceRetired(WorkspaceEvent {
+        workspace: next.info(),
+    }));
+    data(&WorkspaceRetiredData {
+        workspace: next.info(),
+        branch_deleted: deleted,
+        branch_tip: next.recorded_tip.clone(),
+        restore: if deleted { next.restore_hint() } else { None },
+        already_retired: false,
+    })
+}
+
+/// `Ok(Ok(()))` when `tip` is reachable from the integration target's local ref (no
+/// fetch), else the reason it could not be proven.
+async fn proven(rec: &WorkspaceRecord, tip: &str) -> Result<Result<(), String>, ProtocolError> {
+    let Some(target) = &rec.integration_target else {
+        return Ok(Err(
+            "the workspace has no integration target, so a merge cannot be proven".into(),
+        ));
+    };
+    let rc = Path::new(&rec.repository_cwd);
+    let short = git::short_ref(target).to_string();
+    let spec = format!("{target}^{{commit}}");
+    let t = git::run(
+        rc,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            &spec,
+        ],
+    )
+    .await
+    .map_err(|e| no_git(&e))?;
+    if !t.ok() {
+        return Ok(Err(format!(
+            "the integration target {short} no longer exists locally"
+        )));
+    }
+    let out = git::run(rc, &["merge-base", "--is-ancestor", tip, t.line()])
+        .await
+        .map_err(|e| no_git(&e))?;
+    Ok(match out.code {
+        Some(0) => Ok(()),
+        Some(1) => Err(format!(
+            "branch {} is not merged into {short}; deleting it needs confirmation",
+            rec.branch
+        )),
+        _ => Err(format!(
+            "git could not decide whether branch {} is merged into {short}",
+            rec.branch
+        )),
+    })
+}

@@ -1,0 +1,437 @@
+//! Which MCP servers a Runtime may start: the user's `[mcp.servers.NAME]` tables in
+//! `SHARD_HOME/config.toml` and the project's `.mcp.json` (the format Claude Code and
+//! others read), with `${VAR}` / `${VAR:-default}` expanded from the environment.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The default per-call timeout of a server (issue 18).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `[mcp]` in `config.toml`. Strict like the rest of the file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// `[mcp.servers.NAME]`: the user's own servers, started in every project.
+    pub servers: BTreeMap<String, ServerConfig>,
+}
+
+/// One server, as written in either file. `command` (stdio) or `url` (streamable HTTP).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// `"stdio"` (the default when `command` is set) or `"http"` (`"streamable-http"`).
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// Program of a stdio server.
+    pub command: Option<String>,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The only variables a stdio server gets beyond the Runtime's scrubbed environment.
+    pub env: BTreeMap<String, String>,
+    /// Working directory of a stdio server (default: the Runtime's cwd).
+    pub cwd: Option<String>,
+    /// URL of an HTTP server.
+    pub url: Option<String>,
+    /// Headers sent to an HTTP server (often a token).
+    pub headers: BTreeMap<String, String>,
+    /// Every tool of this server only reads: calls run without asking (user's say only).
+    #[serde(alias = "readOnly")]
+    pub read_only: bool,
+    /// These tools (their names on the server) only read.
+    #[serde(alias = "readOnlyTools")]
+    pub read_only_tools: Vec<String>,
+    /// Per-call timeout in seconds (default 60).
+    #[serde(alias = "timeoutSecs", alias = "timeout")]
+    pub timeout_secs: Option<u64>,
+    /// Set to `true` to keep the server configured but not started.
+    pub disabled: bool,
+}
+
+/// Where a server's configuration came from: it decides whether approval is needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// `SHARD_HOME/config.toml`: the user wrote it; it starts everywhere.
+    User,
+    /// The project's `.mcp.json`: it starts once the user approved that file's content.
+    Project,
+}
+
+/// How to reach a server. Its `Debug` shows no env or header value (they are secrets).
+#[derive(Clone, PartialEq)]
+pub enum Transport {
+    /// A child process speaking JSON-RPC on its standard input and output.
+    Stdio {
+        /// Program.
+        command: String,
+        /// Arguments.
+        args: Vec<String>,
+        /// Variables added to the scrubbed environment.
+        env: BTreeMap<String, String>,
+        /// Working directory, if not the Runtime's.
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP.
+    Http {
+        /// Endpoint.
+        url: String,
+        /// Headers on every request.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Transport::Stdio {
+                command, args, env, ..
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .finish(),
+            Transport::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+/// The variable names `${…}` references in `text`.
+pub fn referenced_vars(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else { break };
+        let inner = &after[..end];
+        out.push(inner.split(":-").next().unwrap_or("").to_string());
+        rest = &after[end + 1..];
+    }
+    out
+}
+
+/// A server ready to start: validated, variables expanded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerSpec {
+    /// Its name, the `SERVER` of `mcp__SERVER__TOOL`.
+    pub name: String,
+    /// Which file named it.
+    pub origin: Origin,
+    /// How to reach it.
+    pub transport: Transport,
+    /// All its tools only read.
+    pub read_only: bool,
+    /// These tools only read.
+    pub read_only_tools: Vec<String>,
+    /// Per-call timeout.
+    pub timeout: Duration,
+    /// The environment variables its `env` and `headers` were expanded from.
+    pub secret_vars: Vec<String>,
+}
+
+impl ServerSpec {
+    /// True when the user's configuration says this tool only reads.
+    pub fn tool_is_read_only(&self, tool: &str) -> bool {
+        self.read_only || self.read_only_tools.iter().any(|t| t == tool)
+    }
+}
+
+/// A configuration the servers cannot be started from; one line naming the file.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+#[error("{file}: {message}")]
+pub struct McpConfigError {
+    /// The file.
+    pub file: String,
+    /// What is wrong, naming the server and field.
+    pub message: String,
+}
+
+/// Checks a server's name: it becomes part of tool names, which providers restrict.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 32
+        && !name.contains("__")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Validates one server and expands its variables with `env`.
+pub fn spec(
+    name: &str,
+    cfg: &ServerConfig,
+    origin: Origin,
+    file: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerSpec, McpConfigError> {
+    let err = |message: String| McpConfigError {
+        file: file.display().to_string(),
+        message: format!("server `{name}`: {message}"),
+    };
+    if !valid_name(name) {
+        return Err(err(
+            "a server name is 1 to 32 letters, digits, `-` or `_`, without `__`".into(),
+        ));
+    }
+    let x = |s: &str| expand(s, env).map_err(&err);
+    let kind = cfg.kind.as_deref().map(str::to_ascii_lowercase);
+    let transport = match (kind.as_deref(), &cfg.command, &cfg.url) {
+        (None | Some("stdio"), Some(command), None) => Transport::Stdio {
+            command: x(command)?,
+            args: cfg.args.iter().map(|a| x(a)).collect::<Result<_, _>>()?,
+            env: cfg
+                .env
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), x(v)?)))
+                .collect::<Result<_, McpConfigError>>()?,
+            cwd: cfg.cwd.as_deref().map(x).transpose()?.map(PathBuf::from),
+        },
+        (
+            None | Some("http") | Some("streamable-http") | Some("streamable_http"),
+            None,
+            Some(url),
+        ) => {
+            let url = x(url)?;
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(err(format!(
+                    "`url` must start with http:// or https://, not `{url}`"
+                )));
+            }
+            Transport::Http {
+                url,
+                headers: cfg
+                    .headers
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), x(v)?)))
+                    .collect::<Result<_, McpConfigError>>()?,
+            }
+        }
+        (Some("sse"), _, _) => {
+            return Err(err(
+                "the legacy `sse` transport is not supported; use `\"type\": \"http\"` \
+                 (streamable HTTP)"
+                    .into(),
+            ));
+        }
+        (_, Some(_), Some(_)) => return Err(err("set `command` or `url`, not both".into())),
+        (_, None, None) => {
+            return Err(err(
+                "set `command` (a stdio server) or `url` (an HTTP server)".into(),
+            ));
+        }
+        (Some(other), _, _) => {
+            return Err(err(format!(
+                "unknown `type` `{other}` for these fields: use \"stdio\" with `command`, \
+                 \"http\" with `url`"
+            )));
+        }
+    };
+    Ok(ServerSpec {
+        name: name.to_string(),
+        origin,
+        transport,
+        read_only: cfg.read_only,
+        read_only_tools: cfg.read_only_tools.clone(),
+        timeout: cfg
+            .timeout_secs
+            .filter(|s| *s > 0)
+            .map(Duration::from_secs)
+            .unwrap_or(DEFAULT_TIMEOUT),
+        secret_vars: cfg
+            .env
+            .values()
+            .chain(cfg.headers.values())
+            .flat_map(|v| referenced_vars(v))
+            .collect(),
+    })
+}
+
+/// Expands `${VAR}` and `${VAR:-default}`; an unset variable without a default is an
+/// error naming it (a server started with an empty token fails in a confusing way).
+pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(format!("unclosed `${{` in `{text}`"));
+        };
+        let inner = &after[..end];
+        let (var, default) = match inner.split_once(":-") {
+            Some((v, d)) => (v, Some(d)),
+            None => (inner, None),
+        };
+        if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!("`${{{inner}}}` is not a variable name"));
+        }
+        match (env(var).filter(|v| !v.is_empty()), default) {
+            (Some(v), _) => out.push_str(&v),
+            (None, Some(d)) => out.push_str(d),
+            (None, None) => {
+                return Err(format!(
+                    "the environment variable `{var}` is not set (write `${{{var}:-default}}` \
+                     for a default)"
+                ));
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// `.mcp.json`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProjectFile {
+    #[serde(default)]
+    mcp_servers: BTreeMap<String, ServerConfig>,
+}
+
+/// The project's `.mcp.json`: where it is, its bytes' hash (for approval), its servers.
+#[derive(Debug, Clone)]
+pub struct ProjectServers {
+    /// The file.
+    pub path: PathBuf,
+    /// SHA-256 of its content, hex.
+    pub sha256: String,
+    /// Its servers, unexpanded.
+    pub servers: BTreeMap<String, ServerConfig>,
+}
+
+/// The directory whose `.mcp.json` applies at `cwd`: the repository root (the nearest
+/// ancestor holding `.git`), else `cwd` itself.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    cwd.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(cwd)
+        .to_path_buf()
+}
+
+/// Reads the project's `.mcp.json`, if there is one.
+pub fn read_project(cwd: &Path) -> Result<Option<ProjectServers>, McpConfigError> {
+    let path = project_root(cwd).join(".mcp.json");
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(McpConfigError {
+                file: path.display().to_string(),
+                message: e.to_string(),
+            });
+        }
+    };
+    let parsed: ProjectFile = serde_json::from_slice(&bytes).map_err(|e| McpConfigError {
+        file: path.display().to_string(),
+        message: format!("line {}: {e}", e.line()),
+    })?;
+    Ok(Some(ProjectServers {
+        sha256: crate::approval::sha256_hex(&bytes),
+        path,
+        servers: parsed.mcp_servers,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn env(k: &str) -> Option<String> {
+        match k {
+            "TOKEN" => Some("s3cret".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn expands_variables_and_defaults_and_names_missing_ones() {
+        assert_eq!(expand("Bearer ${TOKEN}", &env).unwrap(), "Bearer s3cret");
+        assert_eq!(expand("${NOPE:-x}/${TOKEN}", &env).unwrap(), "x/s3cret");
+        assert_eq!(expand("${EMPTY:-d}", &env).unwrap(), "d");
+        assert_eq!(expand("plain $HOME", &env).unwrap(), "plain $HOME");
+        assert!(
+            expand("${NOPE}", &env)
+                .unwrap_err()
+                .contains("`NOPE` is not set")
+        );
+        assert!(expand("${TOKEN", &env).unwrap_err().contains("unclosed"));
+        assert!(
+            expand("${a b}", &env)
+                .unwrap_err()
+                .contains("not a variable")
+        );
+    }
+
+    #[test]
+    fn claude_code_file_parses_into_specs() {
+        let text = r#"{"mcpServers": {
+            "fs": {"command": "npx", "args": ["-y", "server", "${NOPE:-.}"], "env": {"K": "${TOKEN}"}},
+            "web": {"type": "http", "url": "https://x.test/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+        }}"#;
+        let f: ProjectFile = serde_json::from_str(text).unwrap();
+        let p = Path::new(".mcp.json");
+        let fs = spec("fs", &f.mcp_servers["fs"], Origin::Project, p, &env).unwrap();
+        match fs.transport {
+            Transport::Stdio { args, env, .. } => {
+                assert_eq!(args, vec!["-y", "server", "."]);
+                assert_eq!(env["K"], "s3cret");
+            }
+            other => panic!("{other:?}"),
+        }
+        let web = spec("web", &f.mcp_servers["web"], Origin::Project, p, &env).unwrap();
+        assert_eq!(web.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(web.secret_vars, vec!["TOKEN"]);
+        assert!(!format!("{:?}", web.transport).contains("s3cret"));
+        match web.transport {
+            Transport::Http { headers, .. } => {
+                assert_eq!(headers["Authorization"], "Bearer s3cret")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_servers_are_one_clear_error() {
+        let p = Path::new("/p/.mcp.json");
+        let both = ServerConfig {
+            command: Some("a".into()),
+            url: Some("http://x".into()),
+            ..Default::default()
+        };
+        let e = spec("s", &both, Origin::Project, p, &env)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "/p/.mcp.json: server `s`: set `command` or `url`, not both"
+        );
+        let none = ServerConfig::default();
+        assert!(spec("s", &none, Origin::User, p, &env).is_err());
+        let ok = ServerConfig {
+            command: Some("a".into()),
+            ..Default::default()
+        };
+        assert!(spec("a__b", &ok, Origin::User, p, &env).is_err());
+        let sse = ServerConfig {
+            kind: Some("sse".into()),
+            url: Some("http://x".into()),
+            ..Default::default()
+        };
+        assert!(
+            spec("s", &sse, Origin::User, p, &env)
+                .unwrap_err()
+                .to_string()
+                .contains("sse")
+        );
+    }
+}

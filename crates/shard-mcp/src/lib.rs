@@ -1,0 +1,233 @@
+//! Model Context Protocol servers for a Runtime (issue 18): their configuration (the
+//! user's `[mcp.servers]`, the project's approved `.mcp.json`), their lives (started in
+//! parallel in the background, restarted with backoff, stopped with the Runtime) and
+//! their tools, which join the Runtime's registry as `mcp__SERVER__TOOL` on the open
+//! Tool contract and so pass the same PermissionGate as every built-in tool.
+
+// Standard output is the protocol (`shard agent`) and standard error belongs to the
+// binary: a library reports through return values and `tracing`, never by printing.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
+pub mod approval;
+pub mod config;
+pub mod content;
+pub mod server;
+pub mod tool;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use shard_tools::Tool;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub use config::{McpConfig, Origin, ServerConfig, ServerSpec};
+pub use server::StartContext;
+
+/// A server's state, as `shard mcp list` and the `tools_changed` notice show it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerState {
+    /// Connecting.
+    Starting,
+    /// Connected, with these tool names (as the model sees them).
+    Ready {
+        /// `mcp__SERVER__TOOL` names.
+        tools: Vec<String>,
+    },
+    /// It failed; `restarting` when another attempt follows (with backoff).
+    Failed {
+        /// Why, its secrets removed.
+        reason: String,
+        /// Another attempt follows.
+        restarting: bool,
+    },
+    /// Stopped with its Runtime.
+    Stopped,
+}
+
+impl ServerState {
+    /// The state's wire name: `starting`, `ready`, `failed`, `stopped`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ServerState::Starting => "starting",
+            ServerState::Ready { .. } => "ready",
+            ServerState::Failed { .. } => "failed",
+            ServerState::Stopped => "stopped",
+        }
+    }
+
+    /// One line for people and the model.
+    pub fn describe(&self) -> String {
+        match self {
+            ServerState::Failed {
+                reason,
+                restarting: true,
+            } => format!("failed, restarting: {reason}"),
+            ServerState::Failed { reason, .. } => format!("failed: {reason}"),
+            other => other.name().to_string(),
+        }
+    }
+}
+
+/// One change a server reports: its whole tool set now (replacing the previous one; empty
+/// when it is not connected) and its state.
+pub struct McpUpdate {
+    /// The server.
+    pub server: String,
+    /// Its tools, to replace every `mcp__SERVER__*` tool.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// Its state.
+    pub state: ServerState,
+}
+
+impl std::fmt::Debug for McpUpdate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpUpdate")
+            .field("server", &self.server)
+            .field(
+                "tools",
+                &self.tools.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            )
+            .field("state", &self.state)
+            .finish()
+    }
+}
+
+/// A configured server that is not started, and why (an unapproved project file).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    /// The server.
+    pub name: String,
+    /// Why it is not started.
+    pub reason: String,
+}
+
+/// The servers a Runtime at `cwd` may start, and those it may not.
+#[derive(Debug, Clone, Default)]
+pub struct Resolved {
+    /// To start.
+    pub start: Vec<ServerSpec>,
+    /// Configured but not started.
+    pub skipped: Vec<Skipped>,
+    /// The project's `.mcp.json` when it exists and is not approved: its path and hash.
+    pub unapproved: Option<(std::path::PathBuf, String)>,
+}
+
+impl Resolved {
+    /// Environment variables the servers' secrets were expanded from: removed from every
+    /// other tool's (and server's) environment so no secret leaks across.
+    pub fn secret_vars(&self) -> Vec<String> {
+        self.start
+            .iter()
+            .flat_map(|s| s.secret_vars.clone())
+            .collect()
+    }
+}
+
+/// Resolves the user's servers and the project's: the project's start only when the
+/// user approved exactly this `.mcp.json` (a user server of the same name wins).
+pub fn resolve(
+    user: &McpConfig,
+    user_file: &Path,
+    shard_home: &Path,
+    cwd: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Resolved, config::McpConfigError> {
+    let mut out = Resolved::default();
+    for (name, cfg) in &user.servers {
+        if cfg.disabled {
+            continue;
+        }
+        out.start
+            .push(config::spec(name, cfg, Origin::User, user_file, env)?);
+    }
+    let Some(project) = config::read_project(cwd)? else {
+        return Ok(out);
+    };
+    let approved =
+        approval::Approvals::for_file(shard_home, &project.path).is_approved(&project.sha256);
+    if !approved {
+        out.unapproved = Some((project.path.clone(), project.sha256.clone()));
+    }
+    for (name, cfg) in &project.servers {
+        if cfg.disabled || user.servers.contains_key(name) {
+            continue;
+        }
+        if !approved {
+            out.skipped.push(Skipped {
+                name: name.clone(),
+                reason: format!(
+                    "{} is not approved (new or changed); run `shard mcp approve` in this \
+                     project to start its servers",
+                    project.path.display()
+                ),
+            });
+            continue;
+        }
+        out.start.push(config::spec(
+            name,
+            cfg,
+            Origin::Project,
+            &project.path,
+            env,
+        )?);
+    }
+    Ok(out)
+}
+
+/// The running servers of one Runtime. Dropping it stops them.
+pub struct McpManager {
+    servers: Vec<Arc<server::ServerShared>>,
+    cancel: CancellationToken,
+    tasks: tokio::task::JoinSet<()>,
+}
+
+impl McpManager {
+    /// Starts every server in the background, in parallel; returns at once. Updates
+    /// arrive on `sink` as servers connect, change their tools, fail and restart.
+    pub fn start(
+        specs: Vec<ServerSpec>,
+        ctx: StartContext,
+        sink: mpsc::Sender<McpUpdate>,
+    ) -> McpManager {
+        let cancel = CancellationToken::new();
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut servers = Vec::new();
+        for spec in specs {
+            let shared = server::ServerShared::new(spec);
+            servers.push(shared.clone());
+            tasks.spawn(server::supervise(
+                shared,
+                ctx.clone(),
+                sink.clone(),
+                cancel.child_token(),
+            ));
+        }
+        McpManager {
+            servers,
+            cancel,
+            tasks,
+        }
+    }
+
+    /// Every server and its state, in configuration order.
+    pub fn states(&self) -> Vec<(String, Origin, ServerState)> {
+        self.servers
+            .iter()
+            .map(|s| (s.spec.name.clone(), s.spec.origin, s.state()))
+            .collect()
+    }
+
+    /// Stops every server and waits (boundedly) for their tasks to end.
+    pub async fn stop(mut self) {
+        self.cancel.cancel();
+        let wait = async { while self.tasks.join_next().await.is_some() {} };
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), wait).await;
+    }
+}
+
+impl Drop for McpManager {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}

@@ -1,0 +1,401 @@
+//! One server's life: connect (a child process or streamable HTTP), list its tools,
+//! follow `notifications/tools/list_changed`, and restart it with backoff when it dies,
+//! reporting every change through the manager's sink. A server never takes its Runtime
+//! down: every failure becomes a state with a reason.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use shard_tools::{ProcessTracker, Tool};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{ServerSpec, Transport};
+use crate::tool::McpTool;
+use crate::{McpUpdate, ServerState};
+
+/// Restarts after a crash before the server is left failed.
+pub const MAX_RESTARTS: u32 = 5;
+/// How long connecting (spawn + `initialize` + `tools/list`) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// A server that ran this long is healthy again: its restart count starts over.
+const HEALTHY_AFTER: Duration = Duration::from_secs(60);
+
+/// What the Runtime gives every server.
+#[derive(Clone, Debug)]
+pub struct StartContext {
+    /// Working directory of stdio servers.
+    pub cwd: std::path::PathBuf,
+    /// Variables removed from a stdio server's environment (provider keys, Shard's
+    /// secrets, and the variables other servers' secrets came from).
+    pub env_remove: Arc<Vec<String>>,
+    /// Process groups to kill if the Runtime dies (ARCHITECTURE §16 item 15).
+    pub processes: ProcessTracker,
+}
+
+/// Shared between a server's task and its tools.
+pub struct ServerShared {
+    /// The configuration.
+    pub spec: ServerSpec,
+    peer: Mutex<Option<Peer<RoleClient>>>,
+    state: Mutex<ServerState>,
+}
+
+impl std::fmt::Debug for ServerShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerShared")
+            .field("name", &self.spec.name)
+            .finish()
+    }
+}
+
+impl ServerShared {
+    pub(crate) fn new(spec: ServerSpec) -> Arc<ServerShared> {
+        Arc::new(ServerShared {
+            spec,
+            peer: Mutex::new(None),
+            state: Mutex::new(ServerState::Starting),
+        })
+    }
+
+    /// The connection, when the server is ready.
+    pub fn peer(&self) -> Option<Peer<RoleClient>> {
+        lock(&self.peer).clone()
+    }
+
+    /// The current state.
+    pub fn state(&self) -> ServerState {
+        lock(&self.state).clone()
+    }
+
+    fn set_peer(&self, peer: Option<Peer<RoleClient>>) {
+        *lock(&self.peer) = peer;
+    }
+
+    fn set_state(&self, state: ServerState) {
+        *lock(&self.state) = state;
+    }
+
+    /// Removes the server's secret values (its env values and header values) from a
+    /// message that may quote them (a server's stderr, an HTTP error).
+    pub fn redact(&self, text: &str) -> String {
+        let secrets: Vec<&String> = match &self.spec.transport {
+            Transport::Stdio { env, .. } => env.values().collect(),
+            Transport::Http { headers, .. } => headers.values().collect(),
+        };
+        let mut out = text.to_string();
+        for s in secrets {
+            if s.len() >= 4 {
+                out = out.replace(s.as_str(), "[redacted]");
+            }
+        }
+        out
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+/// Our side of the connection: it only listens for tool-list changes.
+struct Handler {
+    changed: mpsc::Sender<()>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("shard", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        // A full queue already holds a pending re-list.
+        let _ = self.changed.try_send(());
+    }
+}
+
+type Client = RunningService<RoleClient, Handler>;
+
+/// A live connection and what ends with it.
+struct Connection {
+    client: Client,
+    /// The child's process group, recorded in the tracker while it lives.
+    pgid: Option<i32>,
+    /// The last lines the child wrote to stderr (a crash's reason).
+    stderr: Arc<Mutex<Vec<String>>>,
+}
+
+/// Runs one server until `cancel`: connect, serve, restart with backoff.
+pub(crate) async fn supervise(
+    shared: Arc<ServerShared>,
+    ctx: StartContext,
+    sink: mpsc::Sender<McpUpdate>,
+    cancel: CancellationToken,
+) {
+    let name = shared.spec.name.clone();
+    let mut failures: u32 = 0;
+    loop {
+        let (changed_tx, mut changed_rx) = mpsc::channel(1);
+        let connecting = tokio::time::timeout(CONNECT_TIMEOUT, connect(&shared, &ctx, changed_tx));
+        let conn = tokio::select! {
+            _ = cancel.cancelled() => return,
+            c = connecting => c.unwrap_or_else(|_| Err(format!(
+                "did not answer `initialize` within {} s", CONNECT_TIMEOUT.as_secs()))),
+        };
+        let reason = match conn {
+            Err(reason) => reason,
+            Ok(conn) => {
+                let started = tokio::time::Instant::now();
+                let reason = serve(
+                    &shared,
+                    conn,
+                    &sink,
+                    &cancel,
+                    &mut changed_rx,
+                    &ctx.processes,
+                )
+                .await;
+                if cancel.is_cancelled() {
+                    shared.set_state(ServerState::Stopped);
+                    return;
+                }
+                if started.elapsed() >= HEALTHY_AFTER {
+                    failures = 0;
+                }
+                reason
+            }
+        };
+        let reason = shared.redact(&reason);
+        failures += 1;
+        tracing::warn!(server = %name, %reason, failures, "MCP server failed");
+        let give_up = failures > MAX_RESTARTS;
+        let state = ServerState::Failed {
+            reason: reason.clone(),
+            restarting: !give_up,
+        };
+        shared.set_state(state.clone());
+        let _ = sink
+            .send(McpUpdate {
+                server: name.clone(),
+                tools: Vec::new(),
+                state,
+            })
+            .await;
+        if give_up {
+            return;
+        }
+        let backoff = Duration::from_millis(250u64 << failures.min(7)).min(Duration::from_secs(30));
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(backoff) => {}
+        }
+        shared.set_state(ServerState::Starting);
+    }
+}
+
+/// Serves a connected server until it closes or `cancel`; returns why it ended.
+async fn serve(
+    shared: &Arc<ServerShared>,
+    conn: Connection,
+    sink: &mpsc::Sender<McpUpdate>,
+    cancel: &CancellationToken,
+    changed: &mut mpsc::Receiver<()>,
+    processes: &ProcessTracker,
+) -> String {
+    let Connection {
+        client,
+        pgid,
+        stderr,
+    } = conn;
+    let peer = client.peer().clone();
+    let mut reason = publish(shared, &peer, sink).await.err();
+    let mut closed = Some(client.cancellation_token());
+    let mut waiting = Box::pin(client.waiting());
+    while reason.is_none() {
+        tokio::select! {
+            _ = cancel.cancelled() => {
+                if let Some(c) = closed.take() {
+                    c.cancel();
+                }
+                break;
+            }
+            ended = &mut waiting => {
+                let tail = lock(&stderr).join(" | ");
+                reason = Some(match (ended, tail.is_empty()) {
+                    (_, false) => format!("the server stopped: {tail}"),
+                    (Ok(q), true) => format!("the server stopped ({q:?})"),
+                    (Err(e), true) => format!("the server's connection task failed: {e}"),
+                });
+            }
+            Some(()) = changed.recv() => {
+                if let Err(e) = publish(shared, &peer, sink).await {
+                    reason = Some(e);
+                }
+            }
+        }
+    }
+    shared.set_peer(None);
+    if let Some(c) = closed.take() {
+        c.cancel();
+    }
+    // Dropping the service kills the child (process-wrap's kill-on-drop); the whole
+    // group goes too, so a server's own children do not outlive it.
+    drop(waiting);
+    if let Some(pgid) = pgid {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pgid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        processes.unregister(pgid);
+    }
+    if cancel.is_cancelled() {
+        let _ = sink
+            .send(McpUpdate {
+                server: shared.spec.name.clone(),
+                tools: Vec::new(),
+                state: ServerState::Stopped,
+            })
+            .await;
+    }
+    reason.unwrap_or_default()
+}
+
+/// Lists the server's tools and sends them (replacing its previous ones).
+async fn publish(
+    shared: &Arc<ServerShared>,
+    peer: &Peer<RoleClient>,
+    sink: &mpsc::Sender<McpUpdate>,
+) -> Result<(), String> {
+    let listed = peer
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("`tools/list` failed: {e}"))?;
+    let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+    let mut names = Vec::new();
+    for t in listed {
+        let raw = serde_json::to_value(&t).unwrap_or_default();
+        match McpTool::from_listing(shared.clone(), &raw) {
+            Some(tool) => {
+                names.push(tool.name().to_string());
+                tools.push(Arc::new(tool));
+            }
+            None => {
+                tracing::warn!(server = %shared.spec.name, "a tool with an unusable name was skipped")
+            }
+        }
+    }
+    shared.set_peer(Some(peer.clone()));
+    let state = ServerState::Ready { tools: names };
+    shared.set_state(state.clone());
+    sink.send(McpUpdate {
+        server: shared.spec.name.clone(),
+        tools,
+        state,
+    })
+    .await
+    .map_err(|_| "the Runtime is gone".to_string())
+}
+
+/// Starts the transport and runs `initialize`.
+async fn connect(
+    shared: &Arc<ServerShared>,
+    ctx: &StartContext,
+    changed: mpsc::Sender<()>,
+) -> Result<Connection, String> {
+    let handler = Handler { changed };
+    match &shared.spec.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args);
+            for k in ctx.env_remove.iter() {
+                cmd.env_remove(k);
+            }
+            cmd.envs(env);
+            cmd.current_dir(
+                cwd.as_ref()
+                    .map(|c| ctx.cwd.join(c))
+                    .unwrap_or_else(|| ctx.cwd.clone()),
+            );
+            let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
+            wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
+            wrap.wrap(process_wrap::tokio::KillOnDrop);
+            let (transport, child_stderr) = rmcp::transport::TokioChildProcess::builder(wrap)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            let pgid = transport.id().and_then(|p| i32::try_from(p).ok());
+            if let Some(pgid) = pgid {
+                ctx.processes.register(pgid);
+            }
+            let stderr = Arc::new(Mutex::new(Vec::new()));
+            if let Some(child_stderr) = child_stderr {
+                let keep = stderr.clone();
+                tokio::spawn(async move {
+                    let mut lines = tokio::io::BufReader::new(child_stderr).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        let mut k = lock(&keep);
+                        if k.len() == 3 {
+                            k.remove(0);
+                        }
+                        k.push(line.chars().take(300).collect());
+                    }
+                });
+            }
+            let processes = ctx.processes.clone();
+            let client = handler.serve(transport).await.map_err(|e| {
+                if let Some(pgid) = pgid {
+                    processes.unregister(pgid);
+                }
+                let tail = lock(&stderr).join(" | ");
+                if tail.is_empty() {
+                    format!("`initialize` failed: {e}")
+                } else {
+                    format!("`initialize` failed: {e}: {tail}")
+                }
+            })?;
+            Ok(Connection {
+                client,
+                pgid,
+                stderr,
+            })
+        }
+        Transport::Http { url, headers } => {
+            use rmcp::transport::StreamableHttpClientTransport;
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            let mut map = std::collections::HashMap::new();
+            for (k, v) in headers {
+                let name = http::HeaderName::from_bytes(k.as_bytes())
+                    .map_err(|_| format!("header name `{k}` is invalid"))?;
+                let value = http::HeaderValue::from_str(v)
+                    .map_err(|_| format!("the value of header `{k}` is invalid"))?;
+                map.insert(name, value);
+            }
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
+            let transport = StreamableHttpClientTransport::from_config(config);
+            let client = handler
+                .serve(transport)
+                .await
+                .map_err(|e| format!("`initialize` failed: {e}"))?;
+            Ok(Connection {
+                client,
+                pgid: None,
+                stderr: Arc::new(Mutex::new(Vec::new())),
+            })
+        }
+    }
+}

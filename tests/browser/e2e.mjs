@@ -1,0 +1,363 @@
+// End-to-end tests of the browser client (issue 13) in headless Chromium against a real
+// `shard daemon --port 0` with scripted-provider agents. Run by
+// crates/shard-cli/tests/web/browser.rs; standalone: SHARD_BIN=target/debug/shard node
+// tests/browser/e2e.mjs. Screenshots go to $SHARD_ARTIFACTS (default target/browser-artifacts).
+
+import assert from "node:assert/strict";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Daemon, launch, enrolledPage, createAgent, textTurn, toolTurn, T } from "./lib.mjs";
+
+const bin = process.env.SHARD_BIN ?? fail("SHARD_BIN is not set");
+const artifacts = process.env.SHARD_ARTIFACTS ?? "target/browser-artifacts";
+mkdirSync(artifacts, { recursive: true });
+
+/** @param {string} why @returns {never} */
+function fail(why) {
+  throw new Error(why);
+}
+
+/**
+ * Polls `get` until `ok` holds (a generous deadline, not a timed expectation).
+ * @template V
+ * @param {() => Promise<V>} get @param {(v: V) => boolean} ok @param {string} what
+ */
+async function until(get, ok, what) {
+  const end = Date.now() + T;
+  for (;;) {
+    const v = await get();
+    if (ok(v)) return v;
+    if (Date.now() > end) throw new Error("timed out waiting until " + what + "; last: " + String(v));
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** @type {[string, () => Promise<void>][]} */
+const tests = [];
+/** @param {string} name @param {() => Promise<void>} fn */
+const test = (name, fn) => tests.push([name, fn]);
+
+const d = await new Daemon(bin).start();
+const browser = await launch();
+/** @type {string[]} every console error and CSP report of every page */
+const problems = [];
+
+/** @param {{width?: number, height?: number}} [size] */
+async function page(size) {
+  const p = await enrolledPage(browser, d, size);
+  p.page.setDefaultTimeout(T);
+  p.page.on("console", (m) => {
+    if (m.type() === "error" || /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
+  });
+  p.page.on("pageerror", (e) => problems.push("pageerror: " + e.message));
+  return p;
+}
+
+/** @param {import("playwright-core").Page} pg @param {string} name */
+async function openAgent(pg, name) {
+  await pg.getByRole("button", { name: new RegExp("^" + name) }).first().click();
+  await pg.locator(".pane.active .status").filter({ hasText: /idle|streaming|waiting/ }).waitFor();
+}
+
+/** @param {import("playwright-core").Page} pg */
+const prompt = (pg) => pg.locator(".pane.active").getByRole("textbox", { name: "Prompt", exact: true });
+
+test("enrollment through the printed URL, then the first connection", async () => {
+  const { page: pg, ctx } = await page();
+  assert.equal(new URL(pg.url()).hash, "", "the code left the address bar");
+  await pg.getByText("connected", { exact: true }).waitFor();
+  const cookies = await ctx.cookies();
+  assert.ok(cookies.some((c) => c.name === "shard_session" && c.httpOnly));
+  await pg.getByRole("button", { name: "New agent", exact: true }).waitFor();
+  await ctx.close();
+});
+
+test("create an agent, prompt it, and see the streamed answer rendered", async () => {
+  const { page: pg, ctx } = await page();
+  const answer = "Streaming **works**: here is `code`.\n\n```js\nconst x = 1; // note\n```\n\n- one\n- two\n";
+  const script = d.script("stream", [textTurn("An earlier answer."), { steps: [{ thinking: "Let me think." }, { text: answer, chunk_chars: 3 }, { usage: { input: 30, output: 12 } }] }]);
+  await pg.getByRole("button", { name: "New agent", exact: true }).click();
+  await pg.getByRole("textbox", { name: "Working directory" }).fill(d.work);
+  await pg.getByRole("textbox", { name: "Name of the new agent" }).fill("streamer");
+  await pg.getByRole("textbox", { name: "Provider of the new agent" }).fill("scripted");
+  await pg.getByRole("textbox", { name: "Model of the new agent" }).fill(script);
+  await pg.getByRole("button", { name: "Create", exact: true }).click();
+  await pg.locator(".pane.active .status").filter({ hasText: "idle" }).waitFor();
+  const box = prompt(pg);
+  const log = pg.locator(".pane.active .log");
+  await box.fill("earlier");
+  await box.press("Enter");
+  await log.getByText("An earlier answer.").waitFor();
+  // While the next answer streams, no earlier message may be touched.
+  await pg.evaluate(() => {
+    const w = /** @type {any} */ (window);
+    const earlier = [...document.querySelectorAll(".pane.active .log article")];
+    w.__touchedEarlier = 0;
+    w.__mutations = 0;
+    new MutationObserver((ms) => {
+      for (const m of ms) {
+        w.__mutations++;
+        if (earlier.some((e) => e.contains(m.target))) w.__touchedEarlier++;
+      }
+    }).observe(document.querySelector(".pane.active .log") ?? document.body, { childList: true, subtree: true, characterData: true });
+  });
+  await box.fill("first line");
+  await box.press("Shift+Enter");
+  await box.pressSequentially("second line");
+  assert.equal(await box.inputValue(), "first line\nsecond line", "Shift+Enter is a newline");
+  await box.press("Enter");
+  await log.locator("strong", { hasText: "works" }).waitFor();
+  await log.getByText("Turn:").nth(1).waitFor();
+  assert.equal(await box.inputValue(), "", "Enter sent and cleared the box");
+  assert.equal(await log.locator("article.role-assistant").count(), 2, "one assistant message per turn");
+  assert.equal(await log.locator("pre.code .tok-keyword", { hasText: "const" }).count(), 1, "code highlighted");
+  assert.equal(await log.locator("li").count(), 2);
+  const thinking = log.locator("details.thinking");
+  assert.equal(await thinking.getAttribute("open"), null, "thinking is collapsed");
+  const seen = await pg.evaluate(() => [/** @type {any} */ (window).__mutations, /** @type {any} */ (window).__touchedEarlier]);
+  assert.ok(seen[0] > 0, "the stream was observed");
+  assert.equal(seen[1], 0, "no earlier message was touched by the stream");
+  await log.getByText("first line").waitFor();
+  await pg.locator(".pane.active .usage").filter({ hasText: "session 42 in" }).waitFor();
+  await ctx.close();
+});
+
+test("a permission answered in one browser context disappears in the other", async () => {
+  const a = await page();
+  const b = await page();
+  const script = d.script("perm", [toolTurn("w1", "write", { path: "notes.txt", content: "alpha\nbeta\n" }), textTurn("Written.")]);
+  await createAgent(a.page, { cwd: d.work, provider: "scripted", model: script, name: "writer" });
+  await openAgent(a.page, "writer");
+  await openAgent(b.page, "writer");
+  await prompt(a.page).fill("write the notes");
+  await prompt(a.page).press("Enter");
+  const dlgA = a.page.getByRole("dialog", { name: "Permission for write" });
+  const dlgB = b.page.getByRole("dialog", { name: "Permission for write" });
+  await dlgA.waitFor();
+  await dlgB.waitFor();
+  await a.page.screenshot({ path: join(artifacts, "permission-dialog.png") });
+  const labels = await dlgB.locator("button").evaluateAll((bs) => bs.map((x) => x.getAttribute("aria-label")));
+  assert.ok(labels.length >= 2, "the server's choices: " + labels);
+  const allow = await dlgB.locator("button.intent-allow").first().getAttribute("aria-label");
+  assert.ok(allow);
+  await dlgB.getByRole("button", { name: allow, exact: true }).click();
+  await dlgA.waitFor({ state: "detached" });
+  await dlgB.waitFor({ state: "detached" });
+  await a.page.locator(".pane.active .log").getByText(/answered in another client \(client-\d+\)/).waitFor();
+  await b.page.locator(".pane.active .log").getByText(/answered here/).waitFor();
+  await a.page.locator(".pane.active .log figure.diff .line-add", { hasText: "+alpha" }).waitFor();
+  await a.page.locator(".pane.active .log").getByText("Written.").waitFor();
+  await a.page.screenshot({ path: join(artifacts, "conversation-diff.png") });
+  await a.ctx.close();
+  await b.ctx.close();
+});
+
+test("a dropped WebSocket reconnects and shows the pending request again, once", async () => {
+  const { page: pg, ctx } = await page();
+  const script = d.script("drop", [textTurn("Ready."), toolTurn("b1", "bash", { command: "echo hi" }), textTurn("Done.")]);
+  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "dropper" });
+  await openAgent(pg, "dropper");
+  await prompt(pg).fill("warm up");
+  await prompt(pg).press("Enter");
+  await pg.locator(".pane.active .log").getByText("Ready.").waitFor();
+  await prompt(pg).fill("run it");
+  await prompt(pg).press("Enter");
+  const dlg = pg.getByRole("dialog", { name: "Permission for bash" });
+  await dlg.waitFor();
+  const before = await pg.locator(".pane.active .log article").count();
+  await pg.evaluate(() => /** @type {any} */ (window).shard.conn.ws.close());
+  await pg.getByText(/^(offline|reconnecting)$/).waitFor();
+  assert.ok(await dlg.locator("button").first().isDisabled(), "disabled while the link is down");
+  await pg.getByText("connected", { exact: true }).waitFor();
+  await pg.locator(".pane.active .request:not(.disabled)").waitFor();
+  assert.equal(await pg.getByRole("dialog", { name: "Permission for bash" }).count(), 1, "shown once");
+  // The local echo of "run it" is replaced by the stored user message: same count.
+  assert.equal(await pg.locator(".pane.active .log article").count(), before, "nothing duplicated");
+  assert.equal(await pg.locator(".pane.active .log").getByText("Ready.").count(), 1);
+  // Answer with the choice's accelerator key while the dialog has focus.
+  const btn = dlg.locator("button[data-key]").first();
+  const key = await btn.getAttribute("data-key");
+  const label = await btn.getAttribute("aria-label");
+  assert.ok(key, "the server gives accelerators");
+  await btn.focus();
+  await pg.keyboard.press(key);
+  await dlg.waitFor({ state: "detached" });
+  await pg.locator(".pane.active .log").getByText(new RegExp(label + ".*answered here")).waitFor();
+  await ctx.close();
+});
+
+test("a mode switch made in one context appears in the other", async () => {
+  const a = await page();
+  const b = await page();
+  const script = d.script("modes", [textTurn("ok")]);
+  await createAgent(a.page, { cwd: d.work, provider: "scripted", model: script, name: "moder" });
+  await openAgent(a.page, "moder");
+  await openAgent(b.page, "moder");
+  const modeA = a.page.getByRole("combobox", { name: "Mode", exact: true });
+  const modeB = b.page.getByRole("combobox", { name: "Mode", exact: true });
+  // Locators and polling only: page.waitForFunction evaluates strings, which the CSP forbids.
+  await b.page.locator(".pane.active select[aria-label=Mode] option").nth(1).waitFor({ state: "attached" });
+  assert.equal(await modeB.inputValue(), "build");
+  await a.page.locator(".pane.active select[aria-label=Mode] option").nth(1).waitFor({ state: "attached" });
+  await modeA.selectOption("plan");
+  await until(() => modeB.inputValue(), (v) => v === "plan", "the other context shows plan");
+  assert.equal(await a.page.getByRole("combobox", { name: "Model", exact: true }).count(), 1);
+  await a.ctx.close();
+  await b.ctx.close();
+});
+
+test("a ui_request select, steer or follow-up while busy, Abort, and Kill from the overview", async () => {
+  const { page: pg, ctx } = await page();
+  const script = d.script("ui", [
+    toolTurn("u1", "ask_user", { question: "Which colour?", kind: "select", options: ["red", "blue"] }),
+    textTurn("You picked it."),
+    { steps: [{ text: "Thinking slowly", chunk_chars: 4 }, { delay_ms: 120000 }, { text: " never" }] },
+    textTurn("Followed up."),
+  ]);
+  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "asker" });
+  await openAgent(pg, "asker");
+  await prompt(pg).fill("ask me");
+  await prompt(pg).press("Enter");
+  const dlg = pg.getByRole("dialog", { name: "The agent asks" });
+  await dlg.getByText("Which colour?").waitFor();
+  await dlg.getByRole("button", { name: "blue", exact: true }).click();
+  await dlg.waitFor({ state: "detached" });
+  const log = pg.locator(".pane.active .log");
+  await log.getByText("You picked it.").waitFor();
+  await log.getByText(/“"blue"”, answered here/).waitFor();
+  // Busy: the choice between steer and follow-up is visible; send a follow-up.
+  await prompt(pg).fill("go slowly");
+  await prompt(pg).press("Enter");
+  await log.getByText("Thinking slowly").waitFor();
+  const how = pg.locator(".pane.active fieldset.how");
+  await how.waitFor();
+  await how.getByLabel(/follow-up/).check();
+  await prompt(pg).fill("and then this");
+  await prompt(pg).press("Enter");
+  await log.getByText("you (follow-up)").waitFor();
+  const abort = pg.locator(".pane.active").getByRole("button", { name: "Abort", exact: true });
+  await abort.click();
+  await pg.locator(".pane.active .status").filter({ hasText: "idle" }).waitFor();
+  assert.ok(await how.isHidden(), "no choice while idle");
+  await pg.getByRole("button", { name: "Kill asker", exact: true }).click();
+  await until(() => pg.getByRole("button", { name: "Kill asker", exact: true }).isDisabled(), (x) => x, "the killed agent's Kill is disabled");
+  await ctx.close();
+});
+
+test("a dropped image rides with the prompt and is painted from the session", async () => {
+  const { page: pg, ctx } = await page();
+  const script = d.script("img", [textTurn("Nice picture.")]);
+  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "viewer" });
+  await openAgent(pg, "viewer");
+  // A 1×1 PNG dropped on the composer.
+  await pg.evaluate(() => {
+    const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    const bytes = Uint8Array.from(atob(png), (c) => c.charCodeAt(0));
+    const dt = new DataTransfer();
+    dt.items.add(new File([bytes], "dot.png", { type: "image/png" }));
+    document.querySelector(".pane.active .composer")?.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+  });
+  await pg.locator(".pane.active .attachments .chip", { hasText: "dot.png" }).waitFor();
+  await prompt(pg).fill("look");
+  await prompt(pg).press("Enter");
+  const log = pg.locator(".pane.active .log");
+  await log.getByText("Nice picture.").waitFor();
+  await log.getByText("1 image").waitFor();
+  // After a reload the stored user message carries the image, painted on a canvas.
+  await pg.reload();
+  await pg.getByText("connected", { exact: true }).waitFor();
+  await openAgent(pg, "viewer");
+  await pg.locator(".pane.active .log canvas.image[role=img]").waitFor();
+  await until(() => pg.locator(".pane.active .log canvas.image").evaluate((c) => /** @type {HTMLCanvasElement} */ (c).width), (w) => w === 1, "the image is decoded");
+  await ctx.close();
+});
+
+const PAYLOADS = [
+  "<img src=x onerror=\"window.__pwned=1\">",
+  "<script>window.__pwned=2</script>",
+  "[click me](javascript:window.__pwned=3)",
+  "<svg xmlns=\"http://www.w3.org/2000/svg\" onload=\"window.__pwned=4\"><script>window.__pwned=5</script></svg>",
+  "<iframe src=\"javascript:window.__pwned=6\"></iframe>",
+];
+
+test("model output and a file with script payloads render as inert text", async () => {
+  const { page: pg, ctx } = await page();
+  const body = PAYLOADS.join("\n\n");
+  writeFileSync(join(d.work, "evil.html"), body + "\n");
+  const script = d.script("xss", [
+    { steps: [{ text: body, chunk_chars: 11 }, { tool_call: { id: "r1", name: "read", args: { path: "evil.html" } } }] },
+    textTurn("Also: " + PAYLOADS.join(" ")),
+  ]);
+  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "xss" });
+  await openAgent(pg, "xss");
+  await prompt(pg).fill(PAYLOADS[0]);
+  await prompt(pg).press("Enter");
+  const log = pg.locator(".pane.active .log");
+  await log.getByText("Also:").waitFor();
+  await log.locator(".tool.done").first().waitFor();
+  const found = await log.evaluate((el) => ({
+    dangerous: el.querySelectorAll("img, script, svg, iframe, object, embed, [onerror], [onload]").length,
+    jsLinks: [...el.querySelectorAll("a")].filter((a) => !/^(https?|mailto):/.test(a.getAttribute("href") ?? "")).length,
+    pwned: /** @type {any} */ (window).__pwned,
+    text: el.textContent ?? "",
+  }));
+  assert.equal(found.dangerous, 0, "no element from a payload");
+  assert.equal(found.jsLinks, 0, "no javascript: link");
+  assert.equal(found.pwned, undefined, "no payload ran");
+  for (const p of ["<img src=x onerror=", "<script>window.__pwned=2</script>", "javascript:window.__pwned=3", "<svg xmlns="]) {
+    assert.ok(found.text.includes(p), "shown as text: " + p);
+  }
+  await ctx.close();
+});
+
+test("the overview at 390 px: nested subagents, no horizontal scrolling, shortcuts under ?", async () => {
+  const { page: pg, ctx } = await page({ width: 390, height: 844 });
+  const script = d.script("kids", [textTurn("hi")]);
+  const parent = await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "parent" });
+  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "child", parent_agent_id: parent });
+  await pg.reload();
+  await pg.getByText("connected", { exact: true }).waitFor();
+  await pg.locator(".subagents .agent-name", { hasText: "child" }).waitFor();
+  const overflow = await pg.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, "no horizontal overflow: " + overflow);
+  await pg.screenshot({ path: join(artifacts, "overview-390.png") });
+  await pg.keyboard.press("?");
+  await pg.getByRole("dialog", { name: "Keyboard shortcuts" }).waitFor();
+  await pg.keyboard.press("Escape");
+  await openAgent(pg, "parent");
+  await prompt(pg).waitFor();
+  await pg.screenshot({ path: join(artifacts, "conversation-390.png") });
+  await ctx.close();
+});
+
+test("the overview on a wide screen", async () => {
+  const { page: pg, ctx } = await page({ width: 1280, height: 800 });
+  await pg.locator(".agent-name").first().waitFor();
+  await pg.screenshot({ path: join(artifacts, "overview.png") });
+  await ctx.close();
+});
+
+let failed = 0;
+try {
+  for (const [name, fn] of tests) {
+    const t0 = Date.now();
+    try {
+      await fn();
+      console.log(`ok - ${name} (${Date.now() - t0} ms)`);
+    } catch (e) {
+      failed++;
+      console.log(`not ok - ${name}\n${e instanceof Error ? e.stack : e}`);
+    }
+  }
+  if (problems.length) {
+    failed++;
+    console.log("not ok - the CSP holds and no script error is reported:\n" + problems.join("\n"));
+  } else {
+    console.log("ok - the CSP holds and no script error is reported");
+  }
+} finally {
+  await browser.close();
+  if (failed) console.log("daemon log:\n" + d.log);
+  d.cleanup();
+}
+process.exit(failed ? 1 : 0);

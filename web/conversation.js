@@ -1,0 +1,327 @@
+// The message log of one agent. Streaming deltas append to the one block they belong to
+// (re-rendered at most once per animation frame); `message_complete` and `sync` replace a
+// message by id, so nothing is ever shown twice. Long logs stay cheap: messages live in
+// chunks of CHUNK, each with `content-visibility: auto` (app.css), so the browser skips
+// laying out and painting off-screen chunks and tracks a few hundred boxes, not one per
+// message (per-message containment made Chrome's visibility observer the hot spot).
+
+import { h, clear } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
+import { renderDescriptor, renderResultContent, renderImage, exitLine } from "./render.js";
+
+/** @typedef {import("./protocol").Message} Message */
+/** @typedef {import("./protocol").ContentBlock} ContentBlock */
+
+/**
+ * @typedef {{kind: "text" | "thinking", el: HTMLElement, body: HTMLElement, text: string}} TextBlock
+ * @typedef {{kind: "tool_call", el: HTMLElement, tool: ToolView}} ToolBlock
+ * @typedef {{kind: "other", el: HTMLElement}} OtherBlock
+ * @typedef {TextBlock | ToolBlock | OtherBlock} Block
+ * @typedef {{el: HTMLElement, blocks: Block[]}} MsgView
+ * @typedef {{el: HTMLElement, head: HTMLElement, args: HTMLElement, preview: HTMLElement, result: HTMLElement, argsText: string}} ToolView
+ */
+
+const CHUNK = 50;
+
+export class Conversation {
+  constructor() {
+    this.el = h("div", { class: "log", role: "log", "aria-label": "Conversation" });
+    /** @type {Map<string, MsgView>} */
+    this.messages = new Map();
+    /** @type {Map<string, ToolView>} */
+    this.tools = new Map();
+    /** @type {Set<TextBlock>} */
+    this.dirty = new Set();
+    /** @type {HTMLElement[]} local echoes of what this browser sent, oldest first */
+    this.echoes = [];
+    this.frame = 0;
+    /** @type {HTMLElement | null} the chunk new messages go into */
+    this.tail = null;
+    /** Whether the view follows new output (the user has not scrolled up). */
+    this.follow = true;
+    this.el.addEventListener("scroll", () => {
+      this.follow = this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight < 40;
+    });
+  }
+
+  /**
+   * Replaces everything with the authoritative window of a `sync`.
+   * @param {Message[]} messages
+   * @param {number | undefined | null} compactionIndex
+   */
+  reset(messages, compactionIndex) {
+    clear(this.el);
+    this.tail = null;
+    this.echoes = [];
+    this.messages.clear();
+    this.tools.clear();
+    this.dirty.clear();
+    if (compactionIndex !== undefined && compactionIndex !== null) {
+      this.add(h("p", { class: "note" }, `Earlier messages were compacted (${compactionIndex + 1} compaction${compactionIndex ? "s" : ""}); the model sees their summary.`));
+    }
+    for (const m of messages) {
+      const v = this.build(m);
+      this.messages.set(m.id || "local-" + this.messages.size, v);
+      this.add(v.el);
+    }
+    this.follow = true;
+    this.scroll();
+  }
+
+  /**
+   * A message snapshot (`message_complete`): replaces the streaming view of that id.
+   * @param {string} id
+   * @param {Message} message
+   */
+  complete(id, message) {
+    const v = this.build(message);
+    const old = this.messages.get(id);
+    if (old) {
+      for (const b of old.blocks) if (b.kind === "text" || b.kind === "thinking") this.dirty.delete(b);
+      old.el.replaceWith(v.el);
+    } else {
+      this.add(v.el);
+    }
+    this.messages.set(id, v);
+    this.scroll();
+  }
+
+  /**
+   * A user message entered the conversation (`user_message`, sent by any client): it
+   * replaces this browser's local echo of the same text, if there is one.
+   * @param {string} id
+   * @param {Message} message
+   */
+  userMessage(id, message) {
+    const block = (message.content ?? []).find((b) => b.type === "text");
+    const text = block && "text" in block ? block.text : undefined;
+    const i = this.echoes.findIndex((el) => el.dataset.text === text);
+    if (i >= 0) {
+      this.echoes[i].remove();
+      this.echoes.splice(i, 1);
+    }
+    this.complete(id, message);
+  }
+
+  /**
+   * A local echo of what this browser sent, shown until the runtime's `user_message` for
+   * it arrives (a queued follow-up only when its turn starts) or a `sync` restates it.
+   * @param {string} text
+   * @param {number} images
+   * @param {string} how
+   */
+  echo(text, images, how) {
+    const el = h("article", { class: "msg role-user local" }, h("div", { class: "who" }, how ? "you (" + how + ")" : "you"), h("div", { class: "block text md" }, renderMarkdown(text)), images ? h("span", { class: "chip" }, `${images} image${images > 1 ? "s" : ""}`) : null);
+    el.dataset.text = text;
+    this.echoes.push(el);
+    this.add(el);
+    this.follow = true;
+    this.scroll();
+  }
+
+  /**
+   * A line of status in the log (turn usage, errors, resolutions).
+   * @param {string} text
+   * @param {string} [cls]
+   */
+  note(text, cls = "") {
+    this.add(h("p", { class: "note " + cls }, text));
+    this.scroll();
+  }
+
+  /**
+   * One `message_delta`: touches only its block.
+   * @param {any} d
+   */
+  delta(d) {
+    let v = this.messages.get(d.message_id);
+    if (!v) {
+      v = { el: h("article", { class: "msg role-assistant streaming" }, h("div", { class: "who" }, "assistant")), blocks: [] };
+      this.messages.set(d.message_id, v);
+      this.add(v.el);
+    }
+    let b = v.blocks[d.block_index];
+    if (!b) {
+      b = this.newBlock(d.kind === "tool_call" ? { type: "tool_call", id: d.tool_call_id ?? "", name: d.name ?? "", args: {} } : { type: d.kind === "thinking" ? "thinking" : "text", text: "" }, true);
+      v.blocks[d.block_index] = b;
+      // Keep block order even if a later index arrived first.
+      const next = v.blocks.slice(d.block_index + 1).find((x) => x);
+      v.el.insertBefore(b.el, next ? next.el : null);
+    }
+    if (b.kind === "text" || b.kind === "thinking") {
+      b.text += d.text_delta ?? "";
+      this.markDirty(b);
+    } else if (b.kind === "tool_call") {
+      if (d.name) b.tool.head.textContent = d.name;
+      if (d.args_delta) {
+        b.tool.argsText += d.args_delta;
+        b.tool.args.textContent = b.tool.argsText;
+      }
+    }
+    this.scroll();
+  }
+
+  /**
+   * Appends a message or note to the last chunk, opening a new chunk when it is full.
+   * @param {HTMLElement} el
+   */
+  add(el) {
+    if (!this.tail || this.tail.childElementCount >= CHUNK) {
+      this.tail = h("div", { class: "chunk" });
+      this.el.appendChild(this.tail);
+    }
+    this.tail.appendChild(el);
+  }
+
+  /** @param {TextBlock} b */
+  markDirty(b) {
+    this.dirty.add(b);
+    if (!this.frame) this.frame = requestAnimationFrame(() => this.flush());
+  }
+
+  flush() {
+    this.frame = 0;
+    for (const b of this.dirty) paintText(b);
+    this.dirty.clear();
+    if (this.follow) this.el.scrollTop = this.el.scrollHeight;
+  }
+
+  scroll() {
+    if (this.follow && !this.frame) this.frame = requestAnimationFrame(() => this.flush());
+  }
+
+  /**
+   * The `tool_call` event: start-time render descriptor, before the result lands.
+   * @param {any} ev
+   */
+  toolCall(ev) {
+    const t = this.tool(ev.tool_call_id, ev.name);
+    t.el.classList.toggle("read-only", ev.read_only === true);
+    if (ev.args && !t.argsText) {
+      t.argsText = JSON.stringify(ev.args);
+      t.args.textContent = t.argsText;
+    }
+    clear(t.preview);
+    if (ev.render) t.preview.appendChild(renderDescriptor(ev.render));
+    this.scroll();
+  }
+
+  /**
+   * The `tool_result` event.
+   * @param {any} ev
+   */
+  toolResult(ev) {
+    const t = this.tool(ev.tool_call_id, "");
+    this.fillResult(t, ev.render, ev.content, ev.is_error, ev.exit_code, ev.duration_ms);
+    this.scroll();
+  }
+
+  /**
+   * @param {ToolView} t @param {any} render @param {any} content @param {boolean} isError
+   * @param {number | undefined} exit @param {number | undefined} ms
+   */
+  fillResult(t, render, content, isError, exit, ms) {
+    clear(t.result);
+    t.el.classList.add("done");
+    t.el.classList.toggle("failed", !!isError);
+    if (render) {
+      clear(t.preview);
+      t.result.appendChild(renderDescriptor(render));
+    } else if (content) {
+      t.result.appendChild(renderResultContent(content));
+    }
+    const line = exitLine(exit, ms);
+    if (line) t.result.appendChild(line);
+  }
+
+  /**
+   * The view of a tool call, created standalone if its message is not shown.
+   * @param {string} id @param {string} name
+   */
+  tool(id, name) {
+    let t = this.tools.get(id);
+    if (!t) {
+      t = newTool(name);
+      this.tools.set(id, t);
+      this.add(h("article", { class: "msg role-assistant" }, t.el));
+    }
+    return t;
+  }
+
+  /**
+   * A message as DOM.
+   * @param {Message} m
+   * @returns {MsgView}
+   */
+  build(m) {
+    const blocks = m.content.map((c) => this.newBlock(c, false));
+    const shown = blocks.filter((b) => b.el.childNodes.length || b.kind !== "other");
+    const el = h("article", { class: "msg role-" + m.role }, shown.length && !m.content.every((c) => c.type === "tool_result") ? h("div", { class: "who" }, m.role === "user" ? "you" : "assistant") : null, blocks.map((b) => b.el));
+    if (!el.childNodes.length) el.classList.add("empty");
+    return { el, blocks };
+  }
+
+  /**
+   * @param {ContentBlock | any} c
+   * @param {boolean} streaming
+   * @returns {Block}
+   */
+  newBlock(c, streaming) {
+    switch (c.type) {
+      case "text": {
+        const body = h("div", { class: "md" });
+        const b = /** @type {TextBlock} */ ({ kind: "text", el: h("div", { class: "block text" }, body), body, text: String(c.text ?? "") });
+        if (!streaming) paintText(b);
+        return b;
+      }
+      case "thinking": {
+        const body = h("div", { class: "thinking-text" });
+        const el = h("details", { class: "block thinking" }, h("summary", {}, "Thinking"), body);
+        const b = /** @type {TextBlock} */ ({ kind: "thinking", el, body, text: String(c.text ?? "") });
+        if (!streaming) paintText(b);
+        return b;
+      }
+      case "tool_call": {
+        let t = this.tools.get(c.id);
+        if (!t) {
+          t = newTool(c.name);
+          if (c.id) this.tools.set(c.id, t);
+        }
+        if (c.args && Object.keys(c.args).length) {
+          t.argsText = JSON.stringify(c.args);
+          t.args.textContent = t.argsText;
+        }
+        return { kind: "tool_call", el: t.el, tool: t };
+      }
+      case "tool_result": {
+        const t = this.tools.get(c.tool_call_id);
+        if (t) {
+          this.fillResult(t, undefined, c.content, c.is_error, undefined, undefined);
+          return { kind: "other", el: h("span", { hidden: true }) };
+        }
+        return { kind: "other", el: h("div", { class: "block tool-result" }, renderResultContent(c.content)) };
+      }
+      case "image":
+        return { kind: "other", el: h("div", { class: "block" }, renderImage(String(c.data), String(c.mime_type))) };
+      default:
+        return { kind: "other", el: h("pre", { class: "block plain" }, JSON.stringify(c)) };
+    }
+  }
+}
+
+/** @param {TextBlock} b */
+function paintText(b) {
+  clear(b.body);
+  if (b.kind === "thinking") b.body.textContent = b.text;
+  else b.body.appendChild(renderMarkdown(b.text));
+}
+
+/** @param {string} name @returns {ToolView} */
+function newTool(name) {
+  const head = h("span", { class: "tool-name" }, name);
+  const args = h("code", { class: "tool-args" });
+  const preview = h("div", { class: "tool-preview" });
+  const result = h("div", { class: "tool-result" });
+  const el = h("div", { class: "block tool" }, h("div", { class: "tool-head" }, head, " ", args), preview, result);
+  return { el, head, args, preview, result, argsText: "" };
+}

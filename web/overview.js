@@ -1,0 +1,175 @@
+// The overview: every agent with its live activity, status, model, mode and cost, grouped
+// by project (cwd), subagents nested under their parent; New agent; terminate and kill.
+// Rebuilt from the agent map on change, batched to one paint per frame.
+
+import { h, clear, cost } from "./dom.js";
+
+/** @typedef {import("./protocol").AgentInfo} AgentInfo */
+/** @typedef {AgentInfo & {activity?: {phase: string, tool_name?: string | null}}} AgentRow */
+
+export class Overview {
+  /**
+   * @param {HTMLElement} el
+   * @param {{
+   *   open: (id: string) => void,
+   *   create: (req: Record<string, string>) => Promise<void>,
+   *   terminate: (id: string) => void,
+   *   kill: (id: string) => void,
+   * }} actions
+   */
+  constructor(el, actions) {
+    this.el = el;
+    this.actions = actions;
+    /** @type {Map<string, AgentRow>} */
+    this.agents = new Map();
+    /** @type {Set<string>} */
+    this.openIds = new Set();
+    this.frame = 0;
+    this.painted = false;
+    this.list = h("div", { class: "agent-groups" });
+    this.form = this.createForm();
+    this.el.appendChild(h("div", { class: "overview-head" }, h("h2", {}, "Agents"), h("button", { type: "button", class: "new-agent", "aria-keyshortcuts": "n", onclick: () => this.openCreate() }, "New agent")));
+    this.el.appendChild(this.list);
+    this.el.appendChild(this.form);
+  }
+
+  /** @param {AgentInfo[]} agents */
+  replaceAll(agents) {
+    const old = this.agents;
+    this.agents = new Map(agents.map((a) => [a.agent_id, { ...a, activity: old.get(a.agent_id)?.activity }]));
+    this.paint();
+  }
+
+  /**
+   * @param {string} id
+   * @param {Partial<AgentRow>} patch
+   */
+  update(id, patch) {
+    const a = this.agents.get(id);
+    if (!a) return;
+    Object.assign(a, patch);
+    this.paint();
+  }
+
+  /** @param {AgentInfo} info */
+  upsert(info) {
+    this.agents.set(info.agent_id, { ...this.agents.get(info.agent_id), ...info });
+    this.paint();
+  }
+
+  /** @param {string} id */
+  name(id) {
+    const a = this.agents.get(id);
+    return a ? a.display_name ?? a.name ?? a.agent_id : id;
+  }
+
+  paint() {
+    if (!this.frame) this.frame = requestAnimationFrame(() => this.paintNow());
+  }
+
+  paintNow() {
+    this.frame = 0;
+    const byProject = new Map();
+    /** @type {Map<string, AgentRow[]>} */
+    const children = new Map();
+    for (const a of this.agents.values()) {
+      if (a.parent_agent_id && this.agents.has(a.parent_agent_id)) {
+        const list = children.get(a.parent_agent_id) ?? [];
+        list.push(a);
+        children.set(a.parent_agent_id, list);
+      } else {
+        const list = byProject.get(a.cwd) ?? [];
+        list.push(a);
+        byProject.set(a.cwd, list);
+      }
+    }
+    const frag = document.createDocumentFragment();
+    for (const cwd of [...byProject.keys()].sort()) {
+      const rows = byProject.get(cwd).sort((/** @type {AgentRow} */ x, /** @type {AgentRow} */ y) => x.created_at - y.created_at);
+      frag.appendChild(h("section", { class: "project" }, h("h3", { class: "project-cwd", title: cwd }, cwd), h("ul", { class: "agents" }, rows.map((/** @type {AgentRow} */ a) => this.row(a, children)))));
+    }
+    if (!this.agents.size) frag.appendChild(h("p", { class: "empty" }, "No agents yet."));
+    clear(this.list);
+    this.list.appendChild(frag);
+    if (this.agents.size && !this.painted) {
+      this.painted = true;
+      // Navigation → first overview with agents, for bench/web-client.
+      requestAnimationFrame(() => performance.mark("shard:overview-painted"));
+    }
+  }
+
+  /**
+   * @param {AgentRow} a
+   * @param {Map<string, AgentRow[]>} children
+   * @returns {HTMLElement}
+   */
+  row(a, children) {
+    const name = a.display_name ?? a.name ?? a.agent_id;
+    const phase = a.activity ? a.activity.phase + (a.activity.tool_name ? " " + a.activity.tool_name : "") : "";
+    const kids = children.get(a.agent_id) ?? [];
+    const alive = a.runtime_state !== "stopped" && a.runtime_state !== "failed";
+    return h(
+      "li",
+      { class: "agent st-" + a.status + (this.openIds.has(a.agent_id) ? " open" : "") },
+      h(
+        "button",
+        { type: "button", class: "agent-open", "data-agent": a.agent_id, onclick: () => this.actions.open(a.agent_id) },
+        h("span", { class: "agent-name" }, name),
+        h("span", { class: "agent-meta" }, [a.status.replace(/_/g, " "), phase && phase !== a.status ? phase : "", a.runtime_state !== "running" ? a.runtime_state : "", a.model ?? "", a.mode ?? "", cost(a.usage?.cost ?? undefined)].filter(Boolean).join(" · ")),
+      ),
+      h(
+        "span",
+        { class: "agent-actions" },
+        h("button", { type: "button", class: "icon", "aria-label": "Terminate " + name, title: "Terminate: stop when its work is done", disabled: !alive, onclick: () => this.actions.terminate(a.agent_id) }, "■"),
+        h("button", { type: "button", class: "icon danger", "aria-label": "Kill " + name, title: "Kill now", disabled: !alive, onclick: () => this.actions.kill(a.agent_id) }, "✕"),
+      ),
+      kids.length ? h("ul", { class: "agents subagents" }, kids.map((k) => this.row(k, children))) : null,
+    );
+  }
+
+  createForm() {
+    const cwd = h("input", { name: "cwd", required: true, "aria-label": "Working directory", placeholder: "/path/to/project" });
+    const model = h("input", { name: "model", "aria-label": "Model of the new agent", placeholder: "default" });
+    const provider = h("input", { name: "provider", "aria-label": "Provider of the new agent", placeholder: "default" });
+    const mode = h("input", { name: "mode", "aria-label": "Mode of the new agent", placeholder: "default" });
+    const name = h("input", { name: "name", "aria-label": "Name of the new agent", placeholder: "optional" });
+    const error = h("p", { class: "form-error", role: "alert" });
+    const dlg = h(
+      "dialog",
+      { class: "create", "aria-label": "Create an agent" },
+      h(
+        "form",
+        { method: "dialog" },
+        h("h2", {}, "Create an agent"),
+        h("label", {}, "Directory ", cwd),
+        h("label", {}, "Name ", name),
+        h("label", {}, "Model ", model),
+        h("label", {}, "Provider ", provider),
+        h("label", {}, "Mode ", mode),
+        error,
+        h("div", { class: "form-buttons" }, h("button", { type: "submit", value: "create" }, "Create"), h("button", { type: "button", onclick: () => dlg.close() }, "Cancel")),
+      ),
+    );
+    dlg.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      /** @type {Record<string, string>} */
+      const req = {};
+      for (const f of [cwd, model, provider, mode, name]) if (f.value.trim()) req[f.name] = f.value.trim();
+      error.textContent = "";
+      try {
+        await this.actions.create(req);
+        dlg.close();
+      } catch (err) {
+        error.textContent = err instanceof Error ? err.message : String(err);
+      }
+    });
+    this.cwdInput = cwd;
+    return dlg;
+  }
+
+  openCreate() {
+    const d = /** @type {HTMLDialogElement} */ (this.form);
+    if (!d.open) d.showModal();
+    this.cwdInput?.focus();
+  }
+}
