@@ -8,7 +8,8 @@ import { Pane } from "./pane.js";
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
-const ORCHESTRATOR = new Set(["agent_spawned", "agent_exited", "agent_status_changed", "agent_activity"]);
+const ORCHESTRATOR = new Set(["agent_spawned", "agent_exited", "agent_status_changed", "agent_activity", "workspace_created", "workspace_attached", "workspace_retired", "workspace_conflict"]);
+const WORKSPACE_CHANGES = new Set(["workspace_created", "workspace_attached", "workspace_retired"]);
 
 class App {
   constructor() {
@@ -41,6 +42,15 @@ class App {
     this.conn.start();
   }
 
+  /** Workspaces group the overview's agents by repository and worktree (docs/workspaces.md). */
+  async loadWorkspaces() {
+    try {
+      this.overview.setWorkspaces(await this.conn.request({ type: "workspace.list" }));
+    } catch (_e) {
+      // An older daemon without workspaces: the overview groups by cwd alone.
+    }
+  }
+
   /** @param {import("./conn.js").ConnState} s @param {string} detail */
   onState(s, detail) {
     this.connWord.textContent = s;
@@ -57,6 +67,7 @@ class App {
     } catch (_e) {
       return;
     }
+    void this.loadWorkspaces();
     for (const p of this.panes.values()) {
       p.refreshTitle();
       void p.attach();
@@ -66,6 +77,7 @@ class App {
   /** @param {any} ev */
   onEvent(ev) {
     if (ORCHESTRATOR.has(ev.type)) {
+      if (WORKSPACE_CHANGES.has(ev.type)) void this.loadWorkspaces();
       if (ev.type === "agent_spawned") this.overview.upsert(ev.info);
       else if (ev.type === "agent_activity") this.overview.update(ev.agent_id, { activity: { phase: ev.phase, tool_name: ev.tool_name }, status: ev.status });
       else if (ev.type === "agent_status_changed") this.overview.update(ev.agent_id, { status: ev.status, runtime_state: ev.runtime_state });

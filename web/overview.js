@@ -1,11 +1,13 @@
 // The overview: every agent with its live activity, status, model, mode and cost, grouped
-// by project (cwd), subagents nested under their parent; New agent; terminate and kill.
+// by project (cwd; a workspace agent under its repository's main checkout, then under its
+// workspace), subagents nested under their parent; New agent; terminate and kill.
 // Rebuilt from the agent map on change, batched to one paint per frame.
 
 import { h, clear, cost } from "./dom.js";
 
 /** @typedef {import("./protocol").AgentInfo} AgentInfo */
 /** @typedef {AgentInfo & {activity?: {phase: string, tool_name?: string | null}}} AgentRow */
+/** @typedef {import("./protocol").WorkspaceInfo} WorkspaceInfo */
 
 export class Overview {
   /**
@@ -24,6 +26,8 @@ export class Overview {
     this.agents = new Map();
     /** @type {Set<string>} */
     this.openIds = new Set();
+    /** @type {Map<string, WorkspaceInfo>} agent id → its (active) workspace */
+    this.workspaceOf = new Map();
     this.frame = 0;
     this.painted = false;
     this.list = h("div", { class: "agent-groups" });
@@ -57,10 +61,17 @@ export class Overview {
     this.paint();
   }
 
+  /** @param {import("./protocol").WorkspaceListData} data `workspace.list` */
+  setWorkspaces(data) {
+    this.workspaceOf = new Map();
+    for (const g of data.repositories) for (const w of g.workspaces) for (const id of w.agent_ids ?? []) this.workspaceOf.set(id, w);
+    this.paint();
+  }
+
   /** @param {string} id */
   name(id) {
     const a = this.agents.get(id);
-    return a ? a.display_name ?? a.name ?? a.agent_id : id;
+    return a ? a.name ?? a.display_name ?? a.agent_id : id;
   }
 
   paint() {
@@ -78,15 +89,35 @@ export class Overview {
         list.push(a);
         children.set(a.parent_agent_id, list);
       } else {
-        const list = byProject.get(a.cwd) ?? [];
+        const ws = this.workspaceOf.get(a.agent_id);
+        const project = ws?.repository_cwd ?? a.cwd;
+        const list = byProject.get(project) ?? [];
         list.push(a);
-        byProject.set(a.cwd, list);
+        byProject.set(project, list);
       }
     }
     const frag = document.createDocumentFragment();
     for (const cwd of [...byProject.keys()].sort()) {
       const rows = byProject.get(cwd).sort((/** @type {AgentRow} */ x, /** @type {AgentRow} */ y) => x.created_at - y.created_at);
-      frag.appendChild(h("section", { class: "project" }, h("h3", { class: "project-cwd", title: cwd }, cwd), h("ul", { class: "agents" }, rows.map((/** @type {AgentRow} */ a) => this.row(a, children)))));
+      const plain = rows.filter((/** @type {AgentRow} */ a) => !this.workspaceOf.has(a.agent_id));
+      /** @type {Map<string, {ws: WorkspaceInfo, rows: AgentRow[]}>} */
+      const byWorkspace = new Map();
+      for (const a of rows) {
+        const ws = this.workspaceOf.get(a.agent_id);
+        if (!ws) continue;
+        const g = byWorkspace.get(ws.workspace_id) ?? { ws, rows: [] };
+        g.rows.push(a);
+        byWorkspace.set(ws.workspace_id, g);
+      }
+      const workspaces = [...byWorkspace.values()].map(({ ws, rows: wsRows }) =>
+        h(
+          "div",
+          { class: "workspace", "data-workspace": ws.workspace_id },
+          h("h4", { class: "workspace-head", title: ws.cwd }, (ws.label ? ws.label + " · " : "") + ws.branch),
+          h("ul", { class: "agents" }, wsRows.map((a) => this.row(a, children))),
+        ),
+      );
+      frag.appendChild(h("section", { class: "project" }, h("h3", { class: "project-cwd", title: cwd }, cwd), plain.length ? h("ul", { class: "agents" }, plain.map((/** @type {AgentRow} */ a) => this.row(a, children))) : null, workspaces));
     }
     if (!this.agents.size) frag.appendChild(h("p", { class: "empty" }, "No agents yet."));
     clear(this.list);
@@ -104,7 +135,8 @@ export class Overview {
    * @returns {HTMLElement}
    */
   row(a, children) {
-    const name = a.display_name ?? a.name ?? a.agent_id;
+    // The accessible name starts with the agent's name (issue 13), else its display name or id.
+    const name = a.name ?? a.display_name ?? a.agent_id;
     const phase = a.activity ? a.activity.phase + (a.activity.tool_name ? " " + a.activity.tool_name : "") : "";
     const kids = children.get(a.agent_id) ?? [];
     const alive = a.runtime_state !== "stopped" && a.runtime_state !== "failed";

@@ -32,6 +32,7 @@ export class Pane {
     this.turn = { input: 0, output: 0, cost: 0 };
     this.session = { input: 0, output: 0, cost: 0 };
     this.context = 0;
+    this.controlsGen = 0;
     this.conv = new Conversation();
     this.requests = new Requests((cmd) => this.fire(cmd), (t) => this.conv.note(t, "resolution"));
     this.composer = new Composer({
@@ -63,7 +64,7 @@ export class Pane {
 
   refreshTitle() {
     const i = this.info();
-    this.title.textContent = i ? i.display_name ?? i.name ?? i.agent_id : this.agentId;
+    this.title.textContent = i ? i.name ?? i.display_name ?? i.agent_id : this.agentId;
   }
 
   /** Attaches (again, after a reconnect); `sync` follows. */
@@ -154,12 +155,15 @@ export class Pane {
 
   /** Builds the controls the runtime advertises, from its catalogs. */
   async loadControls() {
+    // A newer sync may start another load while this one awaits: only the latest builds.
+    const gen = ++this.controlsGen;
     clear(this.controls);
     const caps = this.caps;
     if (caps.includes("mode-catalog")) {
       this.controls.appendChild(labelled("Mode", this.modeSel));
       try {
         const d = await this.conn.request({ type: "list_modes", agent_id: this.agentId });
+        if (gen !== this.controlsGen) return;
         fill(this.modeSel, d.modes.map((/** @type {any} */ m) => [m.name, m.name, m.description]));
         this.setMode(d.active);
       } catch (_e) {
@@ -167,10 +171,12 @@ export class Pane {
       }
       this.modeSel.disabled = !caps.includes("mode-switch");
     }
+    if (gen !== this.controlsGen) return;
     if (caps.includes("model-catalog")) {
       this.controls.appendChild(labelled("Model", this.modelSel));
       try {
         const d = await this.conn.request({ type: "list_models", agent_id: this.agentId });
+        if (gen !== this.controlsGen) return;
         fill(this.modelSel, d.models.map((/** @type {any} */ m) => [m.id, m.id, ""]));
         this.setModel(d.active);
       } catch (_e) {
@@ -178,6 +184,7 @@ export class Pane {
       }
       this.modelSel.disabled = !caps.includes("model-switch");
     }
+    if (gen !== this.controlsGen) return;
     await this.loadReasoning();
   }
 

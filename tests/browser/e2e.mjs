@@ -4,7 +4,8 @@
 // tests/browser/e2e.mjs. Screenshots go to $SHARD_ARTIFACTS (default target/browser-artifacts).
 
 import assert from "node:assert/strict";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Daemon, launch, enrolledPage, createAgent, textTurn, toolTurn, T } from "./lib.mjs";
 
@@ -327,6 +328,29 @@ test("the overview at 390 px: nested subagents, no horizontal scrolling, shortcu
   await openAgent(pg, "parent");
   await prompt(pg).waitFor();
   await pg.screenshot({ path: join(artifacts, "conversation-390.png") });
+  await ctx.close();
+});
+
+test("workspace agents are grouped under their repository and workspace", async () => {
+  const { page: pg, ctx } = await page({ width: 1280, height: 800 });
+  const repo = join(d.home, "repo");
+  mkdirSync(repo);
+  const git = (/** @type {string[]} */ ...args) =>
+    execFileSync("git", ["-C", repo, "-c", "user.name=T", "-c", "user.email=t@example.com", ...args]);
+  git("init", "-q", "-b", "main");
+  writeFileSync(join(repo, "README.md"), "hi\n");
+  git("add", ".");
+  git("commit", "-q", "-m", "first");
+  const script = d.script("ws", [textTurn("hi")]);
+  const created = await pg.evaluate(
+    async (r) => /** @type {any} */ (window).shard.conn.request({ type: "workspace.create", ...r }),
+    { cwd: repo, provider: "scripted", model: script, name: "ws-agent", label: "feature" },
+  );
+  const group = pg.locator(`.workspace[data-workspace="${created.workspace.workspace_id}"]`);
+  await group.locator(".agent-name", { hasText: "ws-agent" }).waitFor();
+  assert.match(await group.locator(".workspace-head").innerText(), /^feature · shard\/feature-/);
+  const project = await pg.locator("section.project", { has: group }).locator(".project-cwd").innerText();
+  assert.equal(project, realpathSync(repo), "grouped under the main checkout, not the worktree");
   await ctx.close();
 });
 

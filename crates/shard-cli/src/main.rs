@@ -5,6 +5,7 @@ mod cmd_agent;
 mod cmd_attach;
 mod cmd_daemon;
 mod cmd_info;
+mod cmd_mcp;
 mod cmd_new;
 mod cmd_protocol;
 mod cmd_run;
@@ -66,6 +67,8 @@ enum Commands {
     Attach(cmd_attach::AttachArgs),
     /// Print a one-time browser enrollment link; list or revoke enrolled browsers.
     Web(cmd_web::WebArgs),
+    /// MCP servers: list them with their state and tools; approve the project's .mcp.json.
+    Mcp(cmd_mcp::McpArgs),
     /// Workspaces: one agent, one git worktree (create, attach, list, status, retire).
     Ws(cmd_ws::WsArgs),
     /// Protocol tools.
@@ -92,6 +95,7 @@ fn main() -> ExitCode {
         Some(Commands::Models(args)) => cmd_info::models(args),
         Some(Commands::New(args)) => cmd_new::new(args),
         Some(Commands::Web(args)) => cmd_web::web(args),
+        Some(Commands::Mcp(args)) => cmd_mcp::run(args),
         Some(Commands::Ws(args)) => cmd_ws::ws(args),
         Some(Commands::Protocol(args)) => cmd_protocol::run(args),
     }

@@ -305,6 +305,35 @@ async fn publish(
     .map_err(|_| "the Runtime is gone".to_string())
 }
 
+/// Removes the Rust type names rmcp puts in its transport errors (`[rmcp::…<…>]`): a
+/// person reading `shard mcp list` needs the cause, not the generic types.
+fn tidy(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(start) = rest.find(" [rmcp::") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let mut depth = 0usize;
+        let mut end = after.len();
+        for (i, c) in after.char_indices() {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Starts the transport and runs `initialize`.
 async fn connect(
     shared: &Arc<ServerShared>,
@@ -390,12 +419,25 @@ async fn connect(
             let client = handler
                 .serve(transport)
                 .await
-                .map_err(|e| format!("`initialize` failed: {e}"))?;
+                .map_err(|e| format!("`initialize` failed: {}", tidy(&e.to_string())))?;
             Ok(Connection {
                 client,
                 pgid: None,
                 stderr: Arc::new(Mutex::new(Vec::new())),
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tidy_drops_rust_type_names() {
+        let m = "Send message error Transport [rmcp::transport::worker::WorkerTransport<rmcp::X<reqwest::Client>>] error: Client error: refused";
+        assert_eq!(
+            super::tidy(m),
+            "Send message error Transport error: Client error: refused"
+        );
+        assert_eq!(super::tidy("plain"), "plain");
     }
 }

@@ -133,6 +133,11 @@ impl McpTool {
                 let raw = serde_json::to_value(&r).unwrap_or_default();
                 crate::content::convert(&raw, ctx).await
             }
+            Err(rmcp::ServiceError::TransportClosed) => ToolOutput::error(format!(
+                "`{}` failed: the MCP server `{server}` stopped during the call (it is being \
+                 restarted; the call was not retried).",
+                self.name
+            )),
             Err(e) => ToolOutput::error(format!(
                 "`{}` failed: the MCP server `{server}` answered with an error: {}",
                 self.name,

@@ -150,8 +150,8 @@ per_agent_slots!(
     ModelChanged,
     ModeChanged,
     ReasoningLevelChanged,
-    UserMessage,
     ToolsChanged,
+    UserMessage,
 );
 
 impl Event {

@@ -55,8 +55,8 @@ const PER_AGENT_EVENTS: &[&str] = &[
     "model_changed",
     "mode_changed",
     "reasoning_level_changed",
-    "user_message",
     "tools_changed",
+    "user_message",
 ];
 
 fn as_set(list: &[&str]) -> BTreeSet<String> {

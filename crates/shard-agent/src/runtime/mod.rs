@@ -16,6 +16,7 @@ mod sync;
 mod tool_calls;
 mod tools;
 mod turn;
+mod worktree;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -129,14 +130,20 @@ fn start_sandbox(
     tool_output: std::path::PathBuf,
 ) -> std::thread::JoinHandle<Result<shard_sandbox::Sandbox, shard_sandbox::SandboxError>> {
     let sandbox_config = config.sandbox.clone();
-    let spec = shard_sandbox::SandboxSpec {
-        workspace_roots: vec![opts.cwd.clone()],
-        hidden: vec![opts.shard_home.clone()],
-        visible: vec![tool_output],
-        temp_parent: None,
-        probe_cache: Some(opts.shard_home.clone()),
-    };
-    std::thread::spawn(move || shard_sandbox::Sandbox::new(&sandbox_config, spec))
+    let cwd = opts.cwd.clone();
+    let home = opts.shard_home.clone();
+    std::thread::spawn(move || {
+        let mut workspace_roots = vec![cwd.clone()];
+        workspace_roots.extend(worktree::common_dir(&cwd));
+        let spec = shard_sandbox::SandboxSpec {
+            workspace_roots,
+            hidden: vec![home.clone()],
+            visible: vec![tool_output],
+            temp_parent: None,
+            probe_cache: Some(home),
+        };
+        shard_sandbox::Sandbox::new(&sandbox_config, spec)
+    })
 }
 
 /// A user message waiting to be delivered.

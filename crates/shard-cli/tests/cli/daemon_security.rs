@@ -153,3 +153,84 @@ async fn agent_create_refuses_an_unknown_mode_or_provider_and_creates_nothing() 
     // A good one still works.
     c.create(create_req(h.path(), &s)).await.unwrap();
 }
+
+/// A real orphan (issue 10 §5): outside the sandbox, a tool detaches with `setsid -f`
+/// (new session, its parent gone, adopted by the daemon as subreaper), waits until the
+/// daemon is its parent, then tries to list the agents and to kill the one that started
+/// it. The peer check refuses both; the agent is untouched; and the orphan does not
+/// outlive its Runtime: the daemon kills adopted processes that left its session when a
+/// generation ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detached_orphan_cannot_use_the_daemon_and_dies_with_its_runtime() {
+    let h = home();
+    // Inside the sandbox the orphan would die with the call (PID namespace); with it off
+    // the socket is reachable and only the daemon's own checks stand.
+    std::fs::write(h.path().join("config.toml"), "[sandbox]\nmode = \"off\"\n").unwrap();
+    let d = Daemon::start(h.path(), &[]);
+    let orphan_sh = h.path().join("orphan.sh");
+    let cmd = format!("setsid -f sh '{}'; echo detached", orphan_sh.display());
+    let s = script(h.path(), "s.json", bash_turns(&cmd));
+    let c = d.client().await;
+    let id = c.create(create_req(h.path(), &s)).await.unwrap();
+    let out = h.path().join("orphan.out");
+    let shard = env!("CARGO_BIN_EXE_shard");
+    let home_dir = h.path().display();
+    let dpid = d.child.id();
+    std::fs::write(
+        &orphan_sh,
+        format!(
+            r#"o='{out}.part'
+echo "pid $$" > "$o"
+n=0
+while [ "$(cut -d' ' -f4 /proc/$$/stat)" != {dpid} ] && [ $n -lt 2000 ]; do n=$((n+1)); sleep 0.01; done
+echo "ppid $(cut -d' ' -f4 /proc/$$/stat) sid $(cut -d' ' -f6 /proc/$$/stat)" >> "$o"
+SHARD_HOME='{home_dir}' '{shard}' ls >> "$o" 2>&1; echo "ls=$?" >> "$o"
+SHARD_HOME='{home_dir}' '{shard}' kill --force {id} >> "$o" 2>&1; echo "kill=$?" >> "$o"
+mv "$o" '{out}'
+exec sleep 300
+"#,
+            out = out.display()
+        ),
+    )
+    .unwrap();
+    let (_, mut e) = c.attach(&id, AttachRole::Interactive).await.unwrap();
+    c.call(prompt(&id, "detach")).await.unwrap();
+    allow_next(&c, &mut e, &id).await;
+    until(&mut e, |e| matches!(e, Event::TurnEnd(_))).await;
+    eventually("the orphan to try the daemon", || out.exists()).await;
+    let text = std::fs::read_to_string(&out).unwrap();
+    let pid: i32 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("pid "))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap();
+    // It really was an orphan in its own session, adopted by the daemon.
+    assert!(
+        text.contains(&format!("ppid {dpid} sid {pid}")),
+        "not adopted: {text}"
+    );
+    assert!(!text.contains("ls=0") && !text.contains("kill=0"), "{text}");
+    // Refused as an adopted orphan (the CLI says only that no `hello` came; the daemon
+    // logs why).
+    let log = std::fs::read_to_string(h.path().join("daemon-test.log")).unwrap();
+    assert!(
+        log.contains(&format!(
+            "descends from process {pid}, which the daemon adopted or started and which is not a runtime"
+        )),
+        "the daemon names the orphan"
+    );
+    // The agent it tried to kill is alive and idle; the daemon works for the person.
+    let list = c.list().await.unwrap();
+    assert_eq!(list.len(), 1);
+    let runtime = runtime_pid(h.path(), &id);
+    assert!(process_alive(runtime), "the orphan's kill went through");
+    assert!(
+        process_alive(pid),
+        "the orphan is expected to run while its runtime does"
+    );
+    // Its Runtime ends: the orphan goes with it.
+    let kill = json!({"type":"agent.kill","agent_id":id,"force":true});
+    c.call(serde_json::from_value(kill).unwrap()).await.unwrap();
+    eventually("the runtime to exit", || !process_alive(runtime)).await;
+    eventually("the orphan to die with its runtime", || !process_alive(pid)).await;
+}

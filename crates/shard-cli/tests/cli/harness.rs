@@ -71,7 +71,26 @@ impl Agent {
         extra: &[&str],
         envs: &[(&str, &str)],
     ) -> Agent {
-        let mut cmd = Command::new(shard_bin());
+        Agent::spawn_wrapped(sb, &[], script, extra, envs)
+    }
+
+    /// Like [`Agent::spawn_env`], with `shard` started by `wrapper` (a program and its
+    /// arguments that execs the rest), e.g. to change the kernel's limits for it alone.
+    pub fn spawn_wrapped(
+        sb: &Sandbox,
+        wrapper: &[&str],
+        script: Option<&Path>,
+        extra: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Agent {
+        let mut cmd = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(shard_bin());
+                c
+            }
+            None => Command::new(shard_bin()),
+        };
         cmd.arg("agent").arg("--cwd").arg(sb.work());
         if let Some(s) = script {
             cmd.arg("--provider").arg("scripted").arg("--script").arg(s);

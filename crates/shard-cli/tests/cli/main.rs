@@ -11,6 +11,7 @@ mod daemon_security;
 mod daemon_sessions;
 mod gate;
 mod harness;
+mod mcp;
 mod mock;
 mod provider_errors;
 mod run;
@@ -76,7 +77,6 @@ fn turn_order_matches_the_pinned_complete_form() {
             "response",
             "status",
             "turn_start",
-            // Additive 0.1.x (docs/protocol.md): the prompt as it enters the conversation.
             "user_message",
             "message_delta",
             "message_complete",

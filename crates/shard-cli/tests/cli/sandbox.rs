@@ -266,3 +266,59 @@ fn an_unknown_sandbox_setting_is_a_configuration_error() {
     );
     let _ = a.finish();
 }
+
+/// `mode = "required"` where the kernel refuses user namespaces (as with Ubuntu's
+/// AppArmor restriction or a container without them): the Runtime is started inside a
+/// user namespace whose `max_user_namespaces` is 0, so its probe cannot create one. The
+/// Runtime says so in `hello`, and `bash` is refused with one error naming what is
+/// missing — the command never runs, sandboxed or not.
+#[test]
+fn required_refuses_bash_when_namespaces_are_unavailable() {
+    let limit = "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"";
+    let works = std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "sh", "-c", limit, "sh", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !works {
+        eprintln!("skipped: `unshare --user` with a namespace limit is not available here");
+        return;
+    }
+    let sb = Sandbox::new();
+    sb.config("[sandbox]\nmode = \"required\"\n");
+    let marker = sb.dir.path().join("ran.txt");
+    let cmd = format!("echo ran > {}", marker.display());
+    let turns =
+        json!({"turns": [tool_turn("b0", "bash", json!({"command": cmd})), text_turn("done")]});
+    let script = sb.script("s.json", turns);
+    let wrapper = [
+        "unshare",
+        "--user",
+        "--map-root-user",
+        "sh",
+        "-c",
+        limit,
+        "sh",
+    ];
+    let mut a = Agent::spawn_wrapped(&sb, &wrapper, Some(&script), &[], &[]);
+    let hello = a.until_type("hello");
+    let caps = caps(&hello);
+    assert!(caps.contains(&"sandbox-refused".to_string()), "{caps:?}");
+    assert!(
+        caps.contains(&"sandbox-missing:namespaces".to_string()),
+        "{caps:?}"
+    );
+    a.until_type("sync");
+    a.send(prompt("go"));
+    let req = a.until_type("permission_request");
+    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "decision": "allow"}));
+    let r = a.until(|v| v["type"] == "tool_result" && v["tool_call_id"] == "b0");
+    let text = result_text(&r);
+    assert_eq!(r["is_error"], json!(true), "{r}");
+    assert!(
+        text.contains("the sandbox is required") && text.contains("namespaces"),
+        "{text}"
+    );
+    a.until_type("turn_end");
+    assert!(a.finish().success());
+    assert!(!marker.exists(), "the command ran without its sandbox");
+}

@@ -831,3 +831,40 @@ async fn bench_workspaces() {
         each.iter().sum::<f64>()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_commits_in_its_own_worktree() {
+    if !have_git() {
+        return;
+    }
+    let h = home();
+    let r = repo(h.path(), "project");
+    let d = Daemon::start(&shard_home(h.path()), &[]);
+    let cmd = "echo agent > agent.txt && git add agent.txt && git -c user.name=A -c user.email=a@example.com commit -q -m agent-work && echo committed";
+    let s = script(h.path(), "s.json", super::daemon::bash_turns(cmd));
+    let c = d.client().await;
+    let created = create(&c, &r, &s, json!({})).await;
+    let agent = created["agent_id"].as_str().unwrap().to_string();
+    let ws = created["workspace"]["workspace_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (_, mut e) = c.attach(&agent, AttachRole::Interactive).await.unwrap();
+    c.call(prompt(&agent, "commit")).await.unwrap();
+    let (req, _) = until(&mut e, |e| matches!(e, Event::PermissionRequest(_))).await;
+    let Event::PermissionRequest(req) = req else {
+        unreachable!()
+    };
+    ok(&c, json!({"type":"permission_response","agent_id":agent,"request_id":req.request_id,"decision":"allow"})).await;
+    let (res, _) = until(&mut e, |e| matches!(e, Event::ToolResult(_))).await;
+    let Event::ToolResult(res) = res else {
+        unreachable!()
+    };
+    assert!(!res.is_error, "{res:?}");
+    let st = status(&c, &ws).await;
+    assert_eq!(
+        st["ahead"], 1,
+        "the agent's commit is on the workspace branch: {st} {res:?}"
+    );
+    assert_eq!(st["dirty_files"], 0);
+}

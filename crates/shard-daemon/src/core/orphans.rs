@@ -1,5 +1,6 @@
 //! No tool process outlives its Runtime (ARCHITECTURE §16 item 15): recorded process
-//! groups are killed when a Runtime ends, and orphans inherited as a subreaper are reaped.
+//! groups are killed when a Runtime ends, escaped orphans with them, and orphans
+//! inherited as a subreaper are reaped.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -39,6 +40,36 @@ pub(crate) fn kill_leftover_groups(home: &Path, agent_id: &str, pid: Option<u32>
                 Err(nix::errno::Errno::ESRCH) => {}
                 Err(e) => tracing::debug!(agent_id, pgid = g, error = %e, "killpg failed"),
             }
+        }
+    }
+}
+
+/// Kills the process groups of orphans that escaped their tool call's tracking: children
+/// the daemon adopted as subreaper that left the daemon's session (`setsid`, `setsid -f`,
+/// a double fork after `setsid`). Runtimes, their tool groups and `shard agent --check`
+/// stay in the daemon's session, so anything adopted in another session is such an
+/// orphan; inside the sandbox the PID namespace kills them first, and this is the bound
+/// with `[sandbox] mode = "off"` (docs/security.md). Which Runtime an escaped orphan came
+/// from is no longer known, so every generation's end sweeps them all.
+pub(crate) fn kill_escaped_orphans() {
+    use nix::unistd::{getpgid, getsid};
+    let Ok(own_sid) = getsid(None) else { return };
+    let own_group = nix::unistd::getpgrp();
+    for pid in child_pids() {
+        let Ok(p) = i32::try_from(pid) else { continue };
+        let p = Pid::from_raw(p);
+        match (getsid(Some(p)), getpgid(Some(p))) {
+            (Ok(sid), Ok(group)) if sid != own_sid && group != own_group && group.as_raw() > 1 => {
+                match killpg(group, Signal::SIGKILL) {
+                    Ok(()) => tracing::info!(
+                        pid,
+                        pgid = group.as_raw(),
+                        "killed an orphaned tool process that left its session"
+                    ),
+                    Err(e) => tracing::debug!(pid, error = %e, "killpg failed"),
+                }
+            }
+            _ => {}
         }
     }
 }

@@ -491,7 +491,10 @@ pub(crate) fn on_exit(
     let home = shared.cfg.home.clone();
     let aid = agent_id.to_string();
     let pid = rt.pid;
-    tokio::task::spawn_blocking(move || super::orphans::kill_leftover_groups(&home, &aid, pid));
+    tokio::task::spawn_blocking(move || {
+        super::orphans::kill_leftover_groups(&home, &aid, pid);
+        super::orphans::kill_escaped_orphans();
+    });
     shared.runtime_exited.notify_waiters();
 }
 

@@ -284,6 +284,13 @@ async fn execute(
                     Event::TurnStart(t) => {
                         turn_started = true;
                         set_turn(shared, job_id, index, Some(t.turn_id));
+                        // The turn can start (and end) before the prompt's answer is read
+                        // here: a run always passes through `active`.
+                        shared.jobs.transition(shared, job_id, index, |r| {
+                            if r.state == RunState::Starting {
+                                r.state = RunState::Active;
+                            }
+                        }).await;
                     }
                     Event::MessageComplete(m) if m.message.role == Role::Assistant => {
                         let text: String = m.message.content.iter().filter_map(|b| match b {

@@ -90,7 +90,7 @@ pub(crate) fn parse(text: &str) -> Definition {
                 let list = v.trim_start_matches('[').trim_end_matches(']');
                 def.tools = Some(
                     list.split(',')
-                        .map(|t| t.trim().trim_matches('"').to_string())
+                        .map(|t| t.trim().trim_matches('"').to_lowercase())
                         .filter(|t| !t.is_empty())
                         .collect(),
                 );

@@ -1,0 +1,573 @@
+//! MCP servers through the real `shard agent` (issue 18): a real server process (the
+//! standard-library Python server of crates/shard-mcp/tests/servers, over stdio and
+//! streamable HTTP) whose tools the scripted model calls through the permission gate.
+
+use std::path::PathBuf;
+
+use crate::harness::*;
+use serde_json::{Value, json};
+
+/// A private copy of the test server, so each test can find its own process by path.
+fn server_script(sb: &Sandbox) -> Option<PathBuf> {
+    let ok = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: python3 is not installed");
+        return None;
+    }
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shard-mcp/tests/servers/mcp_test_server.py");
+    let dst = sb.dir.path().join("mcp_test_server.py");
+    std::fs::copy(src, &dst).unwrap();
+    Some(dst)
+}
+
+/// `[mcp.servers.t]` for the test server, plus `extra` lines.
+fn user_server(sb: &Sandbox, script: &std::path::Path, extra: &str) {
+    sb.config(&format!(
+        "[mcp.servers.t]\ncommand = \"python3\"\nargs = [\"{}\"]\n{extra}",
+        script.display()
+    ));
+}
+
+/// Waits for the `tools_changed` that says server `t` is ready; returns it.
+fn ready(a: &mut Agent) -> Value {
+    a.until(|v| v["type"] == "tools_changed" && v["server"]["state"] == "ready")
+}
+
+/// Sends one prompt and collects (results, permission requests) until `turn_end`,
+/// answering requests with `answer`.
+fn turn(a: &mut Agent, answer: impl Fn(&Value) -> &'static str) -> (Vec<Value>, Vec<Value>) {
+    a.send(prompt("go"));
+    let mut results = Vec::new();
+    let mut requests = Vec::new();
+    loop {
+        let v = a.next();
+        match v["type"].as_str().unwrap_or_default() {
+            "permission_request" => {
+                let choice = answer(&v);
+                a.send(json!({"type": "permission_response", "request_id": v["request_id"], "choice_id": choice}));
+                requests.push(v);
+            }
+            "tool_result" => results.push(v),
+            "turn_end" => break,
+            _ => {}
+        }
+    }
+    (results, requests)
+}
+
+/// The first event already seen that matches, else the next one to arrive: a server's
+/// notice may come during a turn, before `turn_end`.
+fn seen_or_until(a: &mut Agent, pred: impl Fn(&Value) -> bool) -> Value {
+    match a.seen.iter().find(|v| pred(v)).cloned() {
+        Some(v) => v,
+        None => a.until(pred),
+    }
+}
+
+fn text_of(r: &Value) -> String {
+    r["content"]["text"]
+        .as_str()
+        .or(r["content"]["message"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn tools_appear_after_hello_and_read_only_call_runs_headless_write_is_denied() {
+    let sb = Sandbox::new();
+    let Some(script) = server_script(&sb) else {
+        return;
+    };
+    user_server(&sb, &script, "read_only_tools = [\"echo\"]\n");
+    let note = sb.work().join("note.txt");
+    let s = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("e1", "mcp__t__echo", json!({"text": "hi"})),
+            tool_turn("w1", "mcp__t__write_note", json!({"file": note, "text": "x"})),
+            text_turn("done")
+        ]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&s), &["--headless-policy", "deny"]);
+    assert_eq!(a.next()["type"], "hello");
+    assert_eq!(a.next()["type"], "sync");
+    let r = ready(&mut a);
+    let tools: Vec<&str> = r["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        tools.contains(&"read") && tools.contains(&"mcp__t__echo"),
+        "{tools:?}"
+    );
+    assert_eq!(r["server"]["name"], "t");
+    let (results, requests) = turn(&mut a, |_| "deny");
+    assert!(requests.is_empty());
+    assert_eq!(text_of(&results[0]), "echo: hi");
+    assert_eq!(results[0]["is_error"], false);
+    assert_eq!(results[1]["is_error"], true);
+    assert!(
+        text_of(&results[1]).contains("headless policy"),
+        "{}",
+        text_of(&results[1])
+    );
+    assert!(!note.exists(), "the denied write never ran");
+    assert!(a.finish().success());
+    assert!(
+        process_with_arg(&script.display().to_string()).is_none(),
+        "the server stops with its Runtime"
+    );
+}
+
+#[test]
+fn a_client_answers_the_permission_and_allow_always_is_exact() {
+    let sb = Sandbox::new();
+    let Some(script) = server_script(&sb) else {
+        return;
+    };
+    user_server(&sb, &script, "");
+    let s = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("e1", "mcp__t__echo", json!({"text": "one"})),
+            tool_turn("e2", "mcp__t__echo", json!({"text": "one"})),
+            tool_turn("e3", "mcp__t__echo", json!({"text": "two"})),
+            text_turn("done")
+        ]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&s), &[]);
+    ready(&mut a);
+    let (results, requests) = turn(&mut a, |_| "allow_always");
+    // The server's readOnlyHint is shown, never trusted: it still asks.
+    assert_eq!(
+        requests.len(),
+        2,
+        "e1 asks, e2 is granted, e3 (other input) asks"
+    );
+    assert_eq!(requests[0]["tool_name"], "mcp__t__echo");
+    let details = requests[0]["details"].to_string();
+    assert!(details.contains("readOnlyHint"), "{details}");
+    assert_eq!(requests[1]["input"]["text"], "two");
+    let texts: Vec<String> = results.iter().map(text_of).collect();
+    assert_eq!(texts, vec!["echo: one", "echo: one", "echo: two"]);
+    assert!(a.finish().success());
+}
+
+#[test]
+fn deny_and_headless_allow_rules_match_mcp_names_with_globs() {
+    let sb = Sandbox::new();
+    let Some(script) = server_script(&sb) else {
+        return;
+    };
+    let note = sb.work().join("n.txt");
+    user_server(
+        &sb,
+        &script,
+        "\n[[permissions.deny]]\ntool = \"mcp__t__env*\"\n\n[[headless.allow]]\ntool = \"mcp__t__*\"\n",
+    );
+    let s = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("w1", "mcp__t__write_note", json!({"file": note, "text": "ok"})),
+            tool_turn("v1", "mcp__t__env", json!({"name": "HOME"})),
+            text_turn("done")
+        ]}),
+    );
+    let mut a = Agent::spawn(
+        &sb,
+        Some(&s),
+        &["--headless-policy", "allow_if_rule_matches"],
+    );
+    ready(&mut a);
+    let (results, _) = turn(&mut a, |_| "deny");
+    assert_eq!(text_of(&results[0]), format!("wrote {}", note.display()));
+    assert_eq!(std::fs::read_to_string(&note).unwrap(), "ok");
+    assert!(
+        text_of(&results[1]).contains("deny rule"),
+        "{}",
+        text_of(&results[1])
+    );
+    assert!(a.finish().success());
+}
+
+#[test]
+fn crash_mid_call_is_reported_and_restarted_and_a_hang_times_out() {
+    let sb = Sandbox::new();
+    let Some(script) = server_script(&sb) else {
+        return;
+    };
+    user_server(&sb, &script, "read_only = true\ntimeout_secs = 1\n");
+    let s = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("h1", "mcp__t__hang", json!({})),
+            tool_turn("c1", "mcp__t__crash", json!({})),
+            text_turn("after the crash"),
+            tool_turn("e1", "mcp__t__echo", json!({"text": "back"})),
+            text_turn("done")
+        ]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&s), &[]);
+    ready(&mut a);
+    let (results, _) = turn(&mut a, |_| "deny");
+    assert!(
+        text_of(&results[0]).contains("timed out after 1 s"),
+        "{}",
+        text_of(&results[0])
+    );
+    assert_eq!(results[1]["is_error"], true);
+    // Reported during the turn, which went on.
+    let failed = seen_or_until(&mut a, |v| {
+        v["type"] == "tools_changed" && v["server"]["state"] == "failed"
+    });
+    assert_eq!(failed["server"]["restarting"], true);
+    assert!(
+        failed["server"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("crashing on purpose"),
+        "{failed}"
+    );
+    assert!(
+        !failed["tools"].to_string().contains("mcp__t__"),
+        "its tools are gone"
+    );
+    let restarted = a
+        .seen
+        .iter()
+        .rev()
+        .take_while(|v| v["server"]["state"] != "failed")
+        .any(|v| v["type"] == "tools_changed" && v["server"]["state"] == "ready");
+    if !restarted {
+        ready(&mut a);
+    }
+    let (results, _) = turn(&mut a, |_| "deny");
+    assert_eq!(text_of(&results[0]), "echo: back");
+    assert!(a.finish().success());
+}
+
+#[test]
+fn list_changed_adds_a_tool_live() {
+    let sb = Sandbox::new();
+    let Some(script) = server_script(&sb) else {
+        return;
+    };
+    user_server(&sb, &script, "read_only = true\n");
+    let s = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("a1", "mcp__t__add_tool", json!({})),
+            text_turn("added"),
+            tool_turn("x1", "mcp__t__extra", json!({})),
+            text_turn("done")
+        ]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&s), &[]);
+    ready(&mut a);
+    let (results, _) = turn(&mut a, |_| "deny");
+    assert_eq!(text_of(&results[0]), "added extra");
+    let changed = seen_or_until(&mut a, |v| {
+        v["type"] == "tools_changed" && v["tools"].to_string().contains("mcp__t__extra")
+    });
+    assert_eq!(changed["server"]["state"], "ready");
+    let (results, _) = turn(&mut a, |_| "deny");
+    assert_eq!(text_of(&results[0]), "extra ran");
+    assert!(a.finish().success());
+}
+
+#[test]
+fn project_file_starts_only_once_approved_and_asks_again_when_changed() {
+    let sb = Sandbox::new();
+    let Some(script) = server_script(&sb) else {
+        return;
+    };
+    let file = sb.work().join(".mcp.json");
+    let body = json!({"mcpServers": {"p": {"command": "python3", "args": [script]}}});
+    std::fs::write(&file, body.to_string()).unwrap();
+    let s = sb.script("s.json", json!({"turns": []}));
+
+    let mut a = Agent::spawn(&sb, Some(&s), &["--headless-policy", "deny"]);
+    let n = a.until(|v| v["type"] == "tools_changed");
+    assert_eq!(n["server"]["state"], "not_approved");
+    assert!(
+        n["server"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("shard mcp approve")
+    );
+    assert!(a.finish().success());
+
+    let out = shard(
+        &sb,
+        &["mcp", "approve", "--cwd", sb.work().to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("p: python3"));
+    let list = shard(
+        &sb,
+        &[
+            "mcp",
+            "list",
+            "--json",
+            "--cwd",
+            sb.work().to_str().unwrap(),
+        ],
+    );
+    let rows: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(rows[0]["name"], "p");
+    assert_eq!(rows[0]["state"], "ready", "{rows}");
+    assert!(rows[0]["tools"].to_string().contains("mcp__p__echo"));
+
+    let mut a = Agent::spawn(&sb, Some(&s), &["--headless-policy", "deny"]);
+    let n = a.until(|v| v["type"] == "tools_changed");
+    assert_eq!(n["server"]["state"], "ready");
+    assert!(a.finish().success());
+
+    // A changed file is a new file: not started until approved again.
+    let body = json!({"mcpServers": {"p": {"command": "python3", "args": [script, "--changed"]}}});
+    std::fs::write(&file, body.to_string()).unwrap();
+    let list = shard(
+        &sb,
+        &[
+            "mcp",
+            "list",
+            "--json",
+            "--cwd",
+            sb.work().to_str().unwrap(),
+        ],
+    );
+    let rows: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(rows[0]["state"], "not_approved", "{rows}");
+}
+
+#[test]
+fn a_servers_secret_reaches_only_that_server() {
+    let sb = Sandbox::new();
+    let Some(script) = server_script(&sb) else {
+        return;
+    };
+    user_server(
+        &sb,
+        &script,
+        "read_only = true\nenv = { K = \"${MCP_TEST_SECRET}\" }\n",
+    );
+    let secret = "mcp-secret-7f3a9c";
+    let s = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("b1", "bash", json!({"command": "echo \"[$MCP_TEST_SECRET]\""})),
+            tool_turn("k1", "mcp__t__env", json!({"name": "K"})),
+            tool_turn("k2", "mcp__t__env", json!({"name": "MCP_TEST_SECRET"})),
+            text_turn("done")
+        ]}),
+    );
+    let mut a = Agent::spawn_env(
+        &sb,
+        Some(&s),
+        &[],
+        &[("MCP_TEST_SECRET", secret), ("SHARD_LOG", "debug")],
+    );
+    ready(&mut a);
+    let (results, _) = turn(&mut a, |_| "allow");
+    assert!(
+        text_of(&results[0]).contains("[]"),
+        "bash never sees it: {}",
+        text_of(&results[0])
+    );
+    assert_eq!(text_of(&results[1]), secret, "the server gets its own env");
+    assert_eq!(
+        text_of(&results[2]),
+        "<unset>",
+        "but not the variable it came from"
+    );
+    assert!(a.finish().success());
+}
+
+#[test]
+fn an_http_server_with_headers_from_the_environment() {
+    let sb = Sandbox::new();
+    let Some(script) = server_script(&sb) else {
+        return;
+    };
+    let log = sb.dir.path().join("http.log");
+    let mut child = std::process::Command::new("python3")
+        .arg(&script)
+        .args(["--http", "0"])
+        .env("MCP_TEST_LOG", &log)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let port = line.trim().trim_start_matches("listening ").to_string();
+    sb.config(&format!(
+        "[mcp.servers.web]\ntype = \"http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nread_only = true\nheaders = {{ Authorization = \"Bearer ${{WEB_TOKEN}}\" }}\n"
+    ));
+    let s = sb.script(
+        "s.json",
+        json!({"turns": [tool_turn("e1", "mcp__web__echo", json!({"text": "over http"})), text_turn("done")]}),
+    );
+    let mut a = Agent::spawn_env(
+        &sb,
+        Some(&s),
+        &["--headless-policy", "deny"],
+        &[("WEB_TOKEN", "tok-http-1")],
+    );
+    ready(&mut a);
+    let (results, _) = turn(&mut a, |_| "deny");
+    assert_eq!(text_of(&results[0]), "echo: over http");
+    assert!(a.finish().success());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("Bearer tok-http-1")
+    );
+}
+
+/// The given programs are on PATH, else the test says why it skips.
+fn have(programs: &[&str]) -> bool {
+    let missing: Vec<&&str> = programs
+        .iter()
+        .filter(|p| {
+            !std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {p}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .collect();
+    if !missing.is_empty() {
+        eprintln!("skipped: not installed: {missing:?} (.ci/run installs them from npm and PyPI)");
+    }
+    missing.is_empty()
+}
+
+/// Servers nobody here wrote (npm `@modelcontextprotocol/server-filesystem`,
+/// `server-everything`; PyPI `mcp-server-time`, `mcp-server-git`), through the gate.
+#[test]
+fn third_party_servers_through_the_gate() {
+    if !have(&[
+        "mcp-server-filesystem",
+        "mcp-server-everything",
+        "mcp-server-time",
+        "mcp-server-git",
+    ]) {
+        return;
+    }
+    let sb = Sandbox::new();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(sb.work())
+        .status();
+    assert!(git.is_ok_and(|s| s.success()));
+    sb.config(
+        "[mcp.servers.fs]\ncommand = \"mcp-server-filesystem\"\nargs = [\".\"]\n\
+         read_only_tools = [\"list_directory\"]\n\n\
+         [mcp.servers.every]\ncommand = \"mcp-server-everything\"\n\n\
+         [mcp.servers.time]\ncommand = \"mcp-server-time\"\nread_only = true\n\n\
+         [mcp.servers.git]\ncommand = \"mcp-server-git\"\nargs = [\"--repository\", \".\"]\n\n\
+         [[headless.allow]]\ntool = \"mcp__every__*\"\n",
+    );
+    std::fs::write(sb.work().join("hello.txt"), "hi").unwrap();
+    let s = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("t1", "mcp__time__get_current_time", json!({"timezone": "UTC"})),
+            tool_turn("l1", "mcp__fs__list_directory", json!({"path": sb.work()})),
+            tool_turn("w1", "mcp__fs__write_file", json!({"path": sb.work().join("x.txt"), "content": "no"})),
+            tool_turn("e1", "mcp__every__echo", json!({"message": "from everything"})),
+            tool_turn("i1", "mcp__every__get-tiny-image", json!({})),
+            tool_turn("g1", "mcp__git__git_status", json!({"repo_path": sb.work()})),
+            text_turn("done")
+        ]}),
+    );
+    let mut a = Agent::spawn(
+        &sb,
+        Some(&s),
+        &["--headless-policy", "allow_if_rule_matches"],
+    );
+    let mut ready_servers = std::collections::BTreeSet::new();
+    while ready_servers.len() < 4 {
+        let v = a.until(|v| v["type"] == "tools_changed" && v["server"]["state"] == "ready");
+        ready_servers.insert(v["server"]["name"].as_str().unwrap().to_string());
+    }
+    let (results, _) = turn(&mut a, |_| "deny");
+    let texts: Vec<String> = results.iter().map(text_of).collect();
+    assert!(
+        texts[0].contains("UTC") || texts[0].contains("datetime"),
+        "time: {}",
+        texts[0]
+    );
+    assert!(
+        texts[1].contains("hello.txt"),
+        "read-only by config: {}",
+        texts[1]
+    );
+    assert_eq!(results[2]["is_error"], true, "write denied headless");
+    assert!(!sb.work().join("x.txt").exists());
+    assert!(
+        texts[3].contains("from everything"),
+        "headless allow glob: {}",
+        texts[3]
+    );
+    assert_eq!(results[4]["is_error"], false, "{}", results[4]);
+    assert_eq!(
+        results[5]["is_error"], true,
+        "git status is mutating unless configured"
+    );
+    assert!(a.finish().success());
+}
+
+/// `server-everything` in streamable-HTTP mode.
+#[test]
+fn third_party_http_server() {
+    if !have(&["mcp-server-everything"]) {
+        return;
+    }
+    let sb = Sandbox::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = std::process::Command::new("mcp-server-everything")
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server-everything did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    sb.config(&format!(
+        "[mcp.servers.every]\ntype = \"http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nread_only_tools = [\"echo\"]\n"
+    ));
+    let s = sb.script(
+        "s.json",
+        json!({"turns": [tool_turn("e1", "mcp__every__echo", json!({"message": "over http"})), text_turn("done")]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&s), &["--headless-policy", "deny"]);
+    a.until(|v| v["type"] == "tools_changed" && v["server"]["state"] == "ready");
+    let (results, _) = turn(&mut a, |_| "deny");
+    assert!(text_of(&results[0]).contains("over http"), "{}", results[0]);
+    assert!(a.finish().success());
+    let _ = child.kill();
+    let _ = child.wait();
+}
