@@ -32,6 +32,8 @@ export class Conversation {
     this.tools = new Map();
     /** @type {Set<TextBlock>} */
     this.dirty = new Set();
+    /** @type {HTMLElement[]} local echoes of what this browser sent, oldest first */
+    this.echoes = [];
     this.frame = 0;
     /** @type {HTMLElement | null} the chunk new messages go into */
     this.tail = null;
@@ -50,6 +52,7 @@ export class Conversation {
   reset(messages, compactionIndex) {
     clear(this.el);
     this.tail = null;
+    this.echoes = [];
     this.messages.clear();
     this.tools.clear();
     this.dirty.clear();
@@ -84,14 +87,33 @@ export class Conversation {
   }
 
   /**
-   * A local echo of what this browser sent (the runtime emits no event for user input;
-   * the next `sync` replaces it with the stored message).
+   * A user message entered the conversation (`user_message`, sent by any client): it
+   * replaces this browser's local echo of the same text, if there is one.
+   * @param {string} id
+   * @param {Message} message
+   */
+  userMessage(id, message) {
+    const block = (message.content ?? []).find((b) => b.type === "text");
+    const text = block && "text" in block ? block.text : undefined;
+    const i = this.echoes.findIndex((el) => el.dataset.text === text);
+    if (i >= 0) {
+      this.echoes[i].remove();
+      this.echoes.splice(i, 1);
+    }
+    this.complete(id, message);
+  }
+
+  /**
+   * A local echo of what this browser sent, shown until the runtime's `user_message` for
+   * it arrives (a queued follow-up only when its turn starts) or a `sync` restates it.
    * @param {string} text
    * @param {number} images
    * @param {string} how
    */
   echo(text, images, how) {
     const el = h("article", { class: "msg role-user local" }, h("div", { class: "who" }, how ? "you (" + how + ")" : "you"), h("div", { class: "block text md" }, renderMarkdown(text)), images ? h("span", { class: "chip" }, `${images} image${images > 1 ? "s" : ""}`) : null);
+    el.dataset.text = text;
+    this.echoes.push(el);
     this.add(el);
     this.follow = true;
     this.scroll();

@@ -255,6 +255,9 @@ export class Pane {
       case "message_complete":
         this.conv.complete(ev.message_id, ev.message);
         break;
+      case "user_message":
+        this.conv.userMessage(ev.message_id, ev.message);
+        break;
       case "tool_call":
         this.conv.toolCall(ev);
         break;
