@@ -222,7 +222,7 @@ async fn activate(core: &Arc<Shared>, a: SessionActivate) -> Result<Reply, Proto
 fn is_read_only(c: &Command) -> bool {
     match c {
         Command::ListModes(_) | Command::ListModels(_) | Command::ListReasoningLevels(_) => true,
-        Command::SessionOp(s) => s.op == SessionOpKind::List,
+        Command::SessionOp(s) => matches!(s.op, SessionOpKind::List | SessionOpKind::History),
         _ => false,
     }
 }
