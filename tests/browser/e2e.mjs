@@ -288,7 +288,9 @@ test("a dropped image rides with the prompt and is painted from the session", as
   await prompt(pg).press("Enter");
   const log = pg.locator(".pane.active .log");
   await log.getByText("Nice picture.").waitFor();
-  await log.getByText("1 image").waitFor();
+  // The echo ("1 image") is replaced by the stored message from `user_message`.
+  await log.locator("canvas.image[role=img]").waitFor();
+  assert.equal(await log.getByText("1 image").count(), 0, "the echo was replaced, not doubled");
   // After a reload the stored user message carries the image, painted on a canvas.
   await pg.reload();
   await pg.getByText("connected", { exact: true }).waitFor();
