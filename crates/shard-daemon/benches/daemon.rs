@@ -26,7 +26,8 @@ fn rss_kb(pid: u32) -> u64 {
 
 fn start_daemon(bin: &Path, home: &Path) -> Child {
     let child = Command::new(bin)
-        .arg("daemon")
+        // `--port 0`: the HTTP door's default port may be taken by another daemon here.
+        .args(["daemon", "--port", "0"])
         .env("SHARD_HOME", home)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

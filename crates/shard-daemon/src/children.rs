@@ -25,19 +25,23 @@ impl Drop for Listed {
 }
 
 /// Spawns `cmd` (stdout and stderr as configured by the caller) and collects its output,
-/// with the child protected from the orphan collector for its whole life.
+/// with the child protected from the orphan collector for its whole life. The spawn runs
+/// on the blocking pool (`launcher::spawn_off_executor` says why); the write lock is taken
+/// there too, never on an executor thread.
 pub(crate) async fn output(
-    cmd: &mut tokio::process::Command,
+    mut cmd: tokio::process::Command,
 ) -> std::io::Result<std::process::Output> {
-    let (child, _listed) = {
+    let (child, _listed) = tokio::task::spawn_blocking(move || {
         let mut own = OWN.write().unwrap_or_else(|p| p.into_inner());
         let child = cmd.spawn()?;
         let pid = child.id();
         if let Some(p) = pid {
             own.get_or_insert_with(HashSet::new).insert(p);
         }
-        (child, Listed(pid))
-    };
+        Ok::<_, std::io::Error>((child, Listed(pid)))
+    })
+    .await
+    .map_err(std::io::Error::other)??;
     child.wait_with_output().await
 }
 

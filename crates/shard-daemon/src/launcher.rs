@@ -139,6 +139,20 @@ impl ProcessLauncher {
     }
 }
 
+/// Spawns `cmd` on a blocking-pool thread. The spawning thread is suspended until the
+/// child has exec'd (`vfork` semantics of `posix_spawn`), and with many processes
+/// starting on a busy machine the child may wait for a CPU for tens of milliseconds:
+/// on an executor thread that stalled every connection (`agent.list` p99 of 34 ms while
+/// 20 agents were created, docs/performance.md). The blocking pool's threads carry the
+/// runtime's context, so the child is still reaped by tokio.
+async fn spawn_off_executor(
+    mut cmd: tokio::process::Command,
+) -> std::io::Result<tokio::process::Child> {
+    tokio::task::spawn_blocking(move || cmd.spawn())
+        .await
+        .map_err(std::io::Error::other)?
+}
+
 /// How long `shard agent --check` may take.
 const CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -158,8 +172,7 @@ impl RuntimeLauncher for ProcessLauncher {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let out = match tokio::time::timeout(CHECK_TIMEOUT, crate::children::output(&mut cmd)).await
-        {
+        let out = match tokio::time::timeout(CHECK_TIMEOUT, crate::children::output(cmd)).await {
             Ok(Ok(o)) => o,
             Ok(Err(e)) => return Err(format!("could not run the runtime's check: {e}")),
             Err(_) => return Err("the runtime's check did not finish in time".into()),
@@ -214,7 +227,7 @@ impl RuntimeLauncher for ProcessLauncher {
         if let Some(p) = &spec.parent_agent_id {
             cmd.env("SHARD_PARENT_AGENT_ID", p);
         }
-        let mut child = cmd.spawn()?;
+        let mut child = spawn_off_executor(cmd).await?;
         let stdin = child
             .stdin
             .take()

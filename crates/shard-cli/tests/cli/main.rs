@@ -77,6 +77,7 @@ fn turn_order_matches_the_pinned_complete_form() {
             "response",
             "status",
             "turn_start",
+            "user_message",
             "message_delta",
             "message_complete",
             "usage",

@@ -63,7 +63,7 @@ pub(crate) async fn run(dir: &Path, args: &[&str]) -> std::io::Result<Output> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let out = crate::children::output(&mut cmd).await?;
+    let out = crate::children::output(cmd).await?;
     Ok(Output {
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
