@@ -32,27 +32,116 @@ export class Conversation {
     this.tools = new Map();
     /** @type {Set<TextBlock>} */
     this.dirty = new Set();
-    /** @type {HTMLElement[]} local echoes of what this browser sent, oldest first */
-    this.echoes = [];
     this.frame = 0;
     /** @type {HTMLElement | null} the chunk new messages go into */
     this.tail = null;
     /** Whether the view follows new output (the user has not scrolled up). */
     this.follow = true;
+    /** @type {{el: HTMLElement, text: string}[]} local echoes awaiting their `user_message` */
+    this.pending = [];
+    /** @type {string | null} the oldest shown message id while older ones exist */
+    this.truncatedBefore = null;
+    /** Bumped by `reset`, so a history page asked for an older window is dropped. */
+    this.gen = 0;
+    this.loadingOlder = false;
+    /** @type {((before: string) => Promise<{messages: Message[], truncated_before?: string | null}>) | null} */
+    this.fetchOlder = null;
     this.el.addEventListener("scroll", () => {
       this.follow = this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight < 40;
+      if (this.el.scrollTop < 40) void this.loadOlder();
     });
+  }
+
+  /**
+   * Scrolled to the top with older messages on the server: asks for the page before the
+   * oldest shown message (`session_op history`) and prepends it, keeping the view still.
+   */
+  async loadOlder() {
+    const before = this.truncatedBefore;
+    if (!before || this.loadingOlder || !this.fetchOlder) return;
+    this.loadingOlder = true;
+    const gen = this.gen;
+    try {
+      const page = await this.fetchOlder(before);
+      if (gen !== this.gen) return;
+      this.prepend(page.messages ?? []);
+      this.truncatedBefore = page.truncated_before ?? null;
+    } catch (e) {
+      if (gen === this.gen) {
+        this.truncatedBefore = null;
+        this.note("Older messages could not be loaded: " + (e instanceof Error ? e.message : String(e)), "error");
+      }
+    } finally {
+      if (gen === this.gen) this.loadingOlder = false;
+    }
+    if (gen === this.gen) this.fillView();
+  }
+
+  /** Loads older pages while the log does not fill its box (no scroll event would come). */
+  fillView() {
+    if (this.truncatedBefore && this.el.scrollHeight <= this.el.clientHeight + 40) void this.loadOlder();
+  }
+
+  /**
+   * Older messages (oldest first) above everything shown, in chunks of their own.
+   * @param {Message[]} messages
+   */
+  prepend(messages) {
+    const fresh = messages.filter((m) => m.id && !this.messages.has(m.id));
+    if (!fresh.length) return;
+    const height = this.el.scrollHeight;
+    const top = this.el.scrollTop;
+    const first = this.el.querySelector(".chunk");
+    let chunk = null;
+    for (const m of fresh) {
+      if (!chunk || chunk.childElementCount >= CHUNK) {
+        chunk = h("div", { class: "chunk older" });
+        this.el.insertBefore(chunk, first);
+      }
+      const v = this.build(m);
+      this.messages.set(m.id, v);
+      chunk.appendChild(v.el);
+    }
+    if (!this.tail) this.tail = chunk;
+    this.el.scrollTop = top + (this.el.scrollHeight - height);
+  }
+
+  /**
+   * A `user_message`: a prompt, steer or follow-up entered the conversation, from this
+   * browser or another client. It replaces this page's oldest pending echo of the same
+   * text (so the sender never sees it twice); otherwise it is appended.
+   * @param {string} id
+   * @param {Message} message
+   */
+  userMessage(id, message) {
+    if (this.messages.has(id)) return;
+    const text = message.content.map((c) => (c.type === "text" ? c.text : "")).join("");
+    const v = this.build(message);
+    v.el.dataset.id = id;
+    const i = this.pending.findIndex((p) => p.text === text);
+    if (i >= 0) {
+      const [echo] = this.pending.splice(i, 1);
+      echo.el.replaceWith(v.el);
+    } else {
+      this.add(v.el);
+    }
+    this.messages.set(id, v);
+    this.scroll();
   }
 
   /**
    * Replaces everything with the authoritative window of a `sync`.
    * @param {Message[]} messages
    * @param {number | undefined | null} compactionIndex
+   * @param {string | undefined | null} [truncatedBefore]
    */
-  reset(messages, compactionIndex) {
+  reset(messages, compactionIndex, truncatedBefore) {
     clear(this.el);
+    this.gen++;
+    this.loadingOlder = false;
+    this.truncatedBefore = truncatedBefore ?? null;
+    this.pending = [];
     this.tail = null;
-    this.echoes = [];
     this.messages.clear();
     this.tools.clear();
     this.dirty.clear();
@@ -66,6 +155,7 @@ export class Conversation {
     }
     this.follow = true;
     this.scroll();
+    requestAnimationFrame(() => this.fillView());
   }
 
   /**
@@ -87,34 +177,17 @@ export class Conversation {
   }
 
   /**
-   * A user message entered the conversation (`user_message`, sent by any client): it
-   * replaces this browser's local echo of the same text, if there is one.
-   * @param {string} id
-   * @param {Message} message
-   */
-  userMessage(id, message) {
-    const block = (message.content ?? []).find((b) => b.type === "text");
-    const text = block && "text" in block ? block.text : undefined;
-    const i = this.echoes.findIndex((el) => el.dataset.text === text);
-    if (i >= 0) {
-      this.echoes[i].remove();
-      this.echoes.splice(i, 1);
-    }
-    this.complete(id, message);
-  }
-
-  /**
-   * A local echo of what this browser sent, shown until the runtime's `user_message` for
-   * it arrives (a queued follow-up only when its turn starts) or a `sync` restates it.
+   * A local echo of what this browser sent, shown at once; the `user_message` the runtime
+   * emits when it enters the conversation replaces it (a runtime without that event
+   * leaves it to the next `sync`).
    * @param {string} text
    * @param {number} images
    * @param {string} how
    */
   echo(text, images, how) {
-    const el = h("article", { class: "msg role-user local" }, h("div", { class: "who" }, how ? "you (" + how + ")" : "you"), h("div", { class: "block text md" }, renderMarkdown(text)), images ? h("span", { class: "chip" }, `${images} image${images > 1 ? "s" : ""}`) : null);
-    el.dataset.text = text;
-    this.echoes.push(el);
+    const el = h("article", { class: "msg role-user local pending" }, h("div", { class: "who" }, how ? "you (" + how + ")" : "you"), h("div", { class: "block text md" }, renderMarkdown(text)), images ? h("span", { class: "chip" }, `${images} image${images > 1 ? "s" : ""}`) : null);
     this.add(el);
+    this.pending.push({ el, text });
     this.follow = true;
     this.scroll();
   }

@@ -34,6 +34,7 @@ export class Pane {
     this.context = 0;
     this.controlsGen = 0;
     this.conv = new Conversation();
+    this.conv.fetchOlder = (before) => this.conn.request({ type: "session_op", agent_id: this.agentId, op: "history", args: { before } });
     this.requests = new Requests((cmd) => this.fire(cmd), (t) => this.conv.note(t, "resolution"));
     this.composer = new Composer({
       send: (text, images, how) => this.prompt(text, images, how),
@@ -235,7 +236,7 @@ export class Pane {
         this.setStatus(ev.status);
         this.caps = Array.isArray(ev.capabilities) ? ev.capabilities : [];
         this.mode = ev.mode;
-        this.conv.reset(ev.live_window?.messages ?? [], ev.live_window?.compaction_index);
+        this.conv.reset(ev.live_window?.messages ?? [], ev.live_window?.compaction_index, ev.live_window?.truncated_before);
         this.requests.live = true;
         this.requests.syncPending(ev.pending_requests ?? []);
         this.setLive(true);

@@ -156,7 +156,7 @@ export type SetReasoningLevel = {
 };
 
 /** Which session operation. */
-export type SessionOpKind = ("list" | "compact" | "fork");
+export type SessionOpKind = ("list" | "compact" | "fork" | "history");
 
 /** Op-specific arguments of `session_op`; `list` takes none. */
 export type SessionOpArgs = {
@@ -164,6 +164,10 @@ export type SessionOpArgs = {
   keep_recent_tokens?: (number | null);
   /** `fork`: the entry to fork at. */
   from_entry_id?: (string | null);
+  /** `history`: the message id to page back from (e.g. `truncated_before`). */
+  before?: (string | null);
+  /** `history`: byte budget of the page's serialized messages (default 1 MiB, capped at the 8 MiB of the live window). */
+  max_bytes?: (number | null);
 };
 
 /** `session_op`. */

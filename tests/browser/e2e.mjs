@@ -207,6 +207,31 @@ test("a mode switch made in one context appears in the other", async () => {
   await b.ctx.close();
 });
 
+test("a prompt typed in one context appears in the other before the answer, once in each", async () => {
+  const a = await page();
+  const b = await page();
+  const script = d.script("echo", [{ steps: [{ text: "Slowly", chunk_chars: 3 }, { delay_ms: 120000 }, { text: " never" }] }]);
+  await createAgent(a.page, { cwd: d.work, provider: "scripted", model: script, name: "echoer" });
+  await openAgent(a.page, "echoer");
+  await openAgent(b.page, "echoer");
+  await prompt(a.page).fill("shared words");
+  await prompt(a.page).press("Enter");
+  const logA = a.page.locator(".pane.active .log");
+  const logB = b.page.locator(".pane.active .log");
+  // The answer never completes: B can only know the prompt from `user_message`.
+  await logB.locator("article.role-user", { hasText: "shared words" }).waitFor();
+  await logB.getByText("Slowly").waitFor();
+  assert.equal(await logB.getByText("Turn:").count(), 0, "the turn is still running");
+  // The sender's echo is replaced by the stored message, not doubled.
+  await until(() => logA.locator("article.local").count(), (n) => n === 0, "the echo is confirmed");
+  assert.equal(await logA.locator("article.role-user", { hasText: "shared words" }).count(), 1);
+  assert.equal(await logB.locator("article.role-user", { hasText: "shared words" }).count(), 1);
+  await a.page.locator(".pane.active").getByRole("button", { name: "Abort", exact: true }).click();
+  await a.page.locator(".pane.active .status").filter({ hasText: "idle" }).waitFor();
+  await a.ctx.close();
+  await b.ctx.close();
+});
+
 test("a ui_request select, steer or follow-up while busy, Abort, and Kill from the overview", async () => {
   const { page: pg, ctx } = await page();
   const script = d.script("ui", [
@@ -263,7 +288,9 @@ test("a dropped image rides with the prompt and is painted from the session", as
   await prompt(pg).press("Enter");
   const log = pg.locator(".pane.active .log");
   await log.getByText("Nice picture.").waitFor();
-  await log.getByText("1 image").waitFor();
+  // The echo ("1 image") is replaced by the stored message from `user_message`.
+  await log.locator("canvas.image[role=img]").waitFor();
+  assert.equal(await log.getByText("1 image").count(), 0, "the echo was replaced, not doubled");
   // After a reload the stored user message carries the image, painted on a canvas.
   await pg.reload();
   await pg.getByText("connected", { exact: true }).waitFor();

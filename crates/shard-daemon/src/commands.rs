@@ -222,7 +222,30 @@ async fn activate(core: &Arc<Shared>, a: SessionActivate) -> Result<Reply, Proto
 fn is_read_only(c: &Command) -> bool {
     match c {
         Command::ListModes(_) | Command::ListModels(_) | Command::ListReasoningLevels(_) => true,
-        Command::SessionOp(s) => s.op == SessionOpKind::List,
+        Command::SessionOp(s) => matches!(s.op, SessionOpKind::List | SessionOpKind::History),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use shard_protocol::command::{Command, SessionOp, SessionOpKind};
+
+    use super::is_read_only;
+
+    fn op(op: SessionOpKind) -> Command {
+        Command::SessionOp(SessionOp {
+            agent_id: Some("agent-x".into()),
+            op,
+            args: None,
+        })
+    }
+
+    #[test]
+    fn observers_may_list_and_page_history_but_not_change_the_session() {
+        assert!(is_read_only(&op(SessionOpKind::List)));
+        assert!(is_read_only(&op(SessionOpKind::History)));
+        assert!(!is_read_only(&op(SessionOpKind::Compact)));
+        assert!(!is_read_only(&op(SessionOpKind::Fork)));
     }
 }

@@ -345,6 +345,9 @@ pub enum SessionOpKind {
     Compact,
     /// Fork into a new session.
     Fork,
+    /// Additive (0.1.x, issue 13): read-only page of the messages just before an entry,
+    /// so a client can scroll back past `sync.live_window.truncated_before`.
+    History,
 }
 
 /// Op-specific arguments of `session_op`; `list` takes none.
@@ -356,6 +359,13 @@ pub struct SessionOpArgs {
     /// `fork`: the entry to fork at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_entry_id: Option<String>,
+    /// `history`: the message id to page back from (e.g. `truncated_before`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    /// `history`: byte budget of the page's serialized messages (default 1 MiB, capped
+    /// at the 8 MiB of the live window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
 }
 
 /// `session_op`.

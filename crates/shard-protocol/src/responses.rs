@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::Effective;
 use crate::jobs::{JobSnapshot, JobState, JobStrategy, RunSnapshot, RunState};
-use crate::types::{AgentInfo, AgentStatus, ModeDescriptor, ModelDescriptor};
+use crate::types::{AgentInfo, AgentStatus, Message, ModeDescriptor, ModelDescriptor};
 
 /// `agent.list` and `agent.status`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -155,6 +155,17 @@ pub struct ForkProvenance {
 pub struct SessionListData {
     /// Newest first.
     pub sessions: Vec<SessionSummary>,
+}
+
+/// `session_op history`: the page of messages just before `before`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionHistoryData {
+    /// Oldest first, ending right before the requested id; cut like the live window.
+    pub messages: Vec<Message>,
+    /// First message id of this page when older ones remain; absent once the start of
+    /// the session (or the compaction summary that opens it) is in this page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated_before: Option<String>,
 }
 
 /// `session.activate`.

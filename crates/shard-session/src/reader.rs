@@ -6,6 +6,7 @@ use std::fs::File;
 use std::path::PathBuf;
 
 use shard_protocol::event::LiveWindow;
+use shard_protocol::responses::SessionHistoryData;
 use shard_protocol::types::Message;
 
 use crate::error::SessionError;
@@ -45,9 +46,13 @@ impl SessionReader {
     /// `truncated_before` names the first entry kept.
     pub fn live_window(&self, budget_bytes: usize) -> Result<LiveWindow, SessionError> {
         let mut budget = Budget::new(budget_bytes);
-        let found = collect(&self.file, self.header_end, self.transcript_len, |m| {
-            budget.admit(m)
-        })
+        let found = collect(
+            &self.file,
+            self.header_end,
+            self.transcript_len,
+            None,
+            |m| budget.admit(m),
+        )
         .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?;
         self.note_skipped(found.skipped);
         let mut truncated = !found.complete;
@@ -73,12 +78,77 @@ impl SessionReader {
         })
     }
 
+    /// `session_op history` (issue 13): the messages of the live window's span just
+    /// before message `before`, oldest first, within `budget_bytes` (cut like the live
+    /// window). `truncated_before` names the page's first message while older ones remain;
+    /// it is absent once the page reaches the window's start (the compaction summary, when
+    /// there is one, is then its first message). `before` must be a message of that span
+    /// or the summary's id; anything else is [`SessionError::NotFound`].
+    pub fn history(
+        &self,
+        before: &str,
+        budget_bytes: usize,
+    ) -> Result<SessionHistoryData, SessionError> {
+        let mut budget = Budget::new(budget_bytes);
+        let found = collect(
+            &self.file,
+            self.header_end,
+            self.transcript_len,
+            Some(before),
+            |m| budget.admit(m),
+        )
+        .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?;
+        self.note_skipped(found.skipped);
+        if !found.anchored {
+            // The summary opens the window: nothing lies before it.
+            if found
+                .compaction
+                .as_ref()
+                .is_some_and(|(id, _)| id == before)
+            {
+                return Ok(SessionHistoryData {
+                    messages: Vec::new(),
+                    truncated_before: None,
+                });
+            }
+            return Err(SessionError::NotFound(format!(
+                "no message `{before}` in this session's live span"
+            )));
+        }
+        let mut truncated = !found.complete;
+        let mut messages = found.messages;
+        messages.reverse();
+        if let (false, Some((entry_id, compaction))) = (truncated, &found.compaction) {
+            let summary = summary_message(entry_id, compaction);
+            if budget.admit_whole(&summary) {
+                messages.insert(0, summary);
+            } else {
+                truncated = true;
+            }
+        }
+        let truncated_before = if truncated {
+            messages.first().map(|m| m.id.clone())
+        } else {
+            None
+        };
+        Ok(SessionHistoryData {
+            messages,
+            truncated_before,
+        })
+    }
+
     /// Every message after the last compaction, the summary first, oldest first: the
     /// model's context, with every tool call answered right after its message (see
     /// [`crate::repair`]). Unbounded; read backwards like the live window.
     pub fn context_messages(&self) -> Result<Vec<Message>, SessionError> {
-        let found = collect(&self.file, self.header_end, self.transcript_len, |_| true)
-            .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?;
+        let found = collect(
+            &self.file,
+            self.header_end,
+            self.transcript_len,
+            None,
+            |_| true,
+        )
+        .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?;
         self.note_skipped(found.skipped);
         let mut messages = found.messages;
         if let Some((entry_id, compaction)) = &found.compaction {

@@ -45,16 +45,20 @@ pub(crate) struct Collected {
     pub complete: bool,
     /// Unreadable lines met on the way.
     pub skipped: u64,
+    /// Whether the walk met the anchor message (always true without one).
+    pub anchored: bool,
 }
 
 /// Walks `[start, end)` backwards collecting message entries until the window's start: the
 /// last compaction's `first_kept_entry_id` (included) or its last summarized entry
 /// (excluded), or the first entry. `visit` may cut a message in place; returning false
-/// stops the walk without keeping that message.
+/// stops the walk without keeping that message. With an `anchor` id, messages up to and
+/// including that one are passed over unvisited (history paging starts just before it).
 pub(crate) fn collect(
     file: &File,
     start: u64,
     end: u64,
+    anchor: Option<&str>,
     mut visit: impl FnMut(&mut Message) -> bool,
 ) -> io::Result<Collected> {
     let mut lines = RevLines::new(file, start, end);
@@ -63,6 +67,7 @@ pub(crate) fn collect(
         compaction: None,
         complete: true,
         skipped: 0,
+        anchored: anchor.is_none(),
     };
     while let Some((offset, line)) = lines.next_line()? {
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -85,6 +90,13 @@ pub(crate) fn collect(
                     Some((_, c)) => c.first_kept_entry_id == entry.id,
                     None => false,
                 };
+                if !out.anchored {
+                    out.anchored = anchor == Some(message.id.as_str());
+                    if first_kept {
+                        break;
+                    }
+                    continue;
+                }
                 if !visit(&mut message) {
                     out.complete = false;
                     break;

@@ -1,14 +1,16 @@
 //! Command handling, shared by the idle loop and the turn loop.
 
 use serde_json::json;
-use shard_protocol::command::{SessionOpKind, StreamingBehavior};
+use shard_protocol::command::{SessionOpArgs, SessionOpKind, StreamingBehavior};
 use shard_protocol::event::{Effective, ModeChanged, ModelChanged, ReasoningLevelChanged};
 use shard_protocol::responses::{
     ListModelsData, ListModesData, ReasoningLevelsData, SessionListData, SetModeData, SetModelData,
     SetReasoningLevelData,
 };
 use shard_protocol::{ClientMessage, Command, ErrorCode, Event};
-use shard_session::EntryKind;
+use shard_session::{EntryKind, SessionError};
+
+use super::sync::LIVE_WINDOW_BUDGET;
 
 use super::{Runtime, UserInput};
 
@@ -78,6 +80,7 @@ impl Runtime {
                 SessionOpKind::List => self.list_sessions(id, name).await,
                 SessionOpKind::Compact => self.request_compact(id, name, op.args).await,
                 SessionOpKind::Fork => self.fork(id, name, op.args).await,
+                SessionOpKind::History => self.history(id, name, op.args).await,
             },
             Command::PermissionResponse(r) => {
                 self.answer_permission(&r);
@@ -291,6 +294,49 @@ impl Runtime {
             .collect();
         let data = SessionListData { sessions };
         self.emit(Event::ok(id, name, to_value(&data))).await;
+    }
+}
+
+/// Default byte budget of one `session_op history` page.
+pub const HISTORY_DEFAULT_BYTES: usize = 1024 * 1024;
+/// Smallest page budget honoured, so a tiny `max_bytes` still makes progress.
+const HISTORY_MIN_BYTES: usize = 4 * 1024;
+
+impl Runtime {
+    /// `session_op history` (issue 13): a read-only page of older messages, read on a
+    /// blocking thread like the live window.
+    async fn history(&mut self, id: Option<String>, name: &str, args: Option<SessionOpArgs>) {
+        let args = args.unwrap_or_default();
+        let Some(before) = args.before.filter(|b| !b.is_empty()) else {
+            let msg = "`session_op history` needs `args.before`: a message id such as \
+                       `sync.live_window.truncated_before`";
+            self.emit(Event::err(id, Some(name), ErrorCode::InvalidRequest, msg))
+                .await;
+            return;
+        };
+        let budget = args
+            .max_bytes
+            .map_or(HISTORY_DEFAULT_BYTES, |b| {
+                usize::try_from(b).unwrap_or(LIVE_WINDOW_BUDGET)
+            })
+            .clamp(HISTORY_MIN_BYTES, LIVE_WINDOW_BUDGET);
+        let read = self.session.reader().map_err(|e| e.to_string());
+        let page = match read {
+            Ok(reader) => {
+                match tokio::task::spawn_blocking(move || reader.history(&before, budget)).await {
+                    Ok(r) => r.map_err(|e| match e {
+                        SessionError::NotFound(m) => (ErrorCode::NotFound, m),
+                        other => (ErrorCode::InternalError, other.to_string()),
+                    }),
+                    Err(e) => Err((ErrorCode::InternalError, e.to_string())),
+                }
+            }
+            Err(e) => Err((ErrorCode::InternalError, e)),
+        };
+        match page {
+            Ok(data) => self.emit(Event::ok(id, name, to_value(&data))).await,
+            Err((code, msg)) => self.emit(Event::err(id, Some(name), code, msg)).await,
+        }
     }
 }
 

@@ -4,6 +4,7 @@ pub mod support;
 
 mod compaction;
 mod fork;
+mod history;
 mod hook;
 mod long_session;
 mod modes;

@@ -253,6 +253,18 @@ pub fn client_message() -> impl Strategy<Value = ClientMessage> {
                 args: Some(SessionOpArgs {
                     keep_recent_tokens: keep,
                     from_entry_id: from,
+                    ..SessionOpArgs::default()
+                }),
+            })
+        }),
+        (opt_text(), text(), option::of(any::<u64>())).prop_map(|(agent_id, before, max)| {
+            Command::SessionOp(SessionOp {
+                agent_id,
+                op: SessionOpKind::History,
+                args: Some(SessionOpArgs {
+                    before: Some(before),
+                    max_bytes: max,
+                    ..SessionOpArgs::default()
                 }),
             })
         }),

@@ -1,0 +1,96 @@
+//! `session_op history` (issue 13): paging back from the newest message until the start
+//! of the session returns every message once, oldest first, and bad ids get one error.
+
+use serde_json::{Value, json};
+
+use super::support::*;
+
+fn ids(messages: &Value) -> Vec<String> {
+    messages
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["id"].as_str().expect("id").to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn history_pages_back_to_the_start_and_rejects_bad_ids() {
+    let dirs = Dirs::new();
+    let replies = (0..8)
+        .map(|i| Reply::text(&format!("answer {i}")))
+        .collect();
+    let rec = Recorder::new(replies);
+    let mut a = Agent::start(Start::new(&dirs, &rec)).await;
+    for i in 0..8 {
+        // ~3 KiB per prompt: the whole session is several 4 KiB pages.
+        a.prompt(&format!("prompt {i} {}", "x".repeat(3000))).await;
+    }
+    a.send(json!({"type": "request_sync"})).await;
+    let sync = a.until_type("sync").await;
+    let window = &sync["live_window"];
+    assert!(window.get("truncated_before").is_none(), "{window}");
+    let all = ids(&window["messages"]);
+    assert_eq!(all.len(), 16);
+
+    // Page back from the newest message: everything before it, in several pages.
+    let mut before = all.last().expect("a message").clone();
+    let mut paged: Vec<String> = vec![before.clone()];
+    let mut pages = 0;
+    loop {
+        let page = a
+            .call(json!({"type": "session_op", "op": "history",
+                         "args": {"before": before, "max_bytes": 4096}}))
+            .await;
+        pages += 1;
+        let got = ids(&page["messages"]);
+        assert!(!got.is_empty(), "an empty page before {before}: {page}");
+        let mut next = got.clone();
+        next.extend(paged);
+        paged = next;
+        match page.get("truncated_before") {
+            Some(t) => {
+                assert_eq!(t, &json!(got[0]), "the page's first message");
+                before = got[0].clone();
+            }
+            None => break,
+        }
+        assert!(pages < 20, "paging never reached the start");
+    }
+    assert!(pages >= 3, "the session fit in {pages} pages");
+    assert_eq!(paged, all, "pages are the whole session, oldest first");
+
+    // The first message has nothing before it.
+    let first = a
+        .call(json!({"type": "session_op", "op": "history", "args": {"before": all[0]}}))
+        .await;
+    assert_eq!(first["messages"], json!([]));
+    assert!(first.get("truncated_before").is_none());
+
+    // Default budget: one page holds the rest.
+    let rest = a
+        .call(json!({"type": "session_op", "op": "history",
+                     "args": {"before": all[15]}}))
+        .await;
+    assert_eq!(ids(&rest["messages"]), all[..15].to_vec());
+    assert!(rest.get("truncated_before").is_none());
+
+    for (args, code) in [
+        (
+            json!({"before": "ent-01J00000000000000000000000"}),
+            "NOT_FOUND",
+        ),
+        (json!({}), "INVALID_REQUEST"),
+        (json!({"before": ""}), "INVALID_REQUEST"),
+    ] {
+        let id = a
+            .send(json!({"type": "session_op", "op": "history", "args": args}))
+            .await;
+        let resp = a
+            .until(|e| e["type"] == "response" && e["id"] == json!(id))
+            .await;
+        assert_eq!(resp["error"]["code"], code, "{args}: {resp}");
+    }
+    rec.assert_clean();
+    a.close().await;
+}
