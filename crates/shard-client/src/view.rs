@@ -224,6 +224,9 @@ pub struct AgentView {
     pub usage: UsageTotals,
     /// The last error event.
     pub last_error: Option<ErrorEvent>,
+    /// The first message id `messages` holds when older ones exist in the session (from
+    /// `sync`, then from each page of `session_op history`); None once the start is here.
+    pub truncated_before: Option<String>,
     /// Position of each complete message by id: deltas check it per event, so it must
     /// not cost a scan of a long live window.
     index: HashMap<String, usize>,
@@ -250,6 +253,34 @@ impl AgentView {
         self.pending.iter().find(|p| p.request_id() == request_id)
     }
 
+    /// Puts a page of older history (`session_op history`, oldest first) before the
+    /// messages held, skipping ids already present; returns how many were added. The page
+    /// counts only when it was asked `before` the current `truncated_before` (a `sync`
+    /// in between makes it stale: then nothing changes).
+    pub fn prepend_history(
+        &mut self,
+        before: &str,
+        older: Vec<Message>,
+        truncated_before: Option<String>,
+    ) -> usize {
+        if self.truncated_before.as_deref() != Some(before) {
+            return 0;
+        }
+        let older: Vec<Message> = older
+            .into_iter()
+            .filter(|m| !self.index.contains_key(&m.id))
+            .collect();
+        let added = older.len();
+        let newer = std::mem::take(&mut self.messages);
+        self.index.clear();
+        // Through `complete`, so the page's tool calls are known like the window's.
+        for m in older.iter().chain(newer.iter()) {
+            self.complete(m);
+        }
+        self.truncated_before = truncated_before;
+        added
+    }
+
     /// Applies one event; returns what it changed.
     pub fn apply(&mut self, ev: &Event) -> Vec<Change> {
         let mut changes = Vec::new();
@@ -270,6 +301,7 @@ impl AgentView {
                 for m in &s.live_window.messages {
                     self.complete(m);
                 }
+                self.truncated_before = s.live_window.truncated_before.clone();
                 if self
                     .streaming
                     .as_ref()

@@ -75,6 +75,8 @@ pub struct App {
     pub cache: Cache,
     /// Lines scrolled up from the bottom (0 follows the stream).
     pub scroll: usize,
+    /// A `session_op history` page is on its way (one at a time).
+    pub loading_older: bool,
     /// The dialog owning the keyboard.
     pub dialog: Option<Dialog>,
     /// Styles.
@@ -136,7 +138,45 @@ impl App {
             quit_armed: None,
             purposes: HashMap::new(),
             dirty: true,
+            loading_older: false,
         }
+    }
+
+    /// The view is scrolled to the top of what the client holds: asks for the page of
+    /// history before it when the session has older messages (`truncated_before`).
+    pub fn want_older(&mut self) {
+        if self.loading_older {
+            return;
+        }
+        let Some(before) = self.view.truncated_before.clone() else {
+            return;
+        };
+        self.loading_older = true;
+        let command = Command::SessionOp(shard_protocol::command::SessionOp {
+            agent_id: self.agent_id(),
+            op: shard_protocol::command::SessionOpKind::History,
+            args: Some(shard_protocol::command::SessionOpArgs {
+                before: Some(before.clone()),
+                ..Default::default()
+            }),
+        });
+        self.send(command, Purpose::History(before));
+    }
+
+    /// Puts a page of older history above the conversation; the view stays where it was
+    /// (scrolling counts from the bottom), and notes keep their place.
+    pub fn prepend_history(
+        &mut self,
+        before: &str,
+        page: shard_protocol::responses::SessionHistoryData,
+    ) {
+        let added = self
+            .view
+            .prepend_history(before, page.messages, page.truncated_before);
+        for n in &mut self.notes {
+            n.after += added;
+        }
+        self.dirty = true;
     }
 
     /// The agent is working (a turn runs or a request waits).
@@ -554,6 +594,13 @@ impl App {
     pub fn reply(&mut self, token: u64, result: Result<Option<serde_json::Value>, String>) {
         let purpose = self.purposes.remove(&token).unwrap_or(Purpose::Quiet);
         self.dirty = true;
+        if let Purpose::History(_) = &purpose {
+            self.loading_older = false;
+            if result.is_err() {
+                // Stop asking: an error would otherwise repeat at every frame at the top.
+                self.view.truncated_before = None;
+            }
+        }
         slash::reply(self, purpose, result);
     }
 
@@ -564,6 +611,7 @@ impl App {
         self.notes.clear();
         self.dialog = None;
         self.scroll = 0;
+        self.loading_older = false;
         self.turn_started = None;
         self.purposes.clear();
         self.dirty = true;

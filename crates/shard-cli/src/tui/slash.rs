@@ -12,7 +12,7 @@ use shard_protocol::command::{
 };
 use shard_protocol::responses::{
     AgentsData, CompactData, ForkData, ListModelsData, ListModesData, ReasoningLevelsData,
-    SessionListData,
+    SessionHistoryData, SessionListData,
 };
 
 use super::app::{Action, App, Target};
@@ -41,6 +41,8 @@ pub enum Purpose {
     Agents,
     /// A setting changed: say so.
     Set(String),
+    /// A page of older history, asked before this message id.
+    History(String),
 }
 
 /// What a picker does with its value.
@@ -331,6 +333,10 @@ pub fn reply(app: &mut App, purpose: Purpose, result: Result<Option<Value>, Stri
                     format!("forked: session {} (/resume {0} opens it)", d.session_id),
                     app.theme.dim(),
                 );
+            }
+            Purpose::History(before) => {
+                let d: SessionHistoryData = parse(data)?;
+                app.prepend_history(&before, d);
             }
             Purpose::Compact => {
                 let d: CompactData = parse(data)?;

@@ -414,3 +414,77 @@ fn token_counts_are_grouped_by_thousands() {
         "compacted: 1,000 \u{2192} 1,234,567 tokens"
     );
 }
+
+#[test]
+fn scrolling_past_the_top_pages_in_older_history_once() {
+    let mut a = app();
+    a.apply(&ev(
+        json!({"type": "sync", "status": "idle", "mode": "build", "session_id": "sess-1",
+        "live_window": {"truncated_before": "m5", "messages": [
+            {"id": "m5", "role": "user", "content": [{"type": "text", "text": "the newest question"}]}
+        ]}, "pending_requests": []}),
+    ));
+    for i in 0..20 {
+        a.note_text(format!("line {i}"), ratatui::style::Style::default());
+    }
+    frame(&mut a, 60, 10);
+    assert!(a.outbox.is_empty(), "nothing asked while at the bottom");
+    for _ in 0..5 {
+        a.key(key(KeyCode::PageUp));
+    }
+    frame(&mut a, 60, 10);
+    frame(&mut a, 60, 10);
+    let asked: Vec<Value> = a
+        .outbox
+        .drain(..)
+        .map(|c| serde_json::to_value(c).expect("json"))
+        .collect();
+    assert_eq!(asked.len(), 1, "one page at a time: {asked:?}");
+    assert_eq!(asked[0]["op"], "history");
+    assert_eq!(asked[0]["args"]["before"], "m5");
+
+    a.purposes
+        .insert(9, super::slash::Purpose::History("m5".into()));
+    a.reply(
+        9,
+        Ok(Some(json!({"messages": [
+            {"id": "m1", "role": "user", "content": [{"type": "text", "text": "the oldest words"}]},
+            {"id": "m2", "role": "assistant", "content": [{"type": "text", "text": "an old answer"}]}
+        ]}))),
+    );
+    assert_eq!(a.view.messages.len(), 3);
+    assert_eq!(a.view.messages[0].id, "m1");
+    assert_eq!(a.view.truncated_before, None);
+    for _ in 0..5 {
+        a.key(key(KeyCode::PageUp));
+    }
+    let top = frame(&mut a, 60, 10);
+    assert!(top.contains("the oldest words"), "{top}");
+    assert!(a.outbox.is_empty(), "the start of the session was reached");
+    // A note keeps its place after the newest message, below the older page.
+    a.key(KeyEvent::new(KeyCode::End, KeyModifiers::CONTROL));
+    assert!(frame(&mut a, 60, 10).contains("line 19"));
+}
+
+#[test]
+fn a_stale_history_page_changes_nothing() {
+    let mut v = shard_client::view::AgentView::new();
+    v.apply(&ev(
+        json!({"type": "sync", "status": "idle", "mode": "build",
+        "live_window": {"truncated_before": "m9", "messages": [
+            {"id": "m9", "role": "user", "content": [{"type": "text", "text": "now"}]}
+        ]}, "pending_requests": []}),
+    ));
+    let old = vec![
+        serde_json::from_value(
+            json!({"id": "m1", "role": "user", "content": [{"type": "text", "text": "old"}]}),
+        )
+        .expect("message"),
+    ];
+    assert_eq!(v.prepend_history("m7", old.clone(), None), 0);
+    assert_eq!(v.messages.len(), 1);
+    assert_eq!(v.prepend_history("m9", old, Some("m1".into())), 1);
+    assert_eq!(v.messages[0].id, "m1");
+    assert_eq!(v.index_of("m9"), Some(1));
+    assert_eq!(v.truncated_before.as_deref(), Some("m1"));
+}

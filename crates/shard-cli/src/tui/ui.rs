@@ -58,6 +58,9 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App) {
     );
     if top && lines.len() < want {
         app.scroll = lines.len().saturating_sub(height);
+        if app.scroll > 0 || lines.len() < height {
+            app.want_older();
+        }
     }
     let end = lines.len().saturating_sub(app.scroll);
     let start = end.saturating_sub(height);
