@@ -31,10 +31,42 @@ pub fn preload() {
         .name("syntax-load".into())
         .spawn(|| {
             syntaxes();
+            warm_up();
         });
     if let Err(e) = spawned {
         // Not fatal: the first code block loads it instead.
         tracing::debug!(error = %e, "could not start the syntax loader");
+    }
+}
+
+/// Languages whose grammars are exercised once on the loader thread: syntect compiles a
+/// grammar's regexes on first use (tens of milliseconds), and that cost must not land in
+/// the frame that first shows a code block of the language.
+const WARM_UP: &[(&str, &str)] = &[
+    ("rust", "fn main() { let x: u8 = 1; } // c"),
+    ("python", "def f(x): return \"s\" # c"),
+    ("js", "const f = (x) => `s${x}`; // c"),
+    ("go", "func main() { x := 1 } // c"),
+    ("sh", "for f in *; do echo \"$f\"; done # c"),
+    ("json", "{\"a\": [1, true, null]}"),
+    ("yaml", "a: [b, 1] # c"),
+    ("c", "int main(void) { return 0; } /* c */"),
+    ("cpp", "auto x = std::vector<int>{}; // c"),
+    ("java", "class A { void f() {} } // c"),
+    ("diff", "@@ -1 +1 @@\n-a\n+b"),
+    ("html", "<a href=\"x\">y</a>"),
+    ("css", "a { color: red; }"),
+    ("md", "# h\n*a* `b`"),
+];
+
+fn warm_up() {
+    // Parsing does not depend on the colours; any theme exercises the grammar.
+    let theme = Theme::from_env();
+    for (lang, sample) in WARM_UP {
+        let mut code = Code::new(lang);
+        for line in sample.lines() {
+            code.line(line, &theme);
+        }
     }
 }
 
@@ -220,6 +252,17 @@ mod tests {
         let got = styled(&spans);
         assert_eq!(got[0].1, t.dim(), "{got:?}");
         assert!(got.contains(&("let".into(), t.keyword())), "{got:?}");
+    }
+
+    #[test]
+    fn every_warmed_up_language_has_a_grammar() {
+        let missing: Vec<&str> = WARM_UP
+            .iter()
+            .map(|(lang, _)| *lang)
+            .filter(|lang| Code::new(lang).state.is_none())
+            .collect();
+        assert!(missing.is_empty(), "no grammar for {missing:?}");
+        warm_up();
     }
 
     #[test]
