@@ -94,14 +94,9 @@ impl ManifestStore {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        let p = path.clone();
-        tokio::task::spawn_blocking(move || {
-            fsutil::ensure_private_dir(&dir)?;
-            fsutil::atomic_write(&p, &bytes)
-        })
-        .await
-        .map_err(|e| DaemonError::io("manifest writer task", std::io::Error::other(e)))?
-        .map_err(|e| DaemonError::io(format!("writing {}", path.display()), e))
+        fsutil::save_record(dir, path.clone(), bytes)
+            .await
+            .map_err(|e| DaemonError::io(format!("writing {}", path.display()), e))
     }
 
     /// Loads every readable manifest; unreadable ones are logged and skipped so that one
@@ -115,34 +110,19 @@ impl ManifestStore {
 }
 
 fn load_dir(dir: &Path) -> Result<Vec<AgentManifest>, DaemonError> {
-    fsutil::ensure_private_dir(dir)
-        .map_err(|e| DaemonError::io(format!("creating {}", dir.display()), e))?;
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| DaemonError::io(format!("reading {}", dir.display()), e))?;
-    let mut out = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
-            continue;
-        };
-        if path.extension().and_then(|e| e.to_str()) != Some("json")
-            || !ids::is_valid(ids::AGENT, stem)
-        {
-            continue;
-        }
-        let parsed = std::fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|b| serde_json::from_slice::<AgentManifest>(&b).map_err(|e| e.to_string()));
-        match parsed {
-            Ok(m) if m.agent_id == stem => out.push(m),
-            Ok(_) => {
-                tracing::warn!(path = %path.display(), "manifest id does not match its file name; skipped")
+    let records =
+        fsutil::load_records::<AgentManifest>(dir, "manifest", |id| ids::is_valid(ids::AGENT, id))
+            .map_err(|e| DaemonError::io(format!("reading {}", dir.display()), e))?;
+    let mut out: Vec<AgentManifest> = records
+        .into_iter()
+        .filter_map(|(id, m)| {
+            if m.agent_id == id {
+                return Some(m);
             }
-            Err(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "unreadable manifest skipped")
-            }
-        }
-    }
+            tracing::warn!(agent_id = %id, "manifest id does not match its file name; skipped");
+            None
+        })
+        .collect();
     out.sort_by(|a, b| {
         a.created_at
             .cmp(&b.created_at)

@@ -178,40 +178,25 @@ impl JobStore {
         let path = self.dir.join(format!("{}.json", job.job_id));
         let dir = self.dir.clone();
         let bytes = serde_json::to_vec_pretty(job).map_err(std::io::Error::other)?;
-        tokio::task::spawn_blocking(move || {
-            fsutil::ensure_private_dir(&dir)?;
-            fsutil::atomic_write(&path, &bytes)
-        })
-        .await
-        .map_err(std::io::Error::other)?
+        fsutil::save_record(dir, path, bytes).await
     }
 
     /// Every readable record; unreadable ones are logged (by path, never content) and
     /// skipped so one bad file never hides the others.
     pub fn load_all_blocking(&self) -> std::io::Result<Vec<JobRecord>> {
-        fsutil::ensure_private_dir(&self.dir)?;
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(&self.dir)?.flatten() {
-            let path = entry.path();
-            let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
-                continue;
-            };
-            if path.extension().and_then(|e| e.to_str()) != Some("json")
-                || !ids::is_valid(ids::JOB, stem)
-            {
-                continue;
-            }
-            let parsed = std::fs::read(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|b| serde_json::from_slice::<JobRecord>(&b).map_err(|e| e.to_string()));
-            match parsed {
-                Ok(j) if j.job_id == stem => out.push(j),
-                Ok(_) => tracing::warn!(path = %path.display(), "job id does not match its file"),
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), error = %e, "unreadable job record skipped")
+        let records = fsutil::load_records::<JobRecord>(&self.dir, "job record", |id| {
+            ids::is_valid(ids::JOB, id)
+        })?;
+        let mut out: Vec<JobRecord> = records
+            .into_iter()
+            .filter_map(|(id, j)| {
+                if j.job_id == id {
+                    return Some(j);
                 }
-            }
-        }
+                tracing::warn!(job_id = %id, "job id does not match its file; skipped");
+                None
+            })
+            .collect();
         out.sort_by(|a, b| {
             a.created_at
                 .cmp(&b.created_at)

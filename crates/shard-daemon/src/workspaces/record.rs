@@ -107,12 +107,7 @@ impl RecordStore {
         let bytes = serde_json::to_vec_pretty(rec).map_err(std::io::Error::other)?;
         let dir = self.dir.clone();
         let path = dir.join(format!("{}.json", rec.workspace_id));
-        tokio::task::spawn_blocking(move || {
-            crate::fsutil::ensure_private_dir(&dir)?;
-            crate::fsutil::atomic_write(&path, &bytes)
-        })
-        .await
-        .map_err(std::io::Error::other)?
+        crate::fsutil::save_record(dir, path, bytes).await
     }
 
     /// Removes the record of a workspace whose creation was rolled back.
@@ -130,39 +125,26 @@ impl RecordStore {
     /// deleted: it still names a worktree and a branch the user may need.
     pub async fn load_all(&self) -> std::io::Result<Vec<WorkspaceRecord>> {
         let dir = self.dir.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut out = Vec::new();
-            let entries = match std::fs::read_dir(&dir) {
-                Ok(e) => e,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-                Err(e) => return Err(e),
-            };
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
-                    continue;
-                };
-                if !ids::is_valid(ids::WORKSPACE, id) {
-                    continue;
-                }
-                let parsed = std::fs::read(entry.path()).map_err(|e| e.to_string()).and_then(
-                    |b| serde_json::from_slice::<WorkspaceRecord>(&b).map_err(|e| e.to_string()),
-                );
-                match parsed {
-                    Ok(r) if r.version == RECORD_VERSION && r.workspace_id == id => out.push(r),
-                    Ok(r) => tracing::error!(
-                        workspace_id = id,
-                        version = r.version,
-                        "workspace record has an unknown version or a mismatched id; skipped"
-                    ),
-                    Err(e) => {
-                        tracing::error!(workspace_id = id, error = %e, "unreadable workspace record; skipped")
-                    }
-                }
-            }
-            Ok(out)
+        let records = tokio::task::spawn_blocking(move || {
+            crate::fsutil::load_records::<WorkspaceRecord>(&dir, "workspace record", |id| {
+                ids::is_valid(ids::WORKSPACE, id)
+            })
         })
         .await
-        .map_err(std::io::Error::other)?
+        .map_err(std::io::Error::other)??;
+        Ok(records
+            .into_iter()
+            .filter_map(|(id, r)| {
+                if r.version == RECORD_VERSION && r.workspace_id == id {
+                    return Some(r);
+                }
+                tracing::error!(
+                    workspace_id = %id,
+                    version = r.version,
+                    "workspace record has an unknown version or a mismatched id; skipped"
+                );
+                None
+            })
+            .collect())
     }
 }
