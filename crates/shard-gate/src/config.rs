@@ -70,18 +70,31 @@ const PATH_TOOLS: &[&str] = &["read", "write", "edit", "grep", "find", "ls"];
 /// left out: unattended allowing must be what the user wrote, never what a forgotten or
 /// misspelt key implies. `command = "*"` / `path = "**"` say "everything" explicitly.
 /// Deny rules are never checked: a broad deny only refuses more.
+/// A tool name with glob characters (e.g. `mcp__github__*`) is judged by the built-in
+/// tools it would match, so `ba?h` needs a `command` as `bash` does.
 pub fn check_allow_rule(rule: &RuleConfig) -> Result<(), String> {
     let tool = rule.tool.as_str();
-    let missing = match tool {
-        "bash" if rule.command.is_none() => Some("`command`"),
-        "*" if rule.command.is_none() && rule.path.is_none() => Some("`command` or `path`"),
-        t if PATH_TOOLS.contains(&t) && rule.path.is_none() => Some("`path`"),
-        _ => None,
+    let names = |name: &str| -> bool {
+        if tool == name {
+            return true;
+        }
+        tool != "*"
+            && tool.contains(['*', '?', '[', '{'])
+            && globset::Glob::new(tool).is_ok_and(|g| g.compile_matcher().is_match(name))
+    };
+    let missing = if tool == "*" {
+        (rule.command.is_none() && rule.path.is_none()).then_some("`command` or `path`")
+    } else if names("bash") && rule.command.is_none() {
+        Some("`command`")
+    } else if PATH_TOOLS.iter().any(|t| names(t)) && rule.path.is_none() {
+        Some("`path`")
+    } else {
+        None
     };
     match missing {
         None => Ok(()),
         Some(keys) => {
-            let example = if tool == "bash" || (tool == "*" && rule.path.is_none()) {
+            let example = if keys != "`path`" {
                 "`command = \"*\"`"
             } else {
                 "`path = \"**\"`"
@@ -190,6 +203,10 @@ mod tests {
             ),
             ("[[headless.allow]]\ntool = \"edit\"\ncommand = \"x\"\n", 1),
             ("[[headless.allow]]\ntool = \"*\"\n", 1),
+            // A glob is judged by the built-in tools it matches.
+            ("[[headless.allow]]\ntool = \"ba?h\"\n", 1),
+            ("[[headless.allow]]\ntool = \"?*\"\ncommand = \"ls\"\n", 1),
+            ("[[headless.allow]]\ntool = \"{bash,write}\"\ncommand = \"*\"\n", 1),
         ] {
             let e = parse(text).unwrap_err();
             assert!(
@@ -206,11 +223,12 @@ mod tests {
              [[headless.allow]]\ntool = \"write\"\npath = \"**\"\n\
              [[headless.allow]]\ntool = \"*\"\npath = \"docs/**\"\n\
              [[headless.allow]]\ntool = \"ask_user\"\n\
+             [[headless.allow]]\ntool = \"mcp__time__*\"\n\
              [[permissions.deny]]\ntool = \"bash\"\n\
              [[permissions.deny]]\ntool = \"*\"\n",
         )
         .unwrap();
-        assert_eq!(ok.headless.allow.len(), 4);
+        assert_eq!(ok.headless.allow.len(), 5);
         assert_eq!(ok.permissions.deny.len(), 2);
         assert_eq!(ok.headless.timeout_secs, 600);
     }
