@@ -206,7 +206,10 @@ mod tests {
             // A glob is judged by the built-in tools it matches.
             ("[[headless.allow]]\ntool = \"ba?h\"\n", 1),
             ("[[headless.allow]]\ntool = \"?*\"\ncommand = \"ls\"\n", 1),
-            ("[[headless.allow]]\ntool = \"{bash,write}\"\ncommand = \"*\"\n", 1),
+            (
+                "[[headless.allow]]\ntool = \"{bash,write}\"\ncommand = \"*\"\n",
+                1,
+            ),
         ] {
             let e = parse(text).unwrap_err();
             assert!(

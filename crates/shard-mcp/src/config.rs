@@ -132,8 +132,12 @@ pub struct ServerSpec {
     pub read_only_tools: Vec<String>,
     /// Per-call timeout.
     pub timeout: Duration,
-    /// The environment variables its `env` and `headers` were expanded from.
+    /// The environment variables its secrets were expanded from: every variable of its
+    /// `env` and `headers`, and the secret-looking ones (`*_TOKEN`, `*_KEY`, …) of its
+    /// `command`, `args` and `url`. Other tools and servers never see them.
     pub secret_vars: Vec<String>,
+    /// The values of those secrets, removed from any message that might quote them.
+    pub secret_values: Vec<String>,
 }
 
 impl ServerSpec {
@@ -162,6 +166,25 @@ pub fn valid_name(name: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
+
+/// Variables a server's `env` may pass on that are nobody's secret: taking them from every
+/// other tool (as a server's secrets are) would break those tools.
+const SHARED_VARS: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LC_ALL",
+    "TERM",
+    "TMPDIR",
+    "PWD",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_RUNTIME_DIR",
+];
 
 /// Validates one server and expands its variables with `env`.
 pub fn spec(
@@ -233,23 +256,47 @@ pub fn spec(
             )));
         }
     };
+    let inline = cfg
+        .command
+        .iter()
+        .chain(cfg.url.iter())
+        .chain(cfg.args.iter())
+        .flat_map(|v| referenced_vars(v))
+        .filter(|v| shard_sandbox::hardening::looks_secret(v));
+    let secret_vars: Vec<String> = cfg
+        .env
+        .values()
+        .chain(cfg.headers.values())
+        .flat_map(|v| referenced_vars(v))
+        .filter(|v| !SHARED_VARS.contains(&v.as_str()))
+        .chain(inline)
+        .collect();
+    let secret_values = match &transport {
+        Transport::Stdio { env, .. } => env.values().cloned().collect::<Vec<_>>(),
+        Transport::Http { headers, .. } => headers.values().cloned().collect(),
+    }
+    .into_iter()
+    .chain(secret_vars.iter().filter_map(|v| env(v)))
+    .collect();
     Ok(ServerSpec {
         name: name.to_string(),
         origin,
         transport,
-        read_only: cfg.read_only,
-        read_only_tools: cfg.read_only_tools.clone(),
+        // Only the user's own configuration may waive the question: a project's file
+        // comes with the repository, and approving it shows its commands, not these flags.
+        read_only: origin == Origin::User && cfg.read_only,
+        read_only_tools: if origin == Origin::User {
+            cfg.read_only_tools.clone()
+        } else {
+            Vec::new()
+        },
         timeout: cfg
             .timeout_secs
             .filter(|s| *s > 0)
             .map(Duration::from_secs)
             .unwrap_or(DEFAULT_TIMEOUT),
-        secret_vars: cfg
-            .env
-            .values()
-            .chain(cfg.headers.values())
-            .flat_map(|v| referenced_vars(v))
-            .collect(),
+        secret_vars,
+        secret_values,
     })
 }
 
@@ -348,6 +395,8 @@ mod tests {
     fn env(k: &str) -> Option<String> {
         match k {
             "TOKEN" => Some("s3cret".into()),
+            "GH_TOKEN" => Some("ghp_abcdef".into()),
+            "HOME" => Some("/home/u".into()),
             "EMPTY" => Some(String::new()),
             _ => None,
         }
@@ -398,6 +447,36 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn only_the_user_marks_tools_read_only_and_inline_secrets_count() {
+        let cfg = ServerConfig {
+            command: Some("srv".into()),
+            args: vec!["--token".into(), "${GH_TOKEN}".into(), "${NOPE:-.}".into()],
+            env: [("HOME".to_string(), "${HOME}".to_string())].into(),
+            read_only: true,
+            read_only_tools: vec!["get".into()],
+            ..Default::default()
+        };
+        let p = Path::new(".mcp.json");
+        let project = spec("s", &cfg, Origin::Project, p, &env).unwrap();
+        assert!(
+            !project.tool_is_read_only("get"),
+            "a project file cannot waive asking"
+        );
+        let user = spec("s", &cfg, Origin::User, p, &env).unwrap();
+        assert!(user.tool_is_read_only("get"));
+        // The token in `args` is a secret of this server: hidden from others, redacted.
+        assert!(
+            user.secret_vars.contains(&"GH_TOKEN".to_string()),
+            "{:?}",
+            user.secret_vars
+        );
+        assert!(!user.secret_vars.contains(&"NOPE".to_string()));
+        // Passing HOME on does not take it from every other tool.
+        assert!(!user.secret_vars.contains(&"HOME".to_string()));
+        assert!(user.secret_values.contains(&"ghp_abcdef".to_string()));
     }
 
     #[test]

@@ -80,15 +80,11 @@ impl ServerShared {
         *lock(&self.state) = state;
     }
 
-    /// Removes the server's secret values (its env values and header values) from a
+    /// Removes the server's secret values (`ServerSpec::secret_values`) from a
     /// message that may quote them (a server's stderr, an HTTP error).
     pub fn redact(&self, text: &str) -> String {
-        let secrets: Vec<&String> = match &self.spec.transport {
-            Transport::Stdio { env, .. } => env.values().collect(),
-            Transport::Http { headers, .. } => headers.values().collect(),
-        };
         let mut out = text.to_string();
-        for s in secrets {
+        for s in &self.spec.secret_values {
             if s.len() >= 4 {
                 out = out.replace(s.as_str(), "[redacted]");
             }

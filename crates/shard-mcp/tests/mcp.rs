@@ -49,6 +49,7 @@ fn stdio_spec(name: &str, env: BTreeMap<String, String>, timeout: Duration) -> S
         read_only_tools: vec!["echo".into()],
         timeout,
         secret_vars: vec![],
+        secret_values: vec![],
     }
 }
 
@@ -256,6 +257,7 @@ async fn http_server_with_headers() {
         read_only_tools: vec![],
         timeout: Duration::from_secs(20),
         secret_vars: vec![],
+        secret_values: vec![],
     };
     let (tx, mut rx) = mpsc::channel(16);
     let mgr = McpManager::start(vec![spec], ctx(dir.path(), vec![]), tx);
