@@ -141,8 +141,19 @@ pub fn resolve(
         out.start
             .push(config::spec(name, cfg, Origin::User, user_file, env)?);
     }
-    let Some(project) = config::read_project(cwd)? else {
-        return Ok(out);
+    // The project's file comes with the repository: a broken or hostile one is reported
+    // as not started, never a reason for the Runtime not to start (the user's own
+    // config.toml stays strict).
+    let project = match config::read_project(cwd) {
+        Ok(Some(p)) => p,
+        Ok(None) => return Ok(out),
+        Err(e) => {
+            out.skipped.push(Skipped {
+                name: ".mcp.json".into(),
+                reason: e.to_string(),
+            });
+            return Ok(out);
+        }
     };
     let approved =
         approval::Approvals::for_file(shard_home, &project.path).is_approved(&project.sha256);
@@ -164,16 +175,17 @@ pub fn resolve(
             });
             continue;
         }
-        out.start.push(config::spec(
-            name,
-            cfg,
-            Origin::Project,
-            &project.path,
-            env,
-        )?);
+        match config::spec(name, cfg, Origin::Project, &project.path, env) {
+            Ok(spec) => out.start.push(spec),
+            Err(e) => out.skipped.push(Skipped {
+                name: name.clone(),
+                reason: e.to_string(),
+            }),
+        }
     }
     Ok(out)
 }
+
 
 /// The running servers of one Runtime. Dropping it stops them.
 pub struct McpManager {
@@ -229,5 +241,52 @@ impl McpManager {
 impl Drop for McpManager {
     fn drop(&mut self) {
         self.cancel.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn a_broken_project_file_is_skipped_not_fatal() {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let file = cwd.path().join(".mcp.json");
+        let user = McpConfig::default();
+        let none = |_: &str| None;
+        std::fs::write(&file, "{\"mcpServers\": {\"x\": {\"command\": ").unwrap();
+        let r = resolve(
+            &user,
+            Path::new("config.toml"),
+            home.path(),
+            cwd.path(),
+            &none,
+        )
+        .unwrap();
+        assert!(r.start.is_empty());
+        assert_eq!(r.skipped.len(), 1);
+        assert!(r.skipped[0].reason.contains(".mcp.json"), "{:?}", r.skipped);
+
+        // Approved, but one server names a variable this machine lacks: that one is skipped.
+        let text = r#"{"mcpServers": {"a": {"command": "a"}, "b": {"command": "${NOT_HERE}"}}}"#;
+        std::fs::write(&file, text).unwrap();
+        let hash = approval::sha256_hex(text.as_bytes());
+        approval::Approvals::for_file(home.path(), &file)
+            .approve(&file, &hash)
+            .unwrap();
+        let r = resolve(
+            &user,
+            Path::new("config.toml"),
+            home.path(),
+            cwd.path(),
+            &none,
+        )
+        .unwrap();
+        assert_eq!(r.start.len(), 1);
+        assert_eq!(r.start[0].name, "a");
+        assert_eq!(r.skipped.len(), 1);
+        assert!(r.skipped[0].reason.contains("NOT_HERE"), "{:?}", r.skipped);
     }
 }
