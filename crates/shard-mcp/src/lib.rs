@@ -186,7 +186,6 @@ pub fn resolve(
     Ok(out)
 }
 
-
 /// The running servers of one Runtime. Dropping it stops them.
 pub struct McpManager {
     servers: Vec<Arc<server::ServerShared>>,

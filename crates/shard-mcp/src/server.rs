@@ -121,11 +121,40 @@ impl ClientHandler for Handler {
 
 type Client = RunningService<RoleClient, Handler>;
 
+/// A stdio server's process group, recorded in the tracker (so a daemon can kill it after
+/// a crash) for exactly as long as this guard lives: dropping it — a normal stop, a failed
+/// `initialize`, a connect that timed out or was cancelled — kills the group and forgets it.
+struct GroupGuard {
+    pgid: i32,
+    processes: ProcessTracker,
+}
+
+impl GroupGuard {
+    fn new(pgid: i32, processes: &ProcessTracker) -> GroupGuard {
+        processes.register(pgid);
+        GroupGuard {
+            pgid,
+            processes: processes.clone(),
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        // The server's own children go with it.
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.pgid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        self.processes.unregister(self.pgid);
+    }
+}
+
 /// A live connection and what ends with it.
 struct Connection {
     client: Client,
-    /// The child's process group, recorded in the tracker while it lives.
-    pgid: Option<i32>,
+    /// A stdio server's process group.
+    group: Option<GroupGuard>,
     /// The last lines the child wrote to stderr (a crash's reason).
     stderr: Arc<Mutex<Vec<String>>>,
 }
@@ -151,15 +180,7 @@ pub(crate) async fn supervise(
             Err(reason) => reason,
             Ok(conn) => {
                 let started = tokio::time::Instant::now();
-                let reason = serve(
-                    &shared,
-                    conn,
-                    &sink,
-                    &cancel,
-                    &mut changed_rx,
-                    &ctx.processes,
-                )
-                .await;
+                let reason = serve(&shared, conn, &sink, &cancel, &mut changed_rx).await;
                 if cancel.is_cancelled() {
                     shared.set_state(ServerState::Stopped);
                     return;
@@ -205,11 +226,10 @@ async fn serve(
     sink: &mpsc::Sender<McpUpdate>,
     cancel: &CancellationToken,
     changed: &mut mpsc::Receiver<()>,
-    processes: &ProcessTracker,
 ) -> String {
     let Connection {
         client,
-        pgid,
+        group,
         stderr,
     } = conn;
     let peer = client.peer().clone();
@@ -243,16 +263,10 @@ async fn serve(
     if let Some(c) = closed.take() {
         c.cancel();
     }
-    // Dropping the service kills the child (process-wrap's kill-on-drop); the whole
-    // group goes too, so a server's own children do not outlive it.
+    // Dropping the service kills the child (process-wrap's kill-on-drop); dropping the
+    // group guard kills the rest of its group, so a server's own children do not outlive it.
     drop(waiting);
-    if let Some(pgid) = pgid {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pgid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-        processes.unregister(pgid);
-    }
+    drop(group);
     if cancel.is_cancelled() {
         let _ = sink
             .send(McpUpdate {
@@ -362,10 +376,10 @@ async fn connect(
                 .stderr(std::process::Stdio::piped())
                 .spawn()
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-            let pgid = transport.id().and_then(|p| i32::try_from(p).ok());
-            if let Some(pgid) = pgid {
-                ctx.processes.register(pgid);
-            }
+            let group = transport
+                .id()
+                .and_then(|p| i32::try_from(p).ok())
+                .map(|pgid| GroupGuard::new(pgid, &ctx.processes));
             let stderr = Arc::new(Mutex::new(Vec::new()));
             if let Some(child_stderr) = child_stderr {
                 let keep = stderr.clone();
@@ -380,11 +394,7 @@ async fn connect(
                     }
                 });
             }
-            let processes = ctx.processes.clone();
             let client = handler.serve(transport).await.map_err(|e| {
-                if let Some(pgid) = pgid {
-                    processes.unregister(pgid);
-                }
                 let tail = lock(&stderr).join(" | ");
                 if tail.is_empty() {
                     format!("`initialize` failed: {e}")
@@ -394,7 +404,7 @@ async fn connect(
             })?;
             Ok(Connection {
                 client,
-                pgid,
+                group,
                 stderr,
             })
         }
@@ -418,7 +428,7 @@ async fn connect(
                 .map_err(|e| format!("`initialize` failed: {}", tidy(&e.to_string())))?;
             Ok(Connection {
                 client,
-                pgid: None,
+                group: None,
                 stderr: Arc::new(Mutex::new(Vec::new())),
             })
         }
