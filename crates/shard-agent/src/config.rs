@@ -32,6 +32,8 @@ pub struct Config {
     pub compaction: CompactionConfig,
     /// `[mcp.servers.NAME]`: the user's MCP servers (docs/mcp.md).
     pub mcp: shard_mcp::McpConfig,
+    /// `[workspaces]`: where the daemon puts workspace worktrees (docs/workspaces.md).
+    pub workspaces: WorkspacesConfig,
     /// The whole file as parsed, for readers of sections this crate does not own.
     #[serde(skip)]
     pub raw: toml::Table,
@@ -52,6 +54,33 @@ pub struct ModeConfig {
     /// Added to the system prompt.
     #[serde(default)]
     pub prompt: Option<String>,
+}
+
+/// `[workspaces]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkspacesConfig {
+    /// Root of workspace worktrees (absolute, or `~/…`); default `SHARD_HOME/workspaces`.
+    pub root: Option<String>,
+}
+
+impl WorkspacesConfig {
+    /// The configured root as an absolute path (`~/` expanded from `HOME`), if any.
+    pub fn root_path(&self) -> Result<Option<std::path::PathBuf>, String> {
+        let Some(r) = &self.root else {
+            return Ok(None);
+        };
+        let p = match r.strip_prefix("~/") {
+            Some(rest) => std::env::var_os("HOME")
+                .map(|h| std::path::PathBuf::from(h).join(rest))
+                .ok_or("config.toml [workspaces] root uses ~ but HOME is not set")?,
+            None => std::path::PathBuf::from(r),
+        };
+        if !p.is_absolute() {
+            return Err("config.toml [workspaces] root must be an absolute path".into());
+        }
+        Ok(Some(p))
+    }
 }
 
 /// `[tools]`.

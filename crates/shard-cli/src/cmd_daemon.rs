@@ -88,11 +88,21 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
     };
     // The daemon reads only the gate's sections, but its agents read the rest: a file
     // they would refuse is refused here, before anything listens.
-    if let Err(e) = shard_agent::config::Config::load(&home) {
-        eprintln!("shard: {e}");
-        return ExitCode::FAILURE;
-    }
+    let agent_cfg = match shard_agent::config::Config::load(&home) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("shard: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut cfg = DaemonConfig::new(home);
+    cfg.workspaces_root = match agent_cfg.workspaces.root_path() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("shard: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     if let Err(e) = cfg.load_headless() {
         eprintln!("shard: {e}");
         return ExitCode::FAILURE;

@@ -33,6 +33,8 @@ pub struct DaemonConfig {
     pub headless_allow: Vec<shard_gate::rules::Rule>,
     /// Subagent launch limits (tasks per job, depth).
     pub launch_limits: crate::jobs::LaunchLimits,
+    /// `[workspaces] root` of `config.toml`; None: `SHARD_HOME/workspaces`.
+    pub workspaces_root: Option<PathBuf>,
 }
 
 impl DaemonConfig {
@@ -51,6 +53,7 @@ impl DaemonConfig {
             agent_exe: None,
             headless_allow: Vec::new(),
             launch_limits: crate::jobs::LaunchLimits::default(),
+            workspaces_root: None,
         }
     }
 

@@ -868,3 +868,33 @@ async fn the_agent_commits_in_its_own_worktree() {
     );
     assert_eq!(st["dirty_files"], 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_root_holds_the_worktrees() {
+    if !have_git() {
+        return;
+    }
+    let h = home();
+    let r = repo(h.path(), "project");
+    let trees = h.path().join("trees");
+    let sh = shard_home(h.path());
+    std::fs::write(
+        sh.join("config.toml"),
+        format!("[workspaces]\nroot = \"{}\"\n", trees.display()),
+    )
+    .unwrap();
+    // The daemon and the agents it starts both accept the section.
+    let d = Daemon::start(&sh, &[]);
+    let s = empty_script(h.path());
+    let c = d.client().await;
+    let created = create(&c, &r, &s, json!({})).await;
+    let wt = PathBuf::from(created["workspace"]["cwd"].as_str().unwrap());
+    assert!(
+        wt.starts_with(trees.canonicalize().unwrap()),
+        "{} is not under {}",
+        wt.display(),
+        trees.display()
+    );
+    assert!(wt.join("README.md").exists());
+    stop_agents(&c, &created).await;
+}

@@ -119,49 +119,31 @@ fn slug(label: &str) -> String {
     s.trim_end_matches('-').to_string()
 }
 
-/// `[workspaces] root` of `SHARD_HOME/config.toml`, else `SHARD_HOME/workspaces`.
+/// `[workspaces] root` of `SHARD_HOME/config.toml` (read once at daemon start), else
+/// `SHARD_HOME/workspaces`. The default is made owner-only like the rest of `SHARD_HOME`; a
+/// root the user chose is created when missing but its permissions are theirs.
 async fn root(shared: &Shared) -> Result<PathBuf, ProtocolError> {
-    let home = shared.cfg.home.clone();
     let default = shared.workspaces.store.dir().to_path_buf();
-    let configured = tokio::task::spawn_blocking(move || -> Result<Option<PathBuf>, String> {
-        let text = match std::fs::read_to_string(home.join("config.toml")) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("config.toml: {e}")),
-        };
-        let v: toml::Table = toml::from_str(&text).map_err(|e| format!("config.toml: {e}"))?;
-        let Some(r) = v
-            .get("workspaces")
-            .and_then(|w| w.get("root"))
-            .and_then(|r| r.as_str())
-        else {
-            return Ok(None);
-        };
-        let p = match r.strip_prefix("~/") {
-            Some(rest) => std::env::var_os("HOME")
-                .map(|h| PathBuf::from(h).join(rest))
-                .ok_or("config.toml [workspaces] root uses ~ but HOME is not set")?,
-            None => PathBuf::from(r),
-        };
-        if !p.is_absolute() {
-            return Err("config.toml [workspaces] root must be an absolute path".into());
+    let (dir, own) = match &shared.cfg.workspaces_root {
+        Some(r) => (r.clone(), false),
+        None => (default, true),
+    };
+    let made = dir.clone();
+    tokio::task::spawn_blocking(move || {
+        if own {
+            crate::fsutil::ensure_private_dir(&made)
+        } else {
+            std::fs::create_dir_all(&made)
         }
-        Ok(Some(p))
     })
     .await
     .map_err(|e| ProtocolError::new(ErrorCode::InternalError, e.to_string()))?
-    .map_err(invalid)?;
-    let dir = configured.unwrap_or(default);
-    let made = dir.clone();
-    tokio::task::spawn_blocking(move || crate::fsutil::ensure_private_dir(&made))
-        .await
-        .map_err(|e| ProtocolError::new(ErrorCode::InternalError, e.to_string()))?
-        .map_err(|e| {
-            ProtocolError::new(
-                ErrorCode::InternalError,
-                format!("could not create the workspaces root: {e}"),
-            )
-        })?;
+    .map_err(|e| {
+        ProtocolError::new(
+            ErrorCode::InternalError,
+            format!("could not create the workspaces root: {e}"),
+        )
+    })?;
     Ok(tokio::fs::canonicalize(&dir).await.unwrap_or(dir))
 }
 
