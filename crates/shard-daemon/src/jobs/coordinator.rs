@@ -110,13 +110,19 @@ async fn run_one(
         let run_id = run.run_id.clone();
         cat.live.entry(run_id).or_default().cancel.clone()
     };
-    shared
+    // Only a run still queued starts: a stop may have cancelled it since the check above.
+    let now = shared
         .jobs
         .transition(shared, job_id, index, |r| {
-            r.state = RunState::Starting;
-            r.started_at = Some(ids::now_millis());
+            if r.state == RunState::Queued {
+                r.state = RunState::Starting;
+                r.started_at = Some(ids::now_millis());
+            }
         })
         .await;
+    if now != Some(RunState::Starting) {
+        return (now.unwrap_or(RunState::Failed), None);
+    }
     let outcome = execute(shared, job_id, index, previous, &cancel).await;
     let text = outcome.final_text.clone();
     let state = shared
@@ -407,13 +413,19 @@ fn escalate(shared: &Arc<Shared>, agent_id: &str) {
 /// parent's turn is active, else `prompt`; a steer the Runtime refuses becomes a prompt.
 /// Marked `reported` once a Runtime accepted it.
 pub(crate) async fn report(shared: &Arc<Shared>, job_id: &str, index: usize) {
-    let Some((parent, text)) = ({
-        let cat = shared.jobs.lock();
-        cat.jobs.get(job_id).and_then(|j| {
+    let Some((parent, text, run_id)) = ({
+        let mut cat = shared.jobs.lock();
+        let claim = cat.jobs.get(job_id).and_then(|j| {
             let r = j.runs.get(index)?;
-            (r.state.is_terminal() && !r.reported)
-                .then(|| (j.parent_agent_id.clone(), report_text(job_id, r)))
-        })
+            (r.state.is_terminal() && !r.reported).then(|| {
+                (
+                    j.parent_agent_id.clone(),
+                    report_text(job_id, r),
+                    r.run_id.clone(),
+                )
+            })
+        });
+        claim.filter(|(_, _, run_id)| cat.reporting.insert(run_id.clone()))
     }) else {
         return;
     };
@@ -449,6 +461,7 @@ pub(crate) async fn report(shared: &Arc<Shared>, job_id: &str, index: usize) {
     } else {
         tracing::warn!(job_id, index, "the parent did not take a completion report");
     }
+    shared.jobs.lock().reporting.remove(&run_id);
 }
 
 /// The structured report a parent model reads (never the task text).

@@ -418,29 +418,9 @@ async fn stop(shared: &Arc<Shared>, s: SubagentStop) -> Result<Reply, ProtocolEr
     let mut cancelled = Vec::new();
     let mut job_id = job_of_handle;
     for (j, i) in targets {
-        let was_queued = shared
-            .jobs
-            .lock()
-            .jobs
-            .get(&j)
-            .and_then(|job| job.runs.get(i))
-            .is_some_and(|r| r.state == RunState::Queued);
-        let state = if was_queued {
-            let st = shared
-                .jobs
-                .transition(shared, &j, i, |r| {
-                    if r.state == RunState::Queued {
-                        r.state = RunState::Cancelled;
-                        r.error = Some("stopped by the parent".into());
-                        r.ended_at = Some(ids::now_millis());
-                    }
-                })
-                .await;
-            let sh = Arc::clone(shared);
-            let jj = j.clone();
-            tokio::spawn(async move { super::coordinator::report(&sh, &jj, i).await });
-            st
-        } else {
+        // The token first, whatever the state: a run that leaves the queue between these
+        // steps starts already cancelled (the coordinator picks the token up).
+        let state = {
             let mut cat = shared.jobs.lock();
             let run = cat.jobs.get(&j).and_then(|job| job.runs.get(i)).cloned();
             match run {
@@ -454,6 +434,27 @@ async fn stop(shared: &Arc<Shared>, s: SubagentStop) -> Result<Reply, ProtocolEr
                 }
                 _ => None,
             }
+        };
+        let state = match state {
+            Some(RunState::Queued) => {
+                let st = shared
+                    .jobs
+                    .transition(shared, &j, i, |r| {
+                        if r.state == RunState::Queued {
+                            r.state = RunState::Cancelled;
+                            r.error = Some("stopped by the parent".into());
+                            r.ended_at = Some(ids::now_millis());
+                        }
+                    })
+                    .await;
+                if st == Some(RunState::Cancelled) {
+                    let sh = Arc::clone(shared);
+                    let jj = j.clone();
+                    tokio::spawn(async move { super::coordinator::report(&sh, &jj, i).await });
+                }
+                st
+            }
+            other => other,
         };
         let Some(state) = state else { continue };
         let (run_id, agent_id) = {

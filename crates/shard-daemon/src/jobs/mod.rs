@@ -62,6 +62,9 @@ pub(crate) struct Catalog {
     pub jobs: HashMap<String, JobRecord>,
     /// Keyed by run id.
     pub live: HashMap<String, RunControl>,
+    /// Runs whose completion report is being delivered: one delivery at a time, so two
+    /// paths that end a run (a stop and a chain's cancel, say) never report it twice.
+    pub reporting: std::collections::HashSet<String>,
 }
 
 impl Catalog {
@@ -218,7 +221,10 @@ impl Jobs {
             (event, state)
         };
         if self.persist(job_id).await.is_err() {
-            // Memory moved on; the next write carries it. Announce only what is durable.
+            // Memory moved on; the next write carries it. Announce only what is durable,
+            // but wake the waiters: they read memory, and a run that ended must not leave
+            // a `subagent.wait` sleeping until its timeout.
+            self.changed.send_modify(|v| *v += 1);
             return Some(state);
         }
         if let Some(ev) = event {
