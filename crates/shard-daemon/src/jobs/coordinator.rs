@@ -219,11 +219,20 @@ async fn execute(
                 }
             }
         }
+        // A child that is never recorded leaves no prompt file behind.
+        let drop_prompt = |file: &Option<String>| {
+            if let Some(f) = file {
+                let f = f.clone();
+                tokio::task::spawn_blocking(move || std::fs::remove_file(f));
+            }
+        };
         if let Err(e) = shared.reserve_agent(&manifest) {
+            drop_prompt(&manifest.system_prompt_file);
             return failed(e.message);
         }
         if let Err(e) = shared.store.save(&manifest).await {
             shared.forget_agent(&agent_id);
+            drop_prompt(&manifest.system_prompt_file);
             return failed(format!("could not record the child agent: {e}"));
         }
     }
@@ -351,13 +360,7 @@ async fn write_prompt(
     }
     let dir = home.join("jobs").join("prompts");
     let path = dir.join(format!("{agent_id}.md"));
-    let p = path.clone();
-    tokio::task::spawn_blocking(move || {
-        crate::fsutil::ensure_private_dir(&dir)?;
-        crate::fsutil::atomic_write(&p, prompt.as_bytes())
-    })
-    .await
-    .map_err(std::io::Error::other)??;
+    crate::fsutil::save_record(dir, path.clone(), prompt.into_bytes()).await?;
     Ok(path.display().to_string())
 }
 
