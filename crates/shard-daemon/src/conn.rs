@@ -60,18 +60,12 @@ pub(crate) async fn serve(shared: Arc<Shared>, conn: Connection, _slot: ConnSlot
         mut inbound,
         outbound,
     } = conn;
-    if let Some(pid) = peer_pid {
-        let runtimes = shared.runtime_pids();
-        let daemon = std::process::id();
-        let verdict = tokio::task::spawn_blocking(move || {
-            crate::peer::check_ancestry(pid, daemon, &runtimes)
-        })
-        .await;
-        if let Ok(Err(why)) = verdict {
-            tracing::warn!(%peer, %why, "connection refused");
-            refuse(outbound, ErrorCode::PermissionDenied, why).await;
-            return;
-        }
+    if let Some(pid) = peer_pid
+        && let Err(why) = crate::peer::check_peer(&shared, pid).await
+    {
+        tracing::warn!(%peer, %why, "connection refused");
+        refuse(outbound, ErrorCode::PermissionDenied, why).await;
+        return;
     }
     let conn_id = shared.next();
     tracing::debug!(conn_id, %peer, ?principal, "client connected");

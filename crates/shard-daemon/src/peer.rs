@@ -15,6 +15,16 @@ fn parent_of(pid: u32) -> Option<u32> {
     after.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// [`check_ancestry`] for a connecting peer of this daemon, on a blocking thread (it
+/// reads `/proc`). A check that cannot run refuses: a door is closed unless proven safe.
+pub(crate) async fn check_peer(shared: &crate::core::Shared, pid: u32) -> Result<(), String> {
+    let runtimes = shared.runtime_pids();
+    let daemon = std::process::id();
+    tokio::task::spawn_blocking(move || check_ancestry(pid, daemon, &runtimes))
+        .await
+        .unwrap_or_else(|e| Err(format!("the peer check failed: {e}")))
+}
+
 /// `Err` with the reason when `peer` must be refused: it descends from a Runtime in
 /// `runtimes`, or from a child of the daemon (`daemon`) that is not a Runtime. A Runtime
 /// itself, and anything that does not descend from the daemon, is accepted.

@@ -45,10 +45,10 @@ impl ShutdownHandle {
     }
 
     /// `Err(reason)` when local process `pid` descends from one of the daemon's Runtimes
-    /// (issue 10 §5), for side doors such as the web door's admin socket. Reads `/proc`:
-    /// call it from a blocking task.
-    pub fn check_peer(&self, pid: u32) -> Result<(), String> {
-        crate::peer::check_ancestry(pid, std::process::id(), &self.shared.runtime_pids())
+    /// (issue 10 §5), for side doors such as the web door's admin socket; the same check
+    /// the unix socket makes, and like it refusing when the check itself fails.
+    pub async fn check_peer(&self, pid: u32) -> Result<(), String> {
+        crate::peer::check_peer(&self.shared, pid).await
     }
 }
 

@@ -113,12 +113,7 @@ async fn one(
         }
     } else {
         let verdict = match cred.pid().and_then(|p| u32::try_from(p).ok()) {
-            Some(pid) => {
-                let d = daemon.clone();
-                tokio::task::spawn_blocking(move || d.check_peer(pid))
-                    .await
-                    .unwrap_or(Ok(()))
-            }
+            Some(pid) => daemon.check_peer(pid).await,
             None => Err("no peer pid".to_string()),
         };
         match verdict {
