@@ -151,6 +151,8 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
         }
         if let Err(e) = door.write_daemon_json() {
             eprintln!("shard: {e}");
+            // Leaves no admin socket (or half a door) behind.
+            door.stop();
             return ExitCode::FAILURE;
         }
         match &door.info().public_url {

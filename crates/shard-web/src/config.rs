@@ -255,7 +255,9 @@ fn check_public_host(host: &str) -> Result<(), WebError> {
         ))
     };
     let (name, port) = host.rsplit_once(':').ok_or_else(bad)?;
+    // Browsers send Host in lowercase and it is compared exactly: a capital never matches.
     if name.is_empty()
+        || name != name.to_ascii_lowercase()
         || port.parse::<u16>().is_err()
         || host
             .bytes()
@@ -376,6 +378,17 @@ mod tests {
         assert!(e.contains("--allow-insecure-remote"), "{e}");
         let e = opts(|o| o.trust_proxy = Some("proxy.example".into())).unwrap_err();
         assert!(e.contains("--trust-proxy"), "{e}");
+    }
+
+    #[test]
+    fn a_public_host_with_capitals_is_refused() {
+        let e = opts(|o| {
+            o.trust_proxy = Some("loopback".into());
+            o.public_host = Some("Shard.example:443".into());
+            o.allowed_origins = vec!["https://shard.example".into()];
+        })
+        .unwrap_err();
+        assert!(e.contains("--public-host"), "{e}");
     }
 
     #[test]

@@ -141,14 +141,7 @@ impl WebDoor {
         let path = self.home.join("daemon.json");
         let bytes = serde_json::to_vec_pretty(&v)
             .map_err(|e| WebError::io("daemon.json", std::io::Error::other(e)))?;
-        use std::io::Write;
-        let mut tmp = tempfile::NamedTempFile::new_in(&self.home)
-            .map_err(|e| WebError::io(format!("writing {}", path.display()), e))?;
-        tmp.write_all(&bytes)
-            .map_err(|e| WebError::io(format!("writing {}", path.display()), e))?;
-        tmp.persist(&path)
-            .map_err(|e| WebError::io(format!("writing {}", path.display()), e.error))?;
-        Ok(())
+        store::write_atomic(&path, &bytes)
     }
 
     /// Closes every WebSocket and stops serving; removes `daemon.json` and the admin

@@ -261,19 +261,15 @@ impl SecurityStore {
     }
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WebError> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let ctx = |what: &str| format!("{what} {}", path.display());
-    // tempfile creates 0600 files.
-    let mut tmp =
-        tempfile::NamedTempFile::new_in(dir).map_err(|e| WebError::io(ctx("writing"), e))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| WebError::io(ctx("writing"), e))?;
-    tmp.persist(path)
-        .map_err(|e| WebError::io(ctx("replacing"), e.error))?;
-    Ok(())
+/// The project's one atomic replace (0600 temp file, fsync, rename, directory fsync), so
+/// a revoke survives a power cut.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WebError> {
+    shard_session::records::atomic_write(path, bytes).map_err(|e| {
+        WebError::io(
+            format!("writing {}", path.display()),
+            std::io::Error::other(e),
+        )
+    })
 }
 
 #[cfg(test)]
