@@ -273,10 +273,16 @@ impl AgentView {
         let added = older.len();
         let newer = std::mem::take(&mut self.messages);
         self.index.clear();
-        // Through `complete`, so the page's tool calls are known like the window's.
-        for m in older.iter().chain(newer.iter()) {
+        // Through `complete`, so the page's tool calls are known like the window's; the
+        // messages already held only move.
+        for m in &older {
             self.complete(m);
         }
+        let offset = self.messages.len();
+        for (i, m) in newer.iter().enumerate() {
+            self.index.insert(m.id.clone(), offset + i);
+        }
+        self.messages.extend(newer);
         self.truncated_before = truncated_before;
         added
     }
