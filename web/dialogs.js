@@ -17,7 +17,7 @@ const LEGACY = /** @type {Record<string, {label: string, accelerator: string}>} 
 
 export class Requests {
   /**
-   * @param {(cmd: Record<string, unknown>) => void} send
+   * @param {(cmd: Record<string, unknown>) => Promise<unknown>} send
    * @param {(text: string) => void} note
    */
   constructor(send, note) {
@@ -100,7 +100,14 @@ export class Requests {
     p.answeredHere = label;
     setDisabled(p.el, true);
     p.el.classList.add("answering");
-    this.send({ request_id: id, ...answer });
+    // An answer that never arrived (refused, or the socket dropped) gives the dialog back:
+    // the request is still pending and someone must be able to answer it.
+    this.send({ request_id: id, ...answer }).catch(() => {
+      if (this.pending.get(id) !== p) return;
+      p.answeredHere = null;
+      p.el.classList.remove("answering");
+      setDisabled(p.el, !this.live);
+    });
   }
 
   /** @param {any} r @returns {Pending} */

@@ -89,11 +89,15 @@ export class Pane {
   }
 
   /**
-   * A fire-and-forget per-agent command; a refusal is shown in the log.
+   * A per-agent command whose refusal is shown in the log; the returned promise still
+   * rejects, for callers that must undo something.
    * @param {Record<string, unknown>} cmd
+   * @returns {Promise<unknown>}
    */
   fire(cmd) {
-    this.conn.request({ ...cmd, agent_id: this.agentId }).catch((e) => this.conv.note(`${cmd.type}: ${e.message}`, "error"));
+    const sent = this.conn.request({ ...cmd, agent_id: this.agentId });
+    sent.catch((e) => this.conv.note(`${cmd.type}: ${e.message}`, "error"));
+    return sent;
   }
 
   /**
