@@ -186,7 +186,7 @@ mod tests {
         let cases = [
             (
                 "colour = \"red\"\n",
-                "config.toml:1: unknown key `colour` at the top level (expected one of: modes, permissions, headless, tools, providers, models, sandbox, compaction, mcp)",
+                "config.toml:1: unknown key `colour` at the top level (expected one of: modes, permissions, headless, tools, providers, models, sandbox, compaction, mcp, workspaces)",
             ),
             (
                 "[[modes]]\nname = \"review\"\npromt = \"be terse\"\n",
@@ -211,6 +211,10 @@ mod tests {
             (
                 "[mcp.servers.gh]\ncommand = \"gh-mcp\"\nenvs = { A = \"b\" }\n",
                 "config.toml:3: unknown key `envs` in [mcp.servers.gh]",
+            ),
+            (
+                "[workspaces]\nroots = \"/w\"\n",
+                "config.toml:2: unknown key `roots` in [workspaces] (expected: root)",
             ),
             (
                 "[[models]]\nid = \"ollama/qwen3\"\ncontext = 8000\n",
