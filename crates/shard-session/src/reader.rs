@@ -12,6 +12,16 @@ use shard_protocol::types::Message;
 use crate::error::SessionError;
 use crate::window::{Budget, collect, summary_message};
 
+/// One backward page of the live span (see [`SessionReader::page`]).
+struct Page {
+    messages: Vec<Message>,
+    truncated_before: Option<String>,
+    /// Whether the walk met the anchor (always true without one).
+    anchored: bool,
+    /// The last compaction's entry id, when the walk reached it.
+    summary_id: Option<String>,
+}
+
 /// What [`crate::Session::reader`] returns.
 #[derive(Debug)]
 pub struct SessionReader {
@@ -45,36 +55,11 @@ impl SessionReader {
     /// then the oldest messages (the summary counts as the oldest) are dropped and
     /// `truncated_before` names the first entry kept.
     pub fn live_window(&self, budget_bytes: usize) -> Result<LiveWindow, SessionError> {
-        let mut budget = Budget::new(budget_bytes);
-        let found = collect(
-            &self.file,
-            self.header_end,
-            self.transcript_len,
-            None,
-            |m| budget.admit(m),
-        )
-        .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?;
-        self.note_skipped(found.skipped);
-        let mut truncated = !found.complete;
-        let mut messages = found.messages;
-        messages.reverse();
-        if let (false, Some((entry_id, compaction))) = (truncated, &found.compaction) {
-            let summary = summary_message(entry_id, compaction);
-            if budget.admit_whole(&summary) {
-                messages.insert(0, summary);
-            } else {
-                truncated = true;
-            }
-        }
-        let truncated_before = if truncated {
-            messages.first().map(|m| m.id.clone())
-        } else {
-            None
-        };
+        let page = self.page(None, budget_bytes)?;
         Ok(LiveWindow {
-            messages,
+            messages: page.messages,
             compaction_index: self.compaction_index,
-            truncated_before,
+            truncated_before: page.truncated_before,
         })
     }
 
@@ -89,23 +74,10 @@ impl SessionReader {
         before: &str,
         budget_bytes: usize,
     ) -> Result<SessionHistoryData, SessionError> {
-        let mut budget = Budget::new(budget_bytes);
-        let found = collect(
-            &self.file,
-            self.header_end,
-            self.transcript_len,
-            Some(before),
-            |m| budget.admit(m),
-        )
-        .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?;
-        self.note_skipped(found.skipped);
-        if !found.anchored {
+        let page = self.page(Some(before), budget_bytes)?;
+        if !page.anchored {
             // The summary opens the window: nothing lies before it.
-            if found
-                .compaction
-                .as_ref()
-                .is_some_and(|(id, _)| id == before)
-            {
+            if page.summary_id.as_deref() == Some(before) {
                 return Ok(SessionHistoryData {
                     messages: Vec::new(),
                     truncated_before: None,
@@ -115,6 +87,26 @@ impl SessionReader {
                 "no message `{before}` in this session's live span"
             )));
         }
+        Ok(SessionHistoryData {
+            messages: page.messages,
+            truncated_before: page.truncated_before,
+        })
+    }
+
+    /// The backward walk behind [`Self::live_window`] and [`Self::history`]: messages
+    /// (before `anchor`, when given) within the budget, oldest first, the summary first
+    /// when the walk reached the window's start and it fits; else `truncated_before`.
+    fn page(&self, anchor: Option<&str>, budget_bytes: usize) -> Result<Page, SessionError> {
+        let mut budget = Budget::new(budget_bytes);
+        let found = collect(
+            &self.file,
+            self.header_end,
+            self.transcript_len,
+            anchor,
+            |m| budget.admit(m),
+        )
+        .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?;
+        self.note_skipped(found.skipped);
         let mut truncated = !found.complete;
         let mut messages = found.messages;
         messages.reverse();
@@ -131,9 +123,11 @@ impl SessionReader {
         } else {
             None
         };
-        Ok(SessionHistoryData {
+        Ok(Page {
             messages,
             truncated_before,
+            anchored: found.anchored,
+            summary_id: found.compaction.map(|(id, _)| id),
         })
     }
 

@@ -320,17 +320,14 @@ impl Runtime {
                 usize::try_from(b).unwrap_or(LIVE_WINDOW_BUDGET)
             })
             .clamp(HISTORY_MIN_BYTES, LIVE_WINDOW_BUDGET);
-        let read = self.session.reader().map_err(|e| e.to_string());
-        let page = match read {
-            Ok(reader) => {
-                match tokio::task::spawn_blocking(move || reader.history(&before, budget)).await {
-                    Ok(r) => r.map_err(|e| match e {
-                        SessionError::NotFound(m) => (ErrorCode::NotFound, m),
-                        other => (ErrorCode::InternalError, other.to_string()),
-                    }),
-                    Err(e) => Err((ErrorCode::InternalError, e.to_string())),
-                }
-            }
+        // The page's own error stays typed: an unknown id is NOT_FOUND, not a failure.
+        let page = match self
+            .read_session(move |reader| Ok(reader.history(&before, budget)))
+            .await
+        {
+            Ok(Ok(page)) => Ok(page),
+            Ok(Err(SessionError::NotFound(m))) => Err((ErrorCode::NotFound, m)),
+            Ok(Err(other)) => Err((ErrorCode::InternalError, other.to_string())),
             Err(e) => Err((ErrorCode::InternalError, e)),
         };
         match page {
