@@ -241,20 +241,32 @@ pub(super) async fn create(
     let made = parent.clone();
     let _ = tokio::task::spawn_blocking(move || crate::fsutil::ensure_private_dir(&made)).await;
     let path_arg = path.display().to_string();
+    // Git not even starting, or failing before the worktree exists, leaves nothing: the
+    // record committed above goes with the empty directory.
     let add = git::run(
         &rc,
         &["worktree", "add", "-b", &branch, &path_arg, &base_sha],
     )
-    .await
-    .map_err(|e| no_git(&e))?;
+    .await;
+    let failure = match &add {
+        Err(e) => Some(no_git(e)),
+        Ok(out) if !out.ok() && tokio::fs::metadata(&path).await.is_err() => {
+            Some(invalid(format!(
+                "git worktree add failed: {}",
+                redact(&out.why(), &repo.common_dir)
+            )))
+        }
+        Ok(_) => None,
+    };
+    if let Some(e) = failure {
+        let _ = shared.workspaces.store.remove(&workspace_id).await;
+        shared.workspaces.forget(&workspace_id);
+        let _ = tokio::fs::remove_dir(&parent).await;
+        return Err(e);
+    }
+    let add = add.map_err(|e| no_git(&e))?;
     if !add.ok() {
         let why = redact(&add.why(), &repo.common_dir);
-        if tokio::fs::metadata(&path).await.is_err() {
-            let _ = shared.workspaces.store.remove(&workspace_id).await;
-            shared.workspaces.forget(&workspace_id);
-            let _ = tokio::fs::remove_dir(&parent).await;
-            return Err(invalid(format!("git worktree add failed: {why}")));
-        }
         // Git made the worktree but reported a failure (a failing post-checkout hook):
         // it is kept and recorded, never deleted behind the user's back.
         return Err(ProtocolError::new(
@@ -401,6 +413,13 @@ pub(super) async fn attach(
     a: WorkspaceAttach,
 ) -> Result<Reply, ProtocolError> {
     check_version(a.version)?;
+    shared
+        .workspaces
+        .get(&a.workspace_id)
+        .ok_or_else(not_found)?;
+    let guard = begin(shared, &a.workspace_id)?;
+    // Read under the guard: a retire that finished just before must not be overwritten
+    // by a stale active copy when the new agent is recorded.
     let mut rec = shared
         .workspaces
         .get(&a.workspace_id)
@@ -408,7 +427,6 @@ pub(super) async fn attach(
     if rec.lifecycle == WorkspaceLifecycle::Retired {
         return Err(invalid("the workspace is retired"));
     }
-    let guard = begin(shared, &a.workspace_id)?;
     if !tokio::fs::metadata(&rec.cwd)
         .await
         .is_ok_and(|m| m.is_dir())

@@ -181,13 +181,13 @@ fn check_version(v: Option<u32>) -> Result<(), ProtocolError> {
     }
 }
 
-/// Handles a `workspace.*` command (everything but `list` runs git: a spawned task).
+/// Handles a `workspace.*` command: each runs as a spawned task (git, or the disk).
 pub(crate) fn dispatch(core: &Arc<Shared>, command: Command) -> Handled {
     let core = Arc::clone(core);
     let work: futures::future::BoxFuture<'static, Result<Reply, ProtocolError>> = match command {
         Command::WorkspaceCreate(c) => Box::pin(async move { create::create(&core, c).await }),
         Command::WorkspaceAttach(a) => Box::pin(async move { create::attach(&core, a).await }),
-        Command::WorkspaceList(l) => return Handled::Now(status::list(&core, &l)),
+        Command::WorkspaceList(l) => Box::pin(async move { status::list(&core, &l).await }),
         Command::WorkspaceStatus(r) => Box::pin(async move { status::status(&core, r).await }),
         Command::WorkspaceRetire(r) => Box::pin(async move { retire::retire(&core, r).await }),
         other => {

@@ -21,13 +21,21 @@ use crate::reply::{ProtocolError, Reply};
 /// `workspace.list`: grouped by repository (`repository_cwd`), oldest first in a group;
 /// `cwd` narrows to the repository that directory belongs to (matched by its main
 /// checkout or by one of its workspaces).
-pub(super) fn list(shared: &Arc<Shared>, l: &WorkspaceList) -> Result<Reply, ProtocolError> {
+pub(super) async fn list(shared: &Arc<Shared>, l: &WorkspaceList) -> Result<Reply, ProtocolError> {
     check_version(l.version)?;
+    // Resolving `cwd` touches the disk: never on the connection's read loop.
+    let cwd = match &l.cwd {
+        None => None,
+        Some(c) => Some(
+            tokio::fs::canonicalize(c)
+                .await
+                .unwrap_or_else(|_| PathBuf::from(c)),
+        ),
+    };
     let all = shared.workspaces.all();
-    let wanted: Option<String> = match &l.cwd {
+    let wanted: Option<String> = match cwd {
         None => None,
         Some(c) => {
-            let c = std::fs::canonicalize(c).unwrap_or_else(|_| PathBuf::from(c));
             let hit = all
                 .iter()
                 .find(|r| c.starts_with(&r.repository_cwd) || c.starts_with(&r.cwd));
