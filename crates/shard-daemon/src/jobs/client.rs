@@ -20,6 +20,8 @@ type Waiting = Arc<Mutex<HashMap<String, oneshot::Sender<Response>>>>;
 pub(crate) struct InternalClient {
     outbox: Arc<Outbox>,
     waiting: Waiting,
+    /// Set when the reader ended: no response can arrive any more.
+    closed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl InternalClient {
@@ -29,6 +31,8 @@ impl InternalClient {
         let waiting: Waiting = Arc::default();
         let reader_outbox = Arc::clone(&outbox);
         let reader_waiting = Arc::clone(&waiting);
+        let closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader_closed = Arc::clone(&closed);
         tokio::spawn(async move {
             while let Some(frame) = rx.recv().await {
                 reader_outbox.taken(&frame);
@@ -45,8 +49,18 @@ impl InternalClient {
                     let _ = tx.send(r);
                 }
             }
+            // The queue closed (over its caps): nobody will answer what is waiting, so
+            // those receivers fail now instead of hanging, and later sends are refused.
+            let mut w = reader_waiting.lock().unwrap_or_else(|p| p.into_inner());
+            w.clear();
+            w.shrink_to_fit();
+            reader_closed.store(true, std::sync::atomic::Ordering::Release);
         });
-        InternalClient { outbox, waiting }
+        InternalClient {
+            outbox,
+            waiting,
+            closed,
+        }
     }
 
     /// Sends `command` to `agent_id`; the receiver gets the Runtime's response (or the
@@ -59,10 +73,16 @@ impl InternalClient {
     ) -> Result<oneshot::Receiver<Response>, ProtocolError> {
         let id = format!("job-client-{}", shared.next());
         let (tx, rx) = oneshot::channel();
-        self.waiting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id.clone(), tx);
+        {
+            let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+                return Err(ProtocolError::new(
+                    shard_protocol::ErrorCode::InternalError,
+                    "the daemon's internal client queue closed",
+                ));
+            }
+            w.insert(id.clone(), tx);
+        }
         let responder = Responder::new(
             Arc::clone(&self.outbox),
             Some(id.clone()),
