@@ -65,11 +65,7 @@ pub fn run(args: McpArgs) -> ExitCode {
 }
 
 fn cwd_of(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
-    let cwd = match cwd {
-        Some(c) => c,
-        None => std::env::current_dir()?,
-    };
-    std::fs::canonicalize(&cwd).map_err(|e| usage(format!("{}: {e}", cwd.display())))
+    common::canonical_cwd(cwd).map_err(usage)
 }
 
 fn approve(args: ApproveArgs) -> anyhow::Result<ExitCode> {

@@ -47,28 +47,18 @@ pub struct NewArgs {
 
 /// Runs `shard new`: prints the new agent's id on stdout.
 pub fn new(args: NewArgs) -> ExitCode {
-    let cwd = match args.cwd.clone().map_or_else(std::env::current_dir, Ok) {
+    let cwd = match crate::common::canonical_cwd(args.cwd.clone()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("shard new: {e}");
             return ExitCode::from(crate::common::EXIT_USAGE);
         }
     };
-    let cwd = match std::fs::canonicalize(&cwd) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("shard new: {}: {e}", cwd.display());
-            return ExitCode::from(crate::common::EXIT_USAGE);
-        }
-    };
-    // The daemon takes the scripted provider's script as its model (docs/daemon.md).
-    let (provider, model) = match &args.script {
-        Some(s) => {
-            let s = std::fs::canonicalize(s).unwrap_or_else(|_| s.clone());
-            (Some("scripted".to_string()), Some(s.display().to_string()))
-        }
-        None => (args.provider.clone(), args.model.clone()),
-    };
+    let (provider, model) = crate::common::provider_and_model(
+        args.script.as_deref(),
+        args.provider.clone(),
+        args.model.clone(),
+    );
     with_client(|c| async move {
         let create = AgentCreate {
             cwd: cwd.display().to_string(),

@@ -62,13 +62,11 @@ struct AgentFlags {
 
 impl AgentFlags {
     fn provider_model(&self) -> (Option<String>, Option<String>) {
-        match &self.script {
-            Some(s) => {
-                let s = std::fs::canonicalize(s).unwrap_or_else(|_| s.clone());
-                (Some("scripted".into()), Some(s.display().to_string()))
-            }
-            None => (self.provider.clone(), self.model.clone()),
-        }
+        crate::common::provider_and_model(
+            self.script.as_deref(),
+            self.provider.clone(),
+            self.model.clone(),
+        )
     }
 }
 
@@ -161,14 +159,10 @@ struct Planned {
 }
 
 fn cwd_of(p: Option<PathBuf>) -> Result<String, ExitCode> {
-    let p = p.map_or_else(std::env::current_dir, Ok).map_err(|e| {
-        eprintln!("shard ws: {e}");
-        ExitCode::from(EXIT_USAGE)
-    })?;
-    std::fs::canonicalize(&p)
+    crate::common::canonical_cwd(p)
         .map(|c| c.display().to_string())
         .map_err(|e| {
-            eprintln!("shard ws: {}: {e}", p.display());
+            eprintln!("shard ws: {e}");
             ExitCode::from(EXIT_USAGE)
         })
 }

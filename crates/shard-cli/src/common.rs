@@ -60,6 +60,31 @@ pub fn latest_session(home: &Path, cwd: &Path) -> anyhow::Result<String> {
         .ok_or_else(|| usage(format!("no earlier session in {}", cwd.display())))
 }
 
+/// The directory a command works on: `--cwd` or the current one, made canonical (the
+/// daemon and the session store compare paths). `Err` is the message for a usage error.
+pub fn canonical_cwd(cwd: Option<PathBuf>) -> Result<PathBuf, String> {
+    let cwd = cwd
+        .map_or_else(std::env::current_dir, Ok)
+        .map_err(|e| e.to_string())?;
+    std::fs::canonicalize(&cwd).map_err(|e| format!("{}: {e}", cwd.display()))
+}
+
+/// The provider and model to ask the daemon for: a `--script` means the scripted provider,
+/// whose script path travels as the model (docs/daemon.md).
+pub fn provider_and_model(
+    script: Option<&Path>,
+    provider: Option<String>,
+    model: Option<String>,
+) -> (Option<String>, Option<String>) {
+    match script {
+        Some(s) => {
+            let s = std::fs::canonicalize(s).unwrap_or_else(|_| s.to_path_buf());
+            (Some("scripted".into()), Some(s.display().to_string()))
+        }
+        None => (provider, model),
+    }
+}
+
 /// `SHARD_HOME`, default `~/.shard`.
 pub fn shard_home() -> anyhow::Result<PathBuf> {
     if let Some(h) = std::env::var_os("SHARD_HOME").filter(|h| !h.is_empty()) {
