@@ -400,7 +400,7 @@ pub fn descriptor(
             if let Some(p) = path {
                 v.push(Line::styled(strip(p), theme.bold()));
             }
-            let mut code = super::highlight::Code::new(&lang);
+            let mut code = super::highlight::Code::new(&lang, theme);
             for (i, l) in clean.lines().enumerate() {
                 let mut spans = vec![Span::styled(format!("{:>w$} │ ", i + 1), theme.dim())];
                 spans.extend(code.line(l, theme));

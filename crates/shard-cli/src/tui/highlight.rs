@@ -63,7 +63,7 @@ fn warm_up() {
     // Parsing does not depend on the colours; any theme exercises the grammar.
     let theme = Theme::from_env();
     for (lang, sample) in WARM_UP {
-        let mut code = Code::new(lang);
+        let mut code = Code::new(lang, &theme);
         for line in sample.lines() {
             code.line(line, &theme);
         }
@@ -79,10 +79,11 @@ pub struct Code {
 }
 
 impl Code {
-    /// A block in `lang` (a name or a file extension: `rust`, `rs`, `Python`, `sh`…).
-    pub fn new(lang: &str) -> Code {
+    /// A block in `lang` (a name or a file extension: `rust`, `rs`, `Python`, `sh`…);
+    /// plain under a colourless theme, which never loads the grammars.
+    pub fn new(lang: &str, theme: &Theme) -> Code {
         let lang = lang.trim();
-        if lang.is_empty() {
+        if lang.is_empty() || !theme.coloured_output() {
             return Code { state: None };
         }
         let ss = syntaxes();
@@ -226,7 +227,7 @@ mod tests {
     #[test]
     fn rust_keywords_strings_and_comments_are_coloured() {
         let t = Theme::coloured();
-        let spans = Code::new("rust").line("let s = \"x\"; // c", &t);
+        let spans = Code::new("rust", &t).line("let s = \"x\"; // c", &t);
         let got = styled(&spans);
         let text: String = got.iter().map(|(s, _)| s.as_str()).collect();
         assert_eq!(text, "let s = \"x\"; // c");
@@ -246,7 +247,7 @@ mod tests {
     #[test]
     fn state_carries_across_lines() {
         let t = Theme::coloured();
-        let mut c = Code::new("rs");
+        let mut c = Code::new("rs", &t);
         c.line("/* a block", &t);
         let spans = c.line("still comment */ let x = 1;", &t);
         let got = styled(&spans);
@@ -259,7 +260,7 @@ mod tests {
         let missing: Vec<&str> = WARM_UP
             .iter()
             .map(|(lang, _)| *lang)
-            .filter(|lang| Code::new(lang).state.is_none())
+            .filter(|lang| Code::new(lang, &Theme::coloured()).state.is_none())
             .collect();
         assert!(missing.is_empty(), "no grammar for {missing:?}");
         warm_up();
@@ -267,12 +268,14 @@ mod tests {
 
     #[test]
     fn unknown_languages_and_no_colour_stay_plain() {
-        let spans = Code::new("no-such-language").line("let x = 1;", &Theme::coloured());
+        let t = Theme::coloured();
+        let spans = Code::new("no-such-language", &t).line("let x = 1;", &t);
         assert_eq!(
             styled(&spans),
             vec![("let x = 1;".into(), Style::default())]
         );
-        let spans = Code::new("python").line("def f(): return 'x'", &Theme::plain());
+        let spans =
+            Code::new("python", &Theme::plain()).line("def f(): return 'x'", &Theme::plain());
         assert!(spans.iter().all(|s| s.style.fg.is_none()), "{spans:?}");
     }
 }

@@ -48,7 +48,7 @@ impl Renderer {
                         format!("┌─ {lang}")
                     };
                     out.push(Line::from(Span::styled(label, theme.dim())));
-                    self.fence = Some(Code::new(&lang));
+                    self.fence = Some(Code::new(&lang, theme));
                 }
             }
             return;

@@ -297,8 +297,11 @@ async fn main_loop(start: Start, home: PathBuf) -> anyhow::Result<ExitCode> {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut code = ExitCode::SUCCESS;
     term.draw(|f| ui::draw(f, &mut app))?;
-    // After the first paint, so loading the grammars never delays it.
-    highlight::preload();
+    // After the first paint, so loading the grammars never delays it; under NO_COLOR
+    // nothing is highlighted, so they are never loaded.
+    if app.theme.coloured_output() {
+        highlight::preload();
+    }
     'outer: loop {
         let mut actions = Vec::new();
         tokio::select! {

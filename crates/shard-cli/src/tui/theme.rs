@@ -17,6 +17,11 @@ impl Theme {
         }
     }
 
+    /// False under `NO_COLOR`: colouring work (highlighting) can be skipped.
+    pub fn coloured_output(&self) -> bool {
+        self.color
+    }
+
     /// A theme without colours (tests).
     #[cfg(test)]
     pub fn plain() -> Theme {
