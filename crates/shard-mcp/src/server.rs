@@ -268,13 +268,13 @@ async fn serve(
     drop(waiting);
     drop(group);
     if cancel.is_cancelled() {
-        let _ = sink
-            .send(McpUpdate {
-                server: shared.spec.name.clone(),
-                tools: Vec::new(),
-                state: ServerState::Stopped,
-            })
-            .await;
+        // A stop is on purpose and its reader may be gone or busy stopping: a notice
+        // that cannot be queued at once is dropped rather than waited for.
+        let _ = sink.try_send(McpUpdate {
+            server: shared.spec.name.clone(),
+            tools: Vec::new(),
+            state: ServerState::Stopped,
+        });
     }
     reason.unwrap_or_default()
 }
