@@ -39,6 +39,8 @@ export function highlight(into, code, lang = "") {
     let cls = "";
     if (m[1] !== undefined) {
       if (m[1].startsWith("#") && !hash) continue;
+      // `//` is floor division in Python, a path in shell: a comment only elsewhere.
+      if (m[1].startsWith("//") && hash) continue;
       cls = m[1].startsWith("/") || m[1].startsWith("#") ? "tok-comment" : "tok-string";
     } else if (m[2] !== undefined) {
       cls = "tok-number";

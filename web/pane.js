@@ -194,16 +194,21 @@ export class Pane {
   }
 
   async loadReasoning() {
-    this.effortSel.parentElement?.remove();
-    if (!this.caps.includes("reasoning-catalog")) return;
+    if (!this.caps.includes("reasoning-catalog")) {
+      this.effortSel.parentElement?.remove();
+      return;
+    }
     try {
       const d = await this.conn.request({ type: "list_reasoning_levels", agent_id: this.agentId });
+      // Removed only now: two overlapping loads (a sync and a model change) must not
+      // leave an empty label behind.
+      this.effortSel.parentElement?.remove();
       fill(this.effortSel, d.levels.map((/** @type {any} */ l) => [l.id, l.label, l.description ?? ""]));
       this.effortSel.value = d.active;
       this.effortSel.disabled = !this.caps.includes("reasoning-switch");
       this.controls.appendChild(labelled("Reasoning", this.effortSel));
     } catch (_e) {
-      /* no levels for this model */
+      this.effortSel.parentElement?.remove();
     }
   }
 

@@ -50,7 +50,7 @@ pub(crate) fn router(door: Arc<Door>) -> Router {
         .with_state(door)
 }
 
-fn refuse(status: StatusCode, why: &'static str) -> Response {
+pub(crate) fn refuse(status: StatusCode, why: &'static str) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
