@@ -15,9 +15,11 @@ use super::process;
 use crate::tool::ToolContext;
 
 /// How long a call waits for a zygote being started before entering the sandbox on
-/// its own (the zygote is started after `hello`, so it is normally ready).
+/// its own. The zygote is started after `hello`, so it is normally ready; the bound is
+/// its own setup timeout, so a slow machine still runs every call in it and only a hung
+/// start falls back.
 #[cfg(target_os = "linux")]
-const ZYGOTE_WAIT: Duration = Duration::from_secs(2);
+const ZYGOTE_WAIT: Duration = Duration::from_secs(10);
 
 /// The command being run.
 pub(super) enum Running {
