@@ -207,6 +207,8 @@ pub struct Runtime {
     mcp_plan: Option<shard_mcp::Resolved>,
     /// The running MCP servers; stopped with the Runtime.
     mcp: Option<shard_mcp::McpManager>,
+    /// Byte budget of `sync.live_window`, the most a history page holds.
+    live_window_budget: usize,
 }
 
 impl Runtime {
@@ -247,6 +249,7 @@ impl Runtime {
             grants,
             mut models,
             mcp: mcp_plan,
+            live_window_budget,
         } = prepared;
         let store = SessionStore::new(opts.shard_home.clone());
         let session_id = opts
@@ -350,6 +353,7 @@ impl Runtime {
             sink_closed: false,
             mcp_plan: Some(mcp_plan),
             mcp: None,
+            live_window_budget,
         };
         // A compacted session offers `recall` from its first request.
         runtime.register_recall();
