@@ -153,6 +153,15 @@ pub(crate) struct UserInput {
     images: Vec<Image>,
 }
 
+/// A steer waiting for the running turn's next provider boundary.
+#[derive(Debug, Clone)]
+pub(crate) struct PendingSteer {
+    input: UserInput,
+    /// A strict steer (issue 16) is answered only when it is injected or dropped; this
+    /// is the id that answer carries.
+    strict: Option<Option<String>>,
+}
+
 /// The agent's state, owned by its actor task.
 pub struct Runtime {
     opts: RuntimeOptions,
@@ -176,7 +185,7 @@ pub struct Runtime {
     env_remove: Arc<Vec<String>>,
     sandbox: Arc<shard_sandbox::Sandbox>,
     status: AgentStatus,
-    steers: Vec<UserInput>,
+    steers: Vec<PendingSteer>,
     follow_ups: VecDeque<UserInput>,
     start_next: Option<UserInput>,
     pending: Option<PendingPermission>,
@@ -207,6 +216,8 @@ pub struct Runtime {
     mcp_plan: Option<shard_mcp::Resolved>,
     /// The running MCP servers; stopped with the Runtime.
     mcp: Option<shard_mcp::McpManager>,
+    /// Byte budget of `sync.live_window`, the most a history page holds.
+    live_window_budget: usize,
 }
 
 impl Runtime {
@@ -247,6 +258,7 @@ impl Runtime {
             grants,
             mut models,
             mcp: mcp_plan,
+            live_window_budget,
         } = prepared;
         let store = SessionStore::new(opts.shard_home.clone());
         let session_id = opts
@@ -350,6 +362,7 @@ impl Runtime {
             sink_closed: false,
             mcp_plan: Some(mcp_plan),
             mcp: None,
+            live_window_budget,
         };
         // A compacted session offers `recall` from its first request.
         runtime.register_recall();

@@ -22,6 +22,8 @@ pub struct Prepared {
     pub(super) grants: GrantStore,
     pub(super) models: ModelController,
     pub(super) mcp: shard_mcp::Resolved,
+    /// Byte budget of `sync.live_window` and of a history page (`SHARD_LIVE_WINDOW_BYTES`).
+    pub(super) live_window_budget: usize,
 }
 
 impl Prepared {
@@ -43,6 +45,9 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
         ));
     }
     opts.cwd = cwd;
+    let live_window_budget =
+        super::sync::live_window_budget(env(super::sync::LIVE_WINDOW_ENV).as_deref())
+            .map_err(StartError::Config)?;
     let config = Config::load(&opts.shard_home).map_err(|e| StartError::Config(e.to_string()))?;
     let ai_config = config.ai_config();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
@@ -84,6 +89,7 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
         grants,
         models,
         mcp,
+        live_window_budget,
     })
 }
 
