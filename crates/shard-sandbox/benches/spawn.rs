@@ -105,6 +105,7 @@ fn zygote() {
     let mut channel = call.into_channel();
     let mut rec = [0u8; shard_sandbox::zygote::RECORD_LEN];
     channel.read_exact(&mut rec).unwrap();
+    channel.read_exact(&mut rec).unwrap();
     assert_eq!(
         shard_sandbox::zygote::parse_report(&rec),
         shard_sandbox::zygote::Report::Exited(0)

@@ -85,7 +85,7 @@ fn run(via: Via, sb: &Sandbox, cwd: &Path, script: &str) -> Output {
             let stdout = read_all(out);
             let status = match report(&mut channel) {
                 Report::Exited(s) => std::process::ExitStatus::from_raw(s),
-                Report::Failed(why) => panic!("the call failed: {why}"),
+                other => panic!("the call failed: {other:?}"),
             };
             Output {
                 status,
@@ -140,10 +140,16 @@ fn read_all(mut r: impl Read) -> Vec<u8> {
     v
 }
 
+/// The call's end (after its `Started` record).
 fn report(channel: &mut UnixStream) -> Report {
-    let mut rec = [0u8; RECORD_LEN];
-    channel.read_exact(&mut rec).unwrap();
-    parse_report(&rec)
+    loop {
+        let mut rec = [0u8; RECORD_LEN];
+        channel.read_exact(&mut rec).unwrap();
+        match parse_report(&rec) {
+            Report::Started(_) => continue,
+            end => return end,
+        }
+    }
 }
 
 fn text(o: &Output) -> String {
@@ -593,8 +599,15 @@ fn zygote_abort_kills_every_process_of_the_call() {
     };
     let marker = format!("{}.{}", 700 + std::process::id() % 97, std::process::id());
     let (call, out) = start_in_zygote(&sb, &env.work(), &orphans_then_wait(&marker));
-    wait_for(&marker);
     let mut channel = call.into_channel();
+    // First the init's pid, which leads a process group of its own.
+    let mut rec = [0u8; RECORD_LEN];
+    channel.read_exact(&mut rec).unwrap();
+    let Report::Started(init) = parse_report(&rec) else {
+        panic!("no start record: {:?}", parse_report(&rec));
+    };
+    assert!(nix::sys::signal::killpg(nix::unistd::Pid::from_raw(init), None).is_ok());
+    wait_for(&marker);
     channel.write_all(&signal_record(libc::SIGTERM)).unwrap();
     let status = report(&mut channel);
     // The report comes once every process of the call is gone.

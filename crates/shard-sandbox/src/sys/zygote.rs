@@ -285,7 +285,9 @@ pub fn failure_record(f: Failure) -> [u8; RECORD] {
 }
 
 /// Forks the call's init into a new mount and PID namespace. The parent returns once
-/// the child exists (and drops the call's descriptors); the child never returns.
+/// the child exists, after telling the Runtime the init's pid (a `P` record: the init
+/// leads a process group of its own, which the Runtime records like a child's), and drops
+/// the call's descriptors; the child never returns.
 pub fn start_call(call: Call, confinement: &Confinement, lifeline: &Lifeline) -> io::Result<()> {
     let flags = (libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::SIGCHLD) as libc::c_ulong;
     // SAFETY: a fork-like clone (no shared memory, no new stack) of the single-threaded
@@ -298,6 +300,14 @@ pub fn start_call(call: Call, confinement: &Confinement, lifeline: &Lifeline) ->
         // SAFETY: in the freshly cloned child, the namespace's init.
         unsafe { call_init(&call, confinement, lifeline) }
     }
+    // The child makes itself a group leader too; whichever runs first, the group exists
+    // before the Runtime hears of it.
+    // SAFETY: a system call on integers, for our own child.
+    unsafe { libc::setpgid(pid as libc::pid_t, pid as libc::pid_t) };
+    let mut rec = [0u8; RECORD];
+    rec[0] = b'P';
+    rec[4..].copy_from_slice(&(pid as i32).to_le_bytes());
+    write_record(call.channel.as_raw_fd(), &rec);
     Ok(())
 }
 
@@ -317,6 +327,9 @@ unsafe fn call_init(call: &Call, confinement: &Confinement, lifeline: &Lifeline)
             libc::_exit(1)
         };
         libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+        // A group of its own: killing it from outside (the Runtime's recorded groups, the
+        // daemon's leftovers) kills the init, and with it the namespace.
+        libc::setpgid(0, 0);
         libc::close(lifeline.write.as_raw_fd());
         if let Err(f) = tie_to_parent(lifeline.read.as_raw_fd()) {
             fail(f);

@@ -4,6 +4,7 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -28,7 +29,10 @@ impl Client {
     fn start(program: &Path, plan: &Plan, tmpdir: PathBuf) -> std::io::Result<(Client, Child)> {
         let (ours, theirs) = z::seqpacket_pair()?;
         let mut cmd = Command::new(program);
+        // A process group of its own: a terminal's Ctrl-C to the Runtime's group does not
+        // reach it or its calls.
         cmd.arg(SUBCOMMAND)
+            .process_group(0)
             .env_clear()
             .current_dir("/")
             .stdin(Stdio::null())

@@ -79,6 +79,10 @@ pub const RECORD_LEN: usize = crate::sys::zygote::RECORD;
 /// What a call's channel reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Report {
+    /// The call's init runs, with this pid (outside the call) and as the leader of a
+    /// process group of that id: killing the group kills the whole call. Sent first,
+    /// unless the call failed at once.
+    Started(i32),
     /// The command ended with this wait status, and every process it left was killed.
     Exited(i32),
     /// The call could not start the command.
@@ -89,6 +93,7 @@ pub enum Report {
 pub fn parse_report(rec: &[u8; RECORD_LEN]) -> Report {
     let value = i32::from_le_bytes([rec[4], rec[5], rec[6], rec[7]]);
     match rec[0] {
+        b'P' => Report::Started(value),
         b'X' => Report::Exited(value),
         b'E' => {
             let err = std::io::Error::from_raw_os_error(value);
