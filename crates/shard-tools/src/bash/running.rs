@@ -175,7 +175,11 @@ pub(super) async fn spawn_in_zygote(
     })();
     match started {
         Ok(mut running) => {
-            let init = running.started().await;
+            // Bounded: a wedged zygote must not keep the call from being aborted.
+            let init = tokio::time::timeout(ZYGOTE_WAIT, running.started())
+                .await
+                .ok()
+                .flatten();
             Some((running, init))
         }
         Err(err) => {
