@@ -64,9 +64,17 @@ pub struct CallRequest {
 #[derive(Debug)]
 pub struct Call {
     channel: UnixStream,
+    init: Option<i32>,
 }
 
 impl Call {
+    /// The pid of the call's init, leader of the call's process group (killing the group
+    /// kills the call), when known at once; otherwise the channel's first record says
+    /// it ([`Report::Started`]).
+    pub fn init(&self) -> Option<i32> {
+        self.init
+    }
+
     /// The channel, to be read and written by the caller's event loop.
     pub fn into_channel(self) -> UnixStream {
         self.channel

@@ -155,7 +155,7 @@ pub(super) async fn spawn_in_zygote(
             .flatten();
     }
     let zygote = zygote?;
-    let started = (|| -> std::io::Result<Running> {
+    let started = (|| -> std::io::Result<(Running, Option<i32>)> {
         let stdin = OwnedFd::from(std::fs::File::open("/dev/null")?);
         let request = shard_sandbox::zygote::CallRequest {
             argv: vec!["bash".into(), "-c".into(), command.into()],
@@ -165,16 +165,20 @@ pub(super) async fn spawn_in_zygote(
             stdout: OwnedFd::from(output.try_clone()?),
             stderr: OwnedFd::from(output.try_clone()?),
         };
-        let channel = zygote.spawn(request)?.into_channel();
+        let call = zygote.spawn(request)?;
+        let init = call.init();
+        let channel = call.into_channel();
         channel.set_nonblocking(true)?;
-        Ok(Running::Call {
+        let running = Running::Call {
             channel: tokio::net::UnixStream::from_std(channel)?,
             record: [0; shard_sandbox::zygote::RECORD_LEN],
             got: 0,
-        })
+        };
+        Ok((running, init))
     })();
     match started {
-        Ok(mut running) => {
+        Ok((running, Some(init))) => Some((running, Some(init))),
+        Ok((mut running, None)) => {
             // Bounded: a wedged zygote must not keep the call from being aborted.
             let init = tokio::time::timeout(ZYGOTE_WAIT, running.started())
                 .await
