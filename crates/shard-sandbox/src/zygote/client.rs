@@ -86,11 +86,13 @@ impl Client {
             req.stderr.as_raw_fd(),
         ];
         if let Some((slot, pid)) = self.take_slot() {
-            // Straight to a waiting init; the zygote prepares the next slot meanwhile.
-            if z::send_with_fds(slot.as_raw_fd(), &msg, &stdio).is_ok() {
-                let mut next = [0u8; z::RECORD];
-                next[0] = b'N';
-                let _ = z::send_with_fds(self.control.as_raw_fd(), &next, &[]);
+            // Straight to a waiting init; the zygote prepares the next slot meanwhile
+            // (also when this one turned out dead, so the supply does not run dry).
+            let sent = z::send_with_fds(slot.as_raw_fd(), &msg, &stdio);
+            let mut next = [0u8; z::RECORD];
+            next[0] = b'N';
+            let _ = z::send_with_fds(self.control.as_raw_fd(), &next, &[]);
+            if sent.is_ok() {
                 return Ok(Call {
                     channel: UnixStream::from(slot),
                     init: Some(pid),
