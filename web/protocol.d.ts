@@ -121,6 +121,10 @@ export type Steer = {
   message: string;
   /** Attached images. */
   images?: (Image[] | null);
+  /** Strict steer (additive, issue 16): the message goes into the turn running now (or the one named by `turn_id`) at its next provider boundary, or nowhere. The response is sent when that is decided and carries [`crate::responses::SteerData`]: `injected` with the turn's id, or `conflict` when no such turn runs or it ended first; a conflicting steer is dropped, never kept for a later turn. Without it a steer sent between turns starts a turn, and one the turn did not take waits for the next. */
+  strict?: (boolean | null);
+  /** With `strict`: only this turn may take the message. */
+  turn_id?: (string | null);
 };
 
 /** A per-agent command whose only field is the routing `agent_id`. */
@@ -1658,6 +1662,14 @@ export type SubagentSteerData = {
 
 /** Outcome of a strict steer. */
 export type SteerOutcome = ("injected" | "conflict");
+
+/** Response data of a strict `steer` (additive, issue 16): whether the Runtime put the message into a turn, so a coordinator can tell the sender without guessing from events. */
+export type SteerData = {
+  /** `injected`: the message is in the transcript of turn `turn_id`; `conflict`: it was dropped (no such turn ran, or it ended first). */
+  status: SteerOutcome;
+  /** The turn that took the message, or the one that ended without taking it. */
+  turn_id?: (string | null);
+};
 
 /** `subagent.relaunch`. */
 export type SubagentRelaunched = {

@@ -126,7 +126,8 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
         }
     };
     rt.block_on(async move {
-        let mut daemon = match Daemon::bind(cfg.clone()).await {
+        let check = std::sync::Arc::new(crate::cmd_agent::InProcessCheck);
+        let mut daemon = match Daemon::bind(cfg.clone(), check).await {
             Ok(d) => d,
             Err(DaemonError::AlreadyRunning { home, .. }) => {
                 eprintln!("shard: a daemon is already running for {}", home.display());

@@ -481,3 +481,62 @@ async fn a_project_definition_gives_the_child_its_prompt_tools_and_display_name(
         .expect("a system prompt file");
     assert_eq!(std::fs::read_to_string(f).unwrap(), "You review code.");
 }
+
+#[tokio::test]
+async fn steer_is_strict_injected_into_the_running_turn_or_conflict() {
+    let mut s = start(|_| {}).await;
+    let (pid, _prt, mut raw, _c) = parent(&mut s).await;
+    let r = raw
+        .call(json!({"type":"subagent.create","parent_agent_id":pid,"task":TASK}))
+        .await;
+    let run_id = r["data"]["runs"][0]["run_id"].as_str().unwrap().to_string();
+    let (mut k, _) = child(&mut s).await;
+    k.emit(json!({"type":"turn_start","turn_id":"turn-7"}))
+        .await;
+    raw.run_changed(&run_id, "active").await;
+
+    // The Runtime takes the message into the turn: `injected`.
+    let steer =
+        json!({"type":"subagent.steer","parent_agent_id":pid,"target":"general","message":"focus"});
+    let (resp, ()) = tokio::join!(raw.call(steer.clone()), async {
+        let cmd = k.next_command().await;
+        assert_eq!(cmd["type"], "steer", "{cmd}");
+        assert_eq!(cmd["strict"], true, "{cmd}");
+        assert_eq!(cmd["turn_id"], "turn-7", "{cmd}");
+        assert_eq!(cmd["message"], "focus");
+        k.emit(
+            json!({"type":"response","id":cmd["id"],"command":"steer","success":true,
+                      "data":{"status":"injected","turn_id":"turn-7"}}),
+        )
+        .await;
+    });
+    assert_eq!(resp["data"]["status"], "injected", "{resp}");
+    assert_eq!(resp["data"]["run_id"], run_id.as_str());
+    assert_eq!(resp["data"]["turn_id"], "turn-7");
+    assert!(resp["data"]["correlation_id"].is_string());
+
+    // The turn ends before its next provider boundary: the Runtime drops the message and
+    // answers `conflict`; so does the daemon.
+    let (resp, ()) = tokio::join!(raw.call(steer.clone()), async {
+        let cmd = k.next_command().await;
+        assert_eq!(cmd["type"], "steer", "{cmd}");
+        k.emit(
+            json!({"type":"response","id":cmd["id"],"command":"steer","success":true,
+                      "data":{"status":"conflict","turn_id":"turn-7"}}),
+        )
+        .await;
+        finish_turn_end(&mut k).await;
+    });
+    assert_eq!(resp["data"]["status"], "conflict", "{resp}");
+    raw.run_changed(&run_id, "completed").await;
+
+    // Once the run ended the steer is refused outright, and the child hears nothing.
+    let late = raw.call(steer).await;
+    assert_eq!(late["error"]["code"], "CONFLICT", "{late}");
+}
+
+/// Ends turn `turn-7` with a final text.
+async fn finish_turn_end(rt: &mut Fake) {
+    rt.emit(json!({"type":"message_complete","message_id":"m1","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"done"}]}})).await;
+    rt.emit(json!({"type":"turn_end","turn_id":"turn-7"})).await;
+}

@@ -153,6 +153,15 @@ pub(crate) struct UserInput {
     images: Vec<Image>,
 }
 
+/// A steer waiting for the running turn's next provider boundary.
+#[derive(Debug, Clone)]
+pub(crate) struct PendingSteer {
+    input: UserInput,
+    /// A strict steer (issue 16) is answered only when it is injected or dropped; this
+    /// is the id that answer carries.
+    strict: Option<Option<String>>,
+}
+
 /// The agent's state, owned by its actor task.
 pub struct Runtime {
     opts: RuntimeOptions,
@@ -176,7 +185,7 @@ pub struct Runtime {
     env_remove: Arc<Vec<String>>,
     sandbox: Arc<shard_sandbox::Sandbox>,
     status: AgentStatus,
-    steers: Vec<UserInput>,
+    steers: Vec<PendingSteer>,
     follow_ups: VecDeque<UserInput>,
     start_next: Option<UserInput>,
     pending: Option<PendingPermission>,

@@ -11,6 +11,7 @@ use shard_protocol::command::{AgentTarget, Command, Prompt, Steer};
 use shard_protocol::event::Event;
 use shard_protocol::ids;
 use shard_protocol::jobs::{JobStrategy, RunState, RunUsage};
+use shard_protocol::responses::SteerOutcome;
 use shard_protocol::types::{ContentBlock, Role};
 
 use crate::core::Shared;
@@ -413,7 +414,7 @@ fn escalate(shared: &Arc<Shared>, agent_id: &str) {
 }
 
 /// Delivers the completion report of run `index` to its parent: `steer` while the
-/// parent's turn is active, else `prompt`; a steer the Runtime refuses becomes a prompt.
+/// parent's turn is active, else `prompt`; a steer the turn did not take becomes a prompt.
 /// Marked `reported` once a Runtime accepted it.
 pub(crate) async fn report(shared: &Arc<Shared>, job_id: &str, index: usize) {
     let Some((parent, text, run_id)) = ({
@@ -436,13 +437,17 @@ pub(crate) async fn report(shared: &Arc<Shared>, job_id: &str, index: usize) {
     let active = shared.agent_view(&parent).is_some_and(|v| v.active);
     let mut delivered = false;
     if active {
+        // Strict: a report the turn did not take is dropped by the Runtime and comes
+        // back `conflict`, and then becomes the next prompt (never lost, never twice).
         let steer = Command::Steer(Steer {
             agent_id: None,
             message: text.clone(),
             images: None,
+            strict: Some(true),
+            turn_id: None,
         });
         if let Ok(rx) = client.send(shared, &parent, steer) {
-            delivered = rx.await.is_ok_and(|r| r.success);
+            delivered = super::handlers::steer_outcome(rx.await.ok()) == SteerOutcome::Injected;
         }
     }
     if !delivered {

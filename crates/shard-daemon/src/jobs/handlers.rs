@@ -13,6 +13,7 @@ use shard_protocol::command::{
 };
 use shard_protocol::ids;
 use shard_protocol::jobs::{JobStrategy, RunState};
+use shard_protocol::responses::{SteerData, SteerOutcome, SubagentSteerData};
 
 use super::record::{JOB_VERSION, JobRecord, RunRecord, job_state};
 use super::{Resolved, fold, fresh_alias, resolve_in, run_of_agent, spawn_job};
@@ -500,6 +501,8 @@ async fn steer(shared: &Arc<Shared>, s: SubagentSteer) -> Result<Reply, Protocol
                 .to_lowercase(),
         ));
     };
+    // Strict: the child's Runtime takes the message into this very turn at its next
+    // provider boundary, or drops it and says so; it never waits for a later turn.
     let rx = shared.jobs.client(shared).send(
         shared,
         &agent_id,
@@ -507,24 +510,27 @@ async fn steer(shared: &Arc<Shared>, s: SubagentSteer) -> Result<Reply, Protocol
             agent_id: None,
             message: s.message,
             images: None,
+            strict: Some(true),
+            turn_id: Some(turn_id.clone()),
         }),
     )?;
-    let accepted = rx.await.is_ok_and(|r| r.success);
-    let still = shared
-        .jobs
-        .lock()
-        .live
-        .get(&run_id)
-        .and_then(|l| l.turn_id.clone())
-        .is_some_and(|t| t == turn_id);
-    let status = if accepted && still {
-        "injected"
-    } else {
-        "conflict"
+    let status = steer_outcome(rx.await.ok());
+    let data = SubagentSteerData {
+        status,
+        run_id,
+        turn_id: Some(turn_id),
+        correlation_id,
     };
-    done(json!({
-        "status": status, "run_id": run_id, "turn_id": turn_id, "correlation_id": correlation_id,
-    }))
+    done(serde_json::to_value(&data).unwrap_or_default())
+}
+
+/// What a strict steer's answer says; anything but `injected` (a refusal, a Runtime that
+/// died first) means the message is not in the turn.
+pub(crate) fn steer_outcome(resp: Option<shard_protocol::event::Response>) -> SteerOutcome {
+    resp.filter(|r| r.success)
+        .and_then(|r| r.data)
+        .and_then(|d| serde_json::from_value::<SteerData>(d).ok())
+        .map_or(SteerOutcome::Conflict, |d| d.status)
 }
 
 async fn relaunch(shared: &Arc<Shared>, r: SubagentRelaunch) -> Result<Reply, ProtocolError> {
