@@ -122,13 +122,18 @@ impl Zygote {
         Zygote { client, slot }
     }
 
-    /// Starts a call. An error means the zygote is gone (it is not used again): run the
-    /// command on the per-call path instead.
+    /// Starts a call. On an error run the command on the per-call path instead; a zygote
+    /// that is gone is not used again.
     pub fn spawn(&self, req: CallRequest) -> std::io::Result<Call> {
         let sent = self.client.spawn(req);
         if let Err(err) = &sent
-            && err.raw_os_error() != Some(libc::E2BIG)
+            && matches!(
+                err.raw_os_error(),
+                Some(libc::EPIPE | libc::ECONNRESET | libc::ENOTCONN)
+            )
         {
+            // The zygote is gone; a call too large for one message is only that call's
+            // problem.
             self.slot.lost();
         }
         sent
