@@ -11,6 +11,7 @@ mod client;
 mod coordinator;
 mod definitions;
 pub(crate) mod handlers;
+pub(crate) mod intervene;
 mod record;
 
 use std::collections::HashMap;
@@ -54,6 +55,8 @@ pub(crate) struct RunControl {
     pub cancel: CancellationToken,
     /// The child's current turn, once it started.
     pub turn_id: Option<String>,
+    /// Why the run is being cancelled (its error text): the first canceller's reason.
+    pub stop_reason: Option<String>,
 }
 
 /// Records in memory.
