@@ -85,12 +85,7 @@ pub(crate) fn handle(
 
 /// A checked definition name: `general` or a file name stem, never a path.
 fn check_name(name: &str) -> Result<(), ProtocolError> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if ok {
+    if shard_protocol::definitions::is_valid_name(name) {
         Ok(())
     } else {
         Err(invalid(format!(
