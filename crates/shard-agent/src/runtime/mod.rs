@@ -292,8 +292,10 @@ impl Runtime {
             UiHandle::new(internal_tx.clone()),
         ))));
         // Offered only under a daemon (issue 16): it forwards to `subagent.*`.
+        // Its description lists the agent definitions there are now (two small dirs).
         if let Some(sub) = crate::subagent::SubagentTool::from_env() {
-            tools.push(Arc::new(shard_tools::Typed::new(sub)));
+            let defs = shard_protocol::definitions::list_blocking(&opts.shard_home, &opts.cwd);
+            tools.push(Arc::new(crate::subagent::Subagent::new(sub, &defs)));
         }
         let tools = tools::Tools::new(tools, opts.tools.clone(), internal_tx);
 
