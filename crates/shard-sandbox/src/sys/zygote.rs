@@ -84,6 +84,15 @@ pub fn send_with_fds(sock: RawFd, bytes: &[u8], fds: &[RawFd]) -> io::Result<()>
 /// Receives one message and the descriptors attached to it (close-on-exec). Zero bytes
 /// means the peer is gone.
 pub fn recv_with_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
+    recv_with_flags(sock, buf, 0)
+}
+
+/// [`recv_with_fds`] without waiting: `WouldBlock` when no message is queued.
+pub fn try_recv_with_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
+    recv_with_flags(sock, buf, libc::MSG_DONTWAIT)
+}
+
+fn recv_with_flags(sock: RawFd, buf: &mut [u8], flags: c_int) -> io::Result<(usize, Vec<OwnedFd>)> {
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr() as *mut c_void,
         iov_len: buf.len(),
@@ -99,7 +108,7 @@ pub fn recv_with_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<(usize, Vec<Owne
         msg.msg_control = control.as_mut_ptr() as *mut c_void;
         msg.msg_controllen = std::mem::size_of_val(&control) as _;
         let n = loop {
-            let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC);
+            let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC | flags);
             if n < 0 && errno() == libc::EINTR {
                 continue;
             }
@@ -285,7 +294,9 @@ pub fn failure_record(f: Failure) -> [u8; RECORD] {
 }
 
 /// Forks the call's init into a new mount and PID namespace. The parent returns once
-/// the child exists (and drops the call's descriptors); the child never returns.
+/// the child exists, after telling the Runtime the init's pid (a `P` record: the init
+/// leads a process group of its own, which the Runtime records like a child's), and drops
+/// the call's descriptors; the child never returns.
 pub fn start_call(call: Call, confinement: &Confinement, lifeline: &Lifeline) -> io::Result<()> {
     let flags = (libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::SIGCHLD) as libc::c_ulong;
     // SAFETY: a fork-like clone (no shared memory, no new stack) of the single-threaded
@@ -298,25 +309,105 @@ pub fn start_call(call: Call, confinement: &Confinement, lifeline: &Lifeline) ->
         // SAFETY: in the freshly cloned child, the namespace's init.
         unsafe { call_init(&call, confinement, lifeline) }
     }
+    // The child makes itself a group leader too; whichever runs first, the group exists
+    // before the Runtime hears of it.
+    // SAFETY: a system call on integers, for our own child.
+    unsafe { libc::setpgid(pid as libc::pid_t, pid as libc::pid_t) };
+    let mut rec = [0u8; RECORD];
+    rec[0] = b'P';
+    rec[4..].copy_from_slice(&(pid as i32).to_le_bytes());
+    write_record(call.channel.as_raw_fd(), &rec);
     Ok(())
 }
 
-/// The call's init: confines itself, starts the command, relays signals from the
-/// Runtime, and when the command ends kills and reaps what is left, then reports the
-/// command's wait status. The channel's end (the Runtime dropped the call, or died)
-/// kills everything without a report.
+/// Reads a call request received by a slot into a [`Call`] whose channel is the slot's
+/// socket (given last).
+pub type Decode = fn(&[u8], Vec<OwnedFd>, OwnedFd) -> Option<Call>;
+
+/// Clones a *slot*: a call's init, set up and confined ahead of its call (new mount and
+/// PID namespace, `/proc`, capabilities, Landlock), waiting on its own socket for the
+/// request. Returns its pid (leader of its own process group) and the Runtime's end of
+/// that socket, which then serves as the call's channel. A slot takes the namespace work
+/// off the call's critical path and lets the Runtime send the call straight to it.
+pub fn start_slot(
+    confinement: &Confinement,
+    lifeline: &Lifeline,
+    decode: Decode,
+    max_message: usize,
+) -> io::Result<(i32, OwnedFd)> {
+    let (ours, theirs) = seqpacket_pair()?;
+    let flags = (libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::SIGCHLD) as libc::c_ulong;
+    // SAFETY: as in `start_call`.
+    let pid = unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: in the freshly cloned child, the namespace's init.
+        unsafe {
+            libc::close(ours.as_raw_fd());
+            slot_init(theirs, confinement, lifeline, decode, max_message)
+        }
+    }
+    // SAFETY: a system call on integers, for our own child (see `start_call`).
+    unsafe { libc::setpgid(pid as libc::pid_t, pid as libc::pid_t) };
+    Ok((pid as i32, ours))
+}
+
+/// # Safety
+/// Runs in the child of [`start_slot`].
+unsafe fn slot_init(
+    socket: OwnedFd,
+    confinement: &Confinement,
+    lifeline: &Lifeline,
+    decode: Decode,
+    max_message: usize,
+) -> ! {
+    // SAFETY: the child is single-threaded.
+    unsafe {
+        init_prelude(socket.as_raw_fd(), confinement, lifeline);
+        let mut buf = vec![0u8; max_message];
+        let (n, fds) = match recv_with_fds(socket.as_raw_fd(), &mut buf) {
+            Ok((n, fds)) if n > 0 => (n, fds),
+            // The Runtime let the slot go, or is gone.
+            _ => libc::_exit(0),
+        };
+        match decode(&buf[..n], fds, socket) {
+            Some(call) => run_call(&call),
+            None => libc::_exit(1),
+        }
+    }
+}
+
+/// The call's init (forked on demand): sets itself up, then runs the call.
 ///
 /// # Safety
 /// Runs in the child of [`start_call`].
 unsafe fn call_init(call: &Call, confinement: &Confinement, lifeline: &Lifeline) -> ! {
+    // SAFETY: the child is single-threaded.
+    unsafe {
+        init_prelude(call.channel.as_raw_fd(), confinement, lifeline);
+        run_call(call)
+    }
+}
+
+/// What every call's init does first, before knowing its call: ties itself to the
+/// zygote, leads a process group of its own, mounts `/proc` and confines itself. A
+/// failure is reported on `channel` and ends the process.
+///
+/// # Safety
+/// Runs in a freshly cloned init.
+unsafe fn init_prelude(channel: RawFd, confinement: &Confinement, lifeline: &Lifeline) {
     // SAFETY: the child is single-threaded; plain system calls on live buffers.
     unsafe {
-        let channel = call.channel.as_raw_fd();
         let fail = |f: Failure| -> ! {
             write_record(channel, &failure_record(f));
             libc::_exit(1)
         };
         libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+        // A group of its own: killing it from outside (the Runtime's recorded groups, the
+        // daemon's leftovers) kills the init, and with it the namespace.
+        libc::setpgid(0, 0);
         libc::close(lifeline.write.as_raw_fd());
         if let Err(f) = tie_to_parent(lifeline.read.as_raw_fd()) {
             fail(f);
@@ -326,9 +417,6 @@ unsafe fn call_init(call: &Call, confinement: &Confinement, lifeline: &Lifeline)
         if confinement.proc_mount
             && let Err(f) = mount_proc()
         {
-            fail(f);
-        }
-        if let Err(f) = check(libc::chdir(call.cwd.as_ptr()) as c_long, Stage::Chdir) {
             fail(f);
         }
         let ruleset = confinement.landlock.as_ref().map(|fd| fd.as_raw_fd());
@@ -341,6 +429,27 @@ unsafe fn call_init(call: &Call, confinement: &Confinement, lifeline: &Lifeline)
         // The command cannot read this process's memory (it holds nothing secret, but
         // it is the namespace's init).
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
+}
+
+/// The call itself: enters the working directory, starts the command, relays signals
+/// from the Runtime, and when the command ends kills and reaps what is left, then
+/// reports the command's wait status. The channel's end (the Runtime dropped the call,
+/// or died) kills everything without a report.
+///
+/// # Safety
+/// Runs in a call's init, after [`init_prelude`].
+unsafe fn run_call(call: &Call) -> ! {
+    // SAFETY: the child is single-threaded; plain system calls on live buffers.
+    unsafe {
+        let channel = call.channel.as_raw_fd();
+        let fail = |f: Failure| -> ! {
+            write_record(channel, &failure_record(f));
+            libc::_exit(1)
+        };
+        if let Err(f) = check(libc::chdir(call.cwd.as_ptr()) as c_long, Stage::Chdir) {
+            fail(f);
+        }
         let pid = libc::fork();
         if pid < 0 {
             fail(Failure {

@@ -4,6 +4,7 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -21,6 +22,8 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) struct Client {
     control: OwnedFd,
     tmpdir: PathBuf,
+    /// Slots the zygote offered (a call's init waiting for its call), with their pid.
+    slots: Mutex<Vec<(OwnedFd, i32)>>,
 }
 
 impl Client {
@@ -28,7 +31,10 @@ impl Client {
     fn start(program: &Path, plan: &Plan, tmpdir: PathBuf) -> std::io::Result<(Client, Child)> {
         let (ours, theirs) = z::seqpacket_pair()?;
         let mut cmd = Command::new(program);
+        // A process group of its own: a terminal's Ctrl-C to the Runtime's group does not
+        // reach it or its calls.
         cmd.arg(SUBCOMMAND)
+            .process_group(0)
             .env_clear()
             .current_dir("/")
             .stdin(Stdio::null())
@@ -44,6 +50,7 @@ impl Client {
                 Client {
                     control: ours,
                     tmpdir,
+                    slots: Mutex::new(Vec::new()),
                 },
                 child,
             )),
@@ -73,6 +80,23 @@ impl Client {
         if msg.len() > super::server::MAX_MESSAGE {
             return Err(std::io::Error::from_raw_os_error(libc::E2BIG));
         }
+        let stdio = [
+            req.stdin.as_raw_fd(),
+            req.stdout.as_raw_fd(),
+            req.stderr.as_raw_fd(),
+        ];
+        if let Some((slot, pid)) = self.take_slot() {
+            // Straight to a waiting init; the zygote prepares the next slot meanwhile.
+            if z::send_with_fds(slot.as_raw_fd(), &msg, &stdio).is_ok() {
+                let mut next = [0u8; z::RECORD];
+                next[0] = b'N';
+                let _ = z::send_with_fds(self.control.as_raw_fd(), &next, &[]);
+                return Ok(Call {
+                    channel: UnixStream::from(slot),
+                    init: Some(pid),
+                });
+            }
+        }
         z::send_with_fds(
             self.control.as_raw_fd(),
             &msg,
@@ -83,7 +107,28 @@ impl Client {
                 theirs.as_raw_fd(),
             ],
         )?;
-        Ok(Call { channel: ours })
+        Ok(Call {
+            channel: ours,
+            init: None,
+        })
+    }
+
+    /// A slot the zygote offered, collecting the offers queued on the control socket.
+    fn take_slot(&self) -> Option<(OwnedFd, i32)> {
+        let mut slots = self.slots.lock().ok()?;
+        let mut rec = [0u8; z::RECORD];
+        while let Ok((n, mut fds)) = z::try_recv_with_fds(self.control.as_raw_fd(), &mut rec) {
+            if n == 0 {
+                break;
+            }
+            if n == z::RECORD
+                && rec[0] == b'O'
+                && let Some(fd) = fds.pop()
+            {
+                slots.push((fd, i32::from_le_bytes([rec[4], rec[5], rec[6], rec[7]])));
+            }
+        }
+        slots.pop()
     }
 }
 

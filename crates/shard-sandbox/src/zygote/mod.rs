@@ -64,9 +64,17 @@ pub struct CallRequest {
 #[derive(Debug)]
 pub struct Call {
     channel: UnixStream,
+    init: Option<i32>,
 }
 
 impl Call {
+    /// The pid of the call's init, leader of the call's process group (killing the group
+    /// kills the call), when known at once; otherwise the channel's first record says
+    /// it ([`Report::Started`]).
+    pub fn init(&self) -> Option<i32> {
+        self.init
+    }
+
     /// The channel, to be read and written by the caller's event loop.
     pub fn into_channel(self) -> UnixStream {
         self.channel
@@ -79,6 +87,10 @@ pub const RECORD_LEN: usize = crate::sys::zygote::RECORD;
 /// What a call's channel reported.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Report {
+    /// The call's init runs, with this pid (outside the call) and as the leader of a
+    /// process group of that id: killing the group kills the whole call. Sent first,
+    /// unless the call failed at once.
+    Started(i32),
     /// The command ended with this wait status, and every process it left was killed.
     Exited(i32),
     /// The call could not start the command.
@@ -89,6 +101,7 @@ pub enum Report {
 pub fn parse_report(rec: &[u8; RECORD_LEN]) -> Report {
     let value = i32::from_le_bytes([rec[4], rec[5], rec[6], rec[7]]);
     match rec[0] {
+        b'P' => Report::Started(value),
         b'X' => Report::Exited(value),
         b'E' => {
             let err = std::io::Error::from_raw_os_error(value);

@@ -52,6 +52,7 @@ pub(crate) fn serve() -> i32 {
         landlock: plan.landlock,
     };
     reply(Ok(()));
+    offer_slot(&confinement, &lifeline);
     loop {
         let (n, fds) = match z::recv_with_fds(CONTROL_FD, &mut buf) {
             Ok((0, _)) => return 0,
@@ -61,27 +62,16 @@ pub(crate) fn serve() -> i32 {
             Err(err) if err.raw_os_error() == Some(libc::EMSGSIZE) => continue,
             Err(_) => return 1,
         };
+        if fds.is_empty() && n == z::RECORD && buf[0] == b'N' {
+            // The Runtime used a slot: prepare the next one.
+            offer_slot(&confinement, &lifeline);
+            continue;
+        }
         let Ok([stdin, stdout, stderr, channel]) = <[OwnedFd; 4]>::try_from(fds) else {
             continue;
         };
-        let Some(msg) = wire::decode_call(&buf[..n]) else {
-            z::write_record(
-                std::os::fd::AsRawFd::as_raw_fd(&channel),
-                &z::failure_record(Failure {
-                    stage: Stage::Exec,
-                    errno: libc::EINVAL,
-                }),
-            );
+        let Some(call) = decode_slot_call(&buf[..n], vec![stdin, stdout, stderr], channel) else {
             continue;
-        };
-        let candidates = candidates(&msg.argv[0], &msg.envp);
-        let call = z::Call {
-            cwd: msg.cwd,
-            candidates,
-            argv: msg.argv,
-            envp: msg.envp,
-            stdio: [stdin, stdout, stderr],
-            channel,
         };
         let channel = call.channel.try_clone();
         if let Err(err) = z::start_call(call, &confinement, &lifeline)
@@ -96,6 +86,49 @@ pub(crate) fn serve() -> i32 {
             );
         }
     }
+}
+
+/// Prepares a slot (a call's init waiting for its call) and offers it to the Runtime: an
+/// `O` record with the init's pid and the slot's socket. A slot that cannot be made is
+/// only a missed optimisation: calls then come through the control socket.
+fn offer_slot(confinement: &Confinement, lifeline: &z::Lifeline) {
+    if let Ok((pid, socket)) = z::start_slot(confinement, lifeline, decode_slot_call, MAX_MESSAGE) {
+        let mut rec = [0u8; z::RECORD];
+        rec[0] = b'O';
+        rec[4..].copy_from_slice(&pid.to_le_bytes());
+        let _ = z::send_with_fds(
+            CONTROL_FD,
+            &rec,
+            &[std::os::fd::AsRawFd::as_raw_fd(&socket)],
+        );
+    }
+}
+
+/// A call request and its standard descriptors, with `channel`, as a [`z::Call`]; an
+/// invalid request is reported on the channel.
+fn decode_slot_call(buf: &[u8], stdio: Vec<OwnedFd>, channel: OwnedFd) -> Option<z::Call> {
+    let invalid = |channel: &OwnedFd| {
+        z::write_record(
+            std::os::fd::AsRawFd::as_raw_fd(channel),
+            &z::failure_record(Failure {
+                stage: Stage::Exec,
+                errno: libc::EINVAL,
+            }),
+        );
+    };
+    let (Ok(stdio), Some(msg)) = (<[OwnedFd; 3]>::try_from(stdio), wire::decode_call(buf)) else {
+        invalid(&channel);
+        return None;
+    };
+    let candidates = candidates(&msg.argv[0], &msg.envp);
+    Some(z::Call {
+        cwd: msg.cwd,
+        candidates,
+        argv: msg.argv,
+        envp: msg.envp,
+        stdio,
+        channel,
+    })
 }
 
 /// The setup's answer: `R` (ready) or a failure record.

@@ -270,11 +270,22 @@ async fn start<'a>(
     #[cfg(target_os = "linux")]
     {
         let (read_end, write_end) = std::io::pipe()?;
-        if let Some(running) = running::spawn_in_zygote(command, ctx, &write_end).await {
+        if let Some((running, init)) = running::spawn_in_zygote(command, ctx, &write_end).await {
             drop(write_end);
             let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(read_end));
-            tracing::debug!(command, "bash started in the sandbox zygote");
-            return Ok((running, receiver, None));
+            tracing::debug!(command, init, "bash started in the sandbox zygote");
+            // The init's group is recorded like a child's (the daemon kills recorded
+            // groups a dead Runtime left); killing it kills the whole call.
+            let guard = init.map(|pgid| {
+                ctx.processes.register(pgid);
+                DropGuard {
+                    pgid,
+                    processes: &ctx.processes,
+                    armed: true,
+                    contained: true,
+                }
+            });
+            return Ok((running, receiver, guard));
         }
     }
     let (child, reader, sandboxed) = spawn(command, ctx)?;

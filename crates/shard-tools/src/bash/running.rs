@@ -50,18 +50,40 @@ impl Running {
                 got,
             } => {
                 use shard_sandbox::zygote::{Report, parse_report};
-                while *got < record.len() {
-                    let n = channel.read(&mut record[*got..]).await?;
-                    if n == 0 {
-                        return Err(std::io::Error::other("the sandbox ended the call"));
+                loop {
+                    read_record(channel, record, got).await?;
+                    let report = parse_report(record);
+                    *got = 0;
+                    match report {
+                        Report::Started(_) => continue,
+                        Report::Exited(status) => return Ok(ExitStatus::from_raw(status)),
+                        Report::Failed(why) => return Err(std::io::Error::other(why)),
                     }
-                    *got += n;
-                }
-                match parse_report(record) {
-                    Report::Exited(status) => Ok(ExitStatus::from_raw(status)),
-                    Report::Failed(why) => Err(std::io::Error::other(why)),
                 }
             }
+        }
+    }
+
+    /// A zygote call's first record: the pid of its init, which leads the call's process
+    /// group. None when the call ended at once (its end is then what [`Running::wait`]
+    /// returns) or for a child.
+    #[cfg(target_os = "linux")]
+    async fn started(&mut self) -> Option<i32> {
+        let Running::Call {
+            channel,
+            record,
+            got,
+        } = self
+        else {
+            return None;
+        };
+        read_record(channel, record, got).await.ok()?;
+        match shard_sandbox::zygote::parse_report(record) {
+            shard_sandbox::zygote::Report::Started(pid) => {
+                *got = 0;
+                Some(pid)
+            }
+            _ => None,
         }
     }
 
@@ -98,14 +120,32 @@ impl Running {
     }
 }
 
-/// Starts `bash -c command` in the sandbox's zygote; None when there is none (the caller
-/// spawns it itself). `output` is the write end of the output pipe.
+/// Completes the record being read. Cancel-safe: what was read stays in `record`.
+#[cfg(target_os = "linux")]
+async fn read_record(
+    channel: &mut tokio::net::UnixStream,
+    record: &mut [u8],
+    got: &mut usize,
+) -> std::io::Result<()> {
+    while *got < record.len() {
+        let n = channel.read(&mut record[*got..]).await?;
+        if n == 0 {
+            return Err(std::io::Error::other("the sandbox ended the call"));
+        }
+        *got += n;
+    }
+    Ok(())
+}
+
+/// Starts `bash -c command` in the sandbox's zygote, with the pid of the call's init
+/// (the leader of its process group) once known; None when there is no zygote (the
+/// caller spawns the command itself). `output` is the write end of the output pipe.
 #[cfg(target_os = "linux")]
 pub(super) async fn spawn_in_zygote(
     command: &str,
     ctx: &ToolContext,
     output: &std::io::PipeWriter,
-) -> Option<Running> {
+) -> Option<(Running, Option<i32>)> {
     let mut zygote = ctx.sandbox.zygote(Duration::ZERO);
     if zygote.is_none() && ctx.sandbox.is_active() {
         let sandbox = ctx.sandbox.clone();
@@ -115,7 +155,7 @@ pub(super) async fn spawn_in_zygote(
             .flatten();
     }
     let zygote = zygote?;
-    let started = (|| -> std::io::Result<Running> {
+    let started = (|| -> std::io::Result<(Running, Option<i32>)> {
         let stdin = OwnedFd::from(std::fs::File::open("/dev/null")?);
         let request = shard_sandbox::zygote::CallRequest {
             argv: vec!["bash".into(), "-c".into(), command.into()],
@@ -125,16 +165,27 @@ pub(super) async fn spawn_in_zygote(
             stdout: OwnedFd::from(output.try_clone()?),
             stderr: OwnedFd::from(output.try_clone()?),
         };
-        let channel = zygote.spawn(request)?.into_channel();
+        let call = zygote.spawn(request)?;
+        let init = call.init();
+        let channel = call.into_channel();
         channel.set_nonblocking(true)?;
-        Ok(Running::Call {
+        let running = Running::Call {
             channel: tokio::net::UnixStream::from_std(channel)?,
             record: [0; shard_sandbox::zygote::RECORD_LEN],
             got: 0,
-        })
+        };
+        Ok((running, init))
     })();
     match started {
-        Ok(running) => Some(running),
+        Ok((running, Some(init))) => Some((running, Some(init))),
+        Ok((mut running, None)) => {
+            // Bounded: a wedged zygote must not keep the call from being aborted.
+            let init = tokio::time::timeout(ZYGOTE_WAIT, running.started())
+                .await
+                .ok()
+                .flatten();
+            Some((running, init))
+        }
         Err(err) => {
             tracing::debug!(%err, "the sandbox zygote cannot take the call; entering the sandbox per call");
             None
