@@ -121,6 +121,10 @@ export type Steer = {
   message: string;
   /** Attached images. */
   images?: (Image[] | null);
+  /** Strict steer (additive, issue 16): the message goes into the turn running now (or the one named by `turn_id`) at its next provider boundary, or nowhere. The response is sent when that is decided and carries [`crate::responses::SteerData`]: `injected` with the turn's id, or `conflict` when no such turn runs or it ended first; a conflicting steer is dropped, never kept for a later turn. Without it a steer sent between turns starts a turn, and one the turn did not take waits for the next. */
+  strict?: (boolean | null);
+  /** With `strict`: only this turn may take the message. */
+  turn_id?: (string | null);
 };
 
 /** A per-agent command whose only field is the routing `agent_id`. */
@@ -1634,6 +1638,10 @@ export type RunSnapshot = {
   started_at?: (number | null);
   /** End, ms since the epoch. */
   ended_at?: (number | null);
+  /** Steers the run's turn took, from the parent and from people (additive, issue 16). */
+  steers?: (number | null);
+  /** The latest steer or abort from outside the coordinator (additive, issue 16). */
+  last_action?: (RunAction | null);
 };
 
 /** Token counts of a run. */
@@ -1643,6 +1651,27 @@ export type RunUsage = {
   /** Output tokens. */
   output: number;
 };
+
+/** The latest outside action on a run, recorded so that the parent sees in `subagent.status` that a person steered or aborted its child (additive, issue 16). */
+export type RunAction = {
+  /** What was done. */
+  action: RunActionKind;
+  /** Who did it. */
+  by: RunActor;
+  /** For a steer: whether the turn took it. */
+  status?: (SteerOutcome | null);
+  /** When, ms since the epoch. */
+  at: number;
+};
+
+/** What was done to a run from outside (additive, issue 16). */
+export type RunActionKind = ("steer" | "abort");
+
+/** Who acted on a run besides the coordinator (additive, issue 16). */
+export type RunActor = ("parent" | "client");
+
+/** Outcome of a strict steer. */
+export type SteerOutcome = ("injected" | "conflict");
 
 /** `subagent.steer`. */
 export type SubagentSteerData = {
@@ -1656,8 +1685,13 @@ export type SubagentSteerData = {
   correlation_id: string;
 };
 
-/** Outcome of a strict steer. */
-export type SteerOutcome = ("injected" | "conflict");
+/** Response data of a strict `steer` (additive, issue 16): whether the Runtime put the message into a turn, so a coordinator can tell the sender without guessing from events. */
+export type SteerData = {
+  /** `injected`: the message is in the transcript of turn `turn_id`; `conflict`: it was dropped (no such turn ran, or it ended first). */
+  status: SteerOutcome;
+  /** The turn that took the message, or the one that ended without taking it. */
+  turn_id?: (string | null);
+};
 
 /** `subagent.relaunch`. */
 export type SubagentRelaunched = {

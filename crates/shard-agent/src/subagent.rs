@@ -9,7 +9,8 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use shard_tools::{ToolContext, ToolOutput, TypedTool};
+use shard_protocol::definitions::DefinitionSummary;
+use shard_tools::{Tool, ToolContext, ToolOutput, Typed, TypedTool};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// Which command the call is.
@@ -206,9 +207,137 @@ impl TypedTool for SubagentTool {
     }
 }
 
+/// Most definitions the description lists; the others are counted, so a project with
+/// many files cannot flood every model request.
+const LISTED_MAX: usize = 24;
+
+/// Longest description shown per definition (characters).
+const DESCRIPTION_MAX: usize = 120;
+
+/// The tool's description: the fixed text, then the agent definitions `defs` (bounded).
+pub fn description_with(defs: &[DefinitionSummary]) -> String {
+    let mut out = String::from(SubagentTool::DESCRIPTION);
+    out.push_str("\n\nAgent definitions (`name`):");
+    for d in defs.iter().take(LISTED_MAX) {
+        out.push_str("\n- ");
+        out.push_str(&d.name);
+        if let Some(desc) = &d.description {
+            let one_line = desc.split_whitespace().collect::<Vec<_>>().join(" ");
+            let mut cut: String = one_line.chars().take(DESCRIPTION_MAX).collect();
+            if cut.len() < one_line.len() {
+                cut.push('…');
+            }
+            out.push_str(": ");
+            out.push_str(&cut);
+        }
+    }
+    if defs.len() > LISTED_MAX {
+        out.push_str(&format!("\n- … and {} more", defs.len() - LISTED_MAX));
+    }
+    out
+}
+
+/// The `subagent` tool as a Runtime offers it: [`SubagentTool`] with a description that
+/// lists the agent definitions available when the Runtime started (issue 16), which a
+/// typed tool's constant description cannot.
+pub struct Subagent {
+    inner: Typed<SubagentTool>,
+    description: String,
+}
+
+impl Subagent {
+    /// The tool over `tool`, describing `defs`.
+    pub fn new(tool: SubagentTool, defs: &[DefinitionSummary]) -> Self {
+        Subagent {
+            inner: Typed::new(tool),
+            description: description_with(defs),
+        }
+    }
+}
+
+impl Tool for Subagent {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> Value {
+        self.inner.input_schema()
+    }
+
+    fn is_read_only(&self, args: &Value) -> bool {
+        self.inner.is_read_only(args)
+    }
+
+    fn execute<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        self.inner.execute(args, ctx)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn def(name: &str, description: Option<&str>) -> DefinitionSummary {
+        DefinitionSummary {
+            name: name.into(),
+            description: description.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn the_description_lists_the_definitions_within_bounds() {
+        let home = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let p = cwd.path().join(".shard/agents");
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(
+            p.join("reviewer.md"),
+            "---\ndescription: Reviews diffs\n---\nx",
+        )
+        .unwrap();
+        let h = home.path().join("agents");
+        std::fs::create_dir_all(&h).unwrap();
+        std::fs::write(
+            h.join("tester.md"),
+            "---\ndescription: Runs the\n tests\n---\n",
+        )
+        .unwrap();
+        let defs = shard_protocol::definitions::list_blocking(home.path(), cwd.path());
+        let d = description_with(&defs);
+        assert!(d.starts_with(SubagentTool::DESCRIPTION));
+        assert!(d.contains("\n- general: General-purpose agent"), "{d}");
+        assert!(d.contains("\n- reviewer: Reviews diffs"), "{d}");
+        assert!(d.contains("\n- tester: Runs the"), "{d}");
+
+        // Many definitions, long descriptions: bounded.
+        let long = "word ".repeat(200);
+        let many: Vec<_> = (0..40)
+            .map(|i| def(&format!("def{i:02}"), Some(&long)))
+            .collect();
+        let d = description_with(&many);
+        assert!(d.contains("- def23:") && !d.contains("- def24"), "{d}");
+        assert!(d.contains("… and 16 more"));
+        let fixed = SubagentTool::DESCRIPTION.len() + 200;
+        assert!(
+            d.len() < fixed + LISTED_MAX * (DESCRIPTION_MAX * 3 + 16),
+            "{}",
+            d.len()
+        );
+        let tool = Subagent::new(
+            SubagentTool {
+                sock: PathBuf::from("/nonexistent"),
+                agent_id: "agent-x".into(),
+                token: "t".into(),
+            },
+            &[def("general", None)],
+        );
+        assert_eq!(tool.name(), "subagent");
+        assert!(tool.description().ends_with("\n- general"));
+    }
 
     #[test]
     fn arguments_map_to_the_pinned_commands() {

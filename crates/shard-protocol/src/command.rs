@@ -301,6 +301,24 @@ pub struct Steer {
     /// Attached images.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<Vec<Image>>,
+    /// Strict steer (additive, issue 16): the message goes into the turn running now (or
+    /// the one named by `turn_id`) at its next provider boundary, or nowhere. The response
+    /// is sent when that is decided and carries [`crate::responses::SteerData`]: `injected`
+    /// with the turn's id, or `conflict` when no such turn runs or it ended first; a
+    /// conflicting steer is dropped, never kept for a later turn. Without it a steer sent
+    /// between turns starts a turn, and one the turn did not take waits for the next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
+    /// With `strict`: only this turn may take the message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+}
+
+impl Steer {
+    /// True when the steer must land in the running turn or be dropped.
+    pub fn is_strict(&self) -> bool {
+        self.strict == Some(true) || self.turn_id.is_some()
+    }
 }
 
 /// `set_mode`.

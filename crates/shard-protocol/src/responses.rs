@@ -292,6 +292,18 @@ pub enum SteerOutcome {
     Conflict,
 }
 
+/// Response data of a strict `steer` (additive, issue 16): whether the Runtime put the
+/// message into a turn, so a coordinator can tell the sender without guessing from events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SteerData {
+    /// `injected`: the message is in the transcript of turn `turn_id`; `conflict`: it was
+    /// dropped (no such turn ran, or it ended first).
+    pub status: SteerOutcome,
+    /// The turn that took the message, or the one that ended without taking it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+}
+
 /// `subagent.steer`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SubagentSteerData {

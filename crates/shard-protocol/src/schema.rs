@@ -35,6 +35,7 @@ pub fn protocol_schema() -> Value {
     generator.subschema_for::<responses::SubagentCreated>();
     generator.subschema_for::<responses::SubagentWaitData>();
     generator.subschema_for::<responses::SubagentSteerData>();
+    generator.subschema_for::<responses::SteerData>();
     generator.subschema_for::<responses::SubagentRelaunched>();
     generator.subschema_for::<responses::SubagentStatusData>();
     generator.subschema_for::<responses::SubagentStopData>();

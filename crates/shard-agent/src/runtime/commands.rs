@@ -5,14 +5,14 @@ use shard_protocol::command::{SessionOpArgs, SessionOpKind, StreamingBehavior};
 use shard_protocol::event::{Effective, ModeChanged, ModelChanged, ReasoningLevelChanged};
 use shard_protocol::responses::{
     ListModelsData, ListModesData, ReasoningLevelsData, SessionListData, SetModeData, SetModelData,
-    SetReasoningLevelData,
+    SetReasoningLevelData, SteerData, SteerOutcome,
 };
 use shard_protocol::{ClientMessage, Command, ErrorCode, Event};
 use shard_session::{EntryKind, SessionError};
 
 use super::sync::LIVE_WINDOW_BUDGET;
 
-use super::{Runtime, UserInput};
+use super::{PendingSteer, Runtime, UserInput};
 
 impl Runtime {
     pub(crate) async fn handle_command(&mut self, msg: ClientMessage) {
@@ -28,12 +28,17 @@ impl Runtime {
                     .await;
             }
             Command::Steer(s) => {
+                let strict = s.is_strict();
                 let input = UserInput {
                     text: s.message,
                     images: s.images.unwrap_or_default(),
                 };
-                self.accept_prompt(id, name, input, Some(StreamingBehavior::Steer))
-                    .await;
+                if strict {
+                    self.accept_strict_steer(id, name, input, s.turn_id).await;
+                } else {
+                    self.accept_prompt(id, name, input, Some(StreamingBehavior::Steer))
+                        .await;
+                }
             }
             Command::Abort(_) => {
                 if self.turn.is_some() {
@@ -127,7 +132,10 @@ impl Runtime {
             return;
         }
         match behavior {
-            Some(StreamingBehavior::Steer) => self.steers.push(input),
+            Some(StreamingBehavior::Steer) => self.steers.push(PendingSteer {
+                input,
+                strict: None,
+            }),
             Some(StreamingBehavior::FollowUp) => self.follow_ups.push_back(input),
             None => {
                 let msg = "the agent is busy with a turn: send the prompt with \
@@ -138,6 +146,51 @@ impl Runtime {
             }
         }
         self.emit(Event::ok(id, name, None)).await;
+    }
+
+    /// A strict steer joins the running turn (answered when it is injected or dropped),
+    /// or is answered `conflict` now: it never waits for, or starts, another turn.
+    async fn accept_strict_steer(
+        &mut self,
+        id: Option<String>,
+        name: &str,
+        input: UserInput,
+        wanted: Option<String>,
+    ) {
+        let model = self.models.active().ok().map(|a| a.info.clone());
+        if let Some(why) = crate::images::check_images(&input.images, model.as_ref()) {
+            self.emit(Event::err(id, Some(name), ErrorCode::InvalidRequest, why))
+                .await;
+            return;
+        }
+        let running = self
+            .turn
+            .as_ref()
+            .filter(|t| !t.is_aborted())
+            .map(|t| t.turn_id.clone());
+        match running {
+            Some(turn) if wanted.as_ref().is_none_or(|w| *w == turn) => {
+                self.steers.push(PendingSteer {
+                    input,
+                    strict: Some(id),
+                });
+            }
+            other => {
+                let turn_id = wanted.or(other);
+                self.answer_steer(id, SteerOutcome::Conflict, turn_id).await;
+            }
+        }
+    }
+
+    /// The deferred answer of a strict steer.
+    pub(super) async fn answer_steer(
+        &mut self,
+        id: Option<String>,
+        status: SteerOutcome,
+        turn_id: Option<String>,
+    ) {
+        let data = SteerData { status, turn_id };
+        self.emit(Event::ok(id, "steer", to_value(&data))).await;
     }
 
     async fn set_mode(&mut self, id: Option<String>, name: &str, mode: &str) {
@@ -314,12 +367,15 @@ impl Runtime {
                 .await;
             return;
         };
+        // Never more than the live window: a lowered window (SHARD_LIVE_WINDOW_BYTES) pages
+        // in steps of its own size.
+        let most = self.live_window_budget;
         let budget = args
             .max_bytes
             .map_or(HISTORY_DEFAULT_BYTES, |b| {
                 usize::try_from(b).unwrap_or(LIVE_WINDOW_BUDGET)
             })
-            .clamp(HISTORY_MIN_BYTES, LIVE_WINDOW_BUDGET);
+            .clamp(HISTORY_MIN_BYTES.min(most), most);
         // The page's own error stays typed: an unknown id is NOT_FOUND, not a failure.
         let page = match self
             .read_session(move |reader| Ok(reader.history(&before, budget)))

@@ -153,6 +153,15 @@ pub(crate) struct UserInput {
     images: Vec<Image>,
 }
 
+/// A steer waiting for the running turn's next provider boundary.
+#[derive(Debug, Clone)]
+pub(crate) struct PendingSteer {
+    input: UserInput,
+    /// A strict steer (issue 16) is answered only when it is injected or dropped; this
+    /// is the id that answer carries.
+    strict: Option<Option<String>>,
+}
+
 /// The agent's state, owned by its actor task.
 pub struct Runtime {
     opts: RuntimeOptions,
@@ -176,7 +185,7 @@ pub struct Runtime {
     env_remove: Arc<Vec<String>>,
     sandbox: Arc<shard_sandbox::Sandbox>,
     status: AgentStatus,
-    steers: Vec<UserInput>,
+    steers: Vec<PendingSteer>,
     follow_ups: VecDeque<UserInput>,
     start_next: Option<UserInput>,
     pending: Option<PendingPermission>,
@@ -207,6 +216,8 @@ pub struct Runtime {
     mcp_plan: Option<shard_mcp::Resolved>,
     /// The running MCP servers; stopped with the Runtime.
     mcp: Option<shard_mcp::McpManager>,
+    /// Byte budget of `sync.live_window`, the most a history page holds.
+    live_window_budget: usize,
 }
 
 impl Runtime {
@@ -242,11 +253,11 @@ impl Runtime {
         let Prepared {
             opts,
             config,
-            ai_config,
             mut gate,
             grants,
             mut models,
             mcp: mcp_plan,
+            live_window_budget,
         } = prepared;
         let store = SessionStore::new(opts.shard_home.clone());
         let session_id = opts
@@ -281,19 +292,14 @@ impl Runtime {
             UiHandle::new(internal_tx.clone()),
         ))));
         // Offered only under a daemon (issue 16): it forwards to `subagent.*`.
+        // Its description lists the agent definitions there are now (two small dirs).
         if let Some(sub) = crate::subagent::SubagentTool::from_env() {
-            tools.push(Arc::new(shard_tools::Typed::new(sub)));
+            let defs = shard_protocol::definitions::list_blocking(&opts.shard_home, &opts.cwd);
+            tools.push(Arc::new(crate::subagent::Subagent::new(sub, &defs)));
         }
         let tools = tools::Tools::new(tools, opts.tools.clone(), internal_tx);
 
-        let mut env_remove = shard_ai::secret_env_vars(&ai_config);
-        env_remove.extend(
-            ["SHARD_AGENT_TOKEN", "SHARD_DAEMON_SOCK"]
-                .iter()
-                .map(|s| s.to_string()),
-        );
-        // The variables MCP servers' secrets come from reach no tool and no other server.
-        env_remove.extend(mcp_plan.secret_vars());
+        let env_remove = config.child_env_remove(mcp_plan.secret_vars());
         let processes = match &opts.agent_id {
             Some(agent_id) => runtime_state_tracker(&opts.shard_home, agent_id),
             None => ProcessTracker::default(),
@@ -350,6 +356,7 @@ impl Runtime {
             sink_closed: false,
             mcp_plan: Some(mcp_plan),
             mcp: None,
+            live_window_budget,
         };
         // A compacted session offers `recall` from its first request.
         runtime.register_recall();
@@ -391,6 +398,9 @@ impl Runtime {
             capabilities: self.capabilities(),
         });
         self.emit(hello).await;
+        // The sandbox's zygote starts now, off the start path, so that the first `bash`
+        // call finds it ready.
+        self.sandbox.prewarm();
         let sync = self.first_sync().await;
         self.emit(sync).await;
         // In the background: a slow server never delays `hello`, `sync` or a prompt.

@@ -18,6 +18,7 @@ use super::partial::{PartialBlock, PartialMessage};
 use super::tool_calls::CallRequest;
 use super::{Runtime, UserInput};
 use crate::hooks::{HookOutcome, ModelCallView, SharedContext};
+use shard_protocol::responses::SteerOutcome;
 
 /// Model calls one turn may make before it is stopped as runaway.
 const MAX_ITERATIONS: u32 = 500;
@@ -25,12 +26,21 @@ const MAX_ITERATIONS: u32 = 500;
 /// The running turn.
 pub(crate) struct TurnState {
     pub(crate) cancel: CancellationToken,
+    /// The id `turn_start` announced; a strict steer names it.
+    pub(crate) turn_id: String,
     /// Mirrors `cancel` (only `request_abort` cancels it): read once per streamed event,
     /// where the token's lock would cost more than the event.
     aborted: bool,
     usage: Usage,
     /// A `context_window_exceeded` refusal was answered by compacting once already.
     overflow_retried: bool,
+}
+
+impl TurnState {
+    /// True once the turn was aborted.
+    pub(crate) fn is_aborted(&self) -> bool {
+        self.aborted
+    }
 }
 
 enum Call {
@@ -68,7 +78,8 @@ impl Runtime {
         if let Some(c) = &self.compaction_cancel {
             c.cancel();
         }
-        self.steers.clear();
+        // Strict steers stay, to be answered `conflict` when the turn ends.
+        self.steers.retain(|s| s.strict.is_some());
         self.follow_ups.clear();
     }
 
@@ -76,6 +87,7 @@ impl Runtime {
         let turn_id = ids::new_id(ids::TURN);
         self.turn = Some(TurnState {
             cancel: CancellationToken::new(),
+            turn_id: turn_id.clone(),
             aborted: false,
             usage: Usage::default(),
             overflow_retried: false,
@@ -117,6 +129,7 @@ impl Runtime {
             tracing::error!(error = %e, "could not write session meta");
         }
         self.resolve_all_ui().await;
+        self.drop_strict_steers(&turn_id).await;
         let usage = self.turn.take().map(|t| t.usage);
         self.emit(Event::TurnEnd(TurnEnd {
             agent_id: None,
@@ -168,14 +181,43 @@ impl Runtime {
         }
     }
 
-    /// Steers are delivered after the current tool calls, before the next model call.
+    /// Steers are delivered after the current tool calls, before the next model call
+    /// (never into an aborted turn). A strict steer is answered `injected` once its
+    /// message is persisted.
     async fn deliver_steers(&mut self) -> bool {
-        for input in std::mem::take(&mut self.steers) {
-            if !self.append_user(&input).await {
+        if self.turn_cancelled() {
+            return true;
+        }
+        let turn_id = self.turn.as_ref().map(|t| t.turn_id.clone());
+        let mut pending = std::mem::take(&mut self.steers).into_iter();
+        while let Some(steer) = pending.next() {
+            if !self.append_user(&steer.input).await {
+                // Not taken: strict ones are answered `conflict` at the turn's end.
+                let rest = std::iter::once(steer).chain(pending);
+                self.steers.extend(rest.filter(|s| s.strict.is_some()));
                 return false;
+            }
+            if let Some(id) = steer.strict {
+                self.answer_steer(id, SteerOutcome::Injected, turn_id.clone())
+                    .await;
             }
         }
         true
+    }
+
+    /// The turn ends: strict steers it did not take are answered `conflict` and dropped,
+    /// so none becomes part of a later turn.
+    async fn drop_strict_steers(&mut self, turn_id: &str) {
+        let (strict, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.steers)
+            .into_iter()
+            .partition(|s| s.strict.is_some());
+        self.steers = rest;
+        for steer in strict {
+            if let Some(id) = steer.strict {
+                self.answer_steer(id, SteerOutcome::Conflict, Some(turn_id.to_string()))
+                    .await;
+            }
+        }
     }
 
     /// The system prompt of the active mode, built once per mode.

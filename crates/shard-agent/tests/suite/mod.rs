@@ -10,5 +10,6 @@ mod long_session;
 mod modes;
 mod permissions;
 mod resume;
+mod strict_steer;
 mod tools;
 mod turns;

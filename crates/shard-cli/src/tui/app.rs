@@ -510,6 +510,8 @@ impl App {
                     agent_id,
                     message: text,
                     images: None,
+                    strict: None,
+                    turn_id: None,
                 }),
                 Purpose::Quiet,
             );

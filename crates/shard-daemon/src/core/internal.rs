@@ -86,6 +86,32 @@ impl Shared {
         }
     }
 
+    /// Ok when `conn` may drive `agent_id` (attached, not as an observer): what a
+    /// person's steer or abort to a leased child needs before the coordinator acts on it.
+    pub(crate) fn check_may_drive(
+        &self,
+        conn: ConnId,
+        agent_id: &str,
+    ) -> Result<(), ProtocolError> {
+        let st = self.lock();
+        let role = st
+            .agents
+            .get(agent_id)
+            .and_then(|e| e.attachments.get(&conn))
+            .map(|a| a.role);
+        match role {
+            None => Err(ProtocolError::new(
+                ErrorCode::NotAttached,
+                "not attached to that agent",
+            )),
+            Some(shard_protocol::command::AttachRole::Observer) => Err(ProtocolError::new(
+                ErrorCode::PermissionDenied,
+                "observers are read-only",
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
     /// Fires when the agent's current Runtime generation exits; `None` when none is live.
     pub(crate) fn exit_waiter(&self, agent_id: &str) -> Option<oneshot::Receiver<()>> {
         let mut st = self.lock();

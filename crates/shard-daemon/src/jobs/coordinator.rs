@@ -11,6 +11,7 @@ use shard_protocol::command::{AgentTarget, Command, Prompt, Steer};
 use shard_protocol::event::Event;
 use shard_protocol::ids;
 use shard_protocol::jobs::{JobStrategy, RunState, RunUsage};
+use shard_protocol::responses::SteerOutcome;
 use shard_protocol::types::{ContentBlock, Role};
 
 use crate::core::Shared;
@@ -283,13 +284,13 @@ async fn execute(
                     }
                     Ok(resp) => {
                         let why = resp.error.map(|e| e.message).unwrap_or_else(|| "refused".into());
-                        return if stopping { cancelled() } else { failed(format!("the child refused the task: {why}")) };
+                        return if stopping { cancelled(shared, job_id, index) } else { failed(format!("the child refused the task: {why}")) };
                     }
                     Err(_) => return failed("the daemon lost the child's answer"),
                 }
             }
             _ = async { match exited.as_mut() { Some(rx) => { let _ = rx.await; } None => std::future::pending().await } } => {
-                return if stopping { cancelled() } else { failed("the child's runtime exited before the task ended") };
+                return if stopping { cancelled(shared, job_id, index) } else { failed("the child's runtime exited before the task ended") };
             }
             ev = sub.recv() => {
                 let Some(ev) = ev else {
@@ -330,7 +331,7 @@ async fn execute(
         return Outcome {
             usage,
             final_text: last_text.map(bound),
-            ..cancelled()
+            ..cancelled(shared, job_id, index)
         };
     }
     match fatal {
@@ -364,12 +365,22 @@ async fn write_prompt(
     Ok(path.display().to_string())
 }
 
-fn cancelled() -> Outcome {
+/// A cancelled run's outcome, with the canceller's reason (the parent's stop, a
+/// person's abort).
+fn cancelled(shared: &Shared, job_id: &str, index: usize) -> Outcome {
+    let reason = {
+        let cat = shared.jobs.lock();
+        cat.jobs
+            .get(job_id)
+            .and_then(|j| j.runs.get(index))
+            .and_then(|r| cat.live.get(&r.run_id))
+            .and_then(|l| l.stop_reason.clone())
+    };
     Outcome {
         state: RunState::Cancelled,
         final_text: None,
         usage: None,
-        error: Some("stopped by the parent".into()),
+        error: Some(reason.unwrap_or_else(|| "stopped by the parent".into())),
     }
 }
 
@@ -413,7 +424,7 @@ fn escalate(shared: &Arc<Shared>, agent_id: &str) {
 }
 
 /// Delivers the completion report of run `index` to its parent: `steer` while the
-/// parent's turn is active, else `prompt`; a steer the Runtime refuses becomes a prompt.
+/// parent's turn is active, else `prompt`; a steer the turn did not take becomes a prompt.
 /// Marked `reported` once a Runtime accepted it.
 pub(crate) async fn report(shared: &Arc<Shared>, job_id: &str, index: usize) {
     let Some((parent, text, run_id)) = ({
@@ -436,13 +447,17 @@ pub(crate) async fn report(shared: &Arc<Shared>, job_id: &str, index: usize) {
     let active = shared.agent_view(&parent).is_some_and(|v| v.active);
     let mut delivered = false;
     if active {
+        // Strict: a report the turn did not take is dropped by the Runtime and comes
+        // back `conflict`, and then becomes the next prompt (never lost, never twice).
         let steer = Command::Steer(Steer {
             agent_id: None,
             message: text.clone(),
             images: None,
+            strict: Some(true),
+            turn_id: None,
         });
         if let Ok(rx) = client.send(shared, &parent, steer) {
-            delivered = rx.await.is_ok_and(|r| r.success);
+            delivered = super::intervene::steer_outcome(rx.await.ok()) == SteerOutcome::Injected;
         }
     }
     if !delivered {

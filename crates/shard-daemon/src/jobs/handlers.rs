@@ -8,11 +8,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use shard_protocol::ErrorCode;
 use shard_protocol::command::{
-    Command, SubagentCreate, SubagentRelaunch, SubagentStatus, SubagentSteer, SubagentStop,
-    SubagentWait, WaitMode,
+    Command, SubagentCreate, SubagentRelaunch, SubagentStatus, SubagentStop, SubagentWait, WaitMode,
 };
 use shard_protocol::ids;
-use shard_protocol::jobs::{JobStrategy, RunState};
+use shard_protocol::jobs::{JobStrategy, RunActor, RunState};
 
 use super::record::{JOB_VERSION, JobRecord, RunRecord, job_state};
 use super::{Resolved, fold, fresh_alias, resolve_in, run_of_agent, spawn_job};
@@ -70,7 +69,7 @@ pub(crate) fn handle(
             }
             Command::SubagentSteer(s) => {
                 authorize(&shared, conn, &s.parent_agent_id)?;
-                steer(&shared, s).await
+                super::intervene::subagent_steer(&shared, s).await
             }
             Command::SubagentRelaunch(r) => {
                 authorize(&shared, conn, &r.parent_agent_id)?;
@@ -86,12 +85,7 @@ pub(crate) fn handle(
 
 /// A checked definition name: `general` or a file name stem, never a path.
 fn check_name(name: &str) -> Result<(), ProtocolError> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if ok {
+    if shard_protocol::definitions::is_valid_name(name) {
         Ok(())
     } else {
         Err(invalid(format!(
@@ -198,6 +192,8 @@ async fn create(shared: &Arc<Shared>, c: SubagentCreate) -> Result<Reply, Protoc
                 started_at: None,
                 ended_at: None,
                 reported: false,
+                steers: 0,
+                last_action: None,
             })
             .collect();
         let job = JobRecord {
@@ -251,7 +247,7 @@ fn created_run(r: &RunRecord) -> Value {
 }
 
 /// Every run a handle stands for at acceptance, as (job id, index).
-fn runs_of(cat: &super::Catalog, parent: &str, r: &Resolved) -> Vec<(String, usize)> {
+pub(super) fn runs_of(cat: &super::Catalog, parent: &str, r: &Resolved) -> Vec<(String, usize)> {
     match r {
         Resolved::Job(j) => cat
             .jobs
@@ -263,7 +259,7 @@ fn runs_of(cat: &super::Catalog, parent: &str, r: &Resolved) -> Vec<(String, usi
     }
 }
 
-fn run_at<'a>(cat: &'a super::Catalog, at: &(String, usize)) -> Option<&'a RunRecord> {
+pub(super) fn run_at<'a>(cat: &'a super::Catalog, at: &(String, usize)) -> Option<&'a RunRecord> {
     cat.jobs.get(&at.0).and_then(|j| j.runs.get(at.1))
 }
 
@@ -418,44 +414,8 @@ async fn stop(shared: &Arc<Shared>, s: SubagentStop) -> Result<Reply, ProtocolEr
     let mut cancelled = Vec::new();
     let mut job_id = job_of_handle;
     for (j, i) in targets {
-        // The token first, whatever the state: a run that leaves the queue between these
-        // steps starts already cancelled (the coordinator picks the token up).
-        let state = {
-            let mut cat = shared.jobs.lock();
-            let run = cat.jobs.get(&j).and_then(|job| job.runs.get(i)).cloned();
-            match run {
-                Some(r) if !r.state.is_terminal() => {
-                    cat.live
-                        .entry(r.run_id.clone())
-                        .or_default()
-                        .cancel
-                        .cancel();
-                    Some(r.state)
-                }
-                _ => None,
-            }
-        };
-        let state = match state {
-            Some(RunState::Queued) => {
-                let st = shared
-                    .jobs
-                    .transition(shared, &j, i, |r| {
-                        if r.state == RunState::Queued {
-                            r.state = RunState::Cancelled;
-                            r.error = Some("stopped by the parent".into());
-                            r.ended_at = Some(ids::now_millis());
-                        }
-                    })
-                    .await;
-                if st == Some(RunState::Cancelled) {
-                    let sh = Arc::clone(shared);
-                    let jj = j.clone();
-                    tokio::spawn(async move { super::coordinator::report(&sh, &jj, i).await });
-                }
-                st
-            }
-            other => other,
-        };
+        let reason = "stopped by the parent";
+        let state = super::intervene::cancel_run(shared, &j, i, reason, RunActor::Parent).await;
         let Some(state) = state else { continue };
         let (run_id, agent_id) = {
             let cat = shared.jobs.lock();
@@ -472,59 +432,6 @@ async fn stop(shared: &Arc<Shared>, s: SubagentStop) -> Result<Reply, ProtocolEr
         shared.jobs.persist(j).await?;
     }
     done(json!({ "cancelled": cancelled, "job_id": job_id }))
-}
-
-async fn steer(shared: &Arc<Shared>, s: SubagentSteer) -> Result<Reply, ProtocolError> {
-    let (run_id, agent_id, state, turn_id) = {
-        let cat = shared.jobs.lock();
-        let r = resolve_in(&cat, &s.parent_agent_id, &s.target)?;
-        if matches!(r, Resolved::Job(_)) {
-            return Err(invalid(
-                "steer targets a run, a child agent or an alias, not a job",
-            ));
-        }
-        let at = runs_of(&cat, &s.parent_agent_id, &r)
-            .into_iter()
-            .next()
-            .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no run for that target"))?;
-        let run = run_at(&cat, &at)
-            .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no run for that target"))?;
-        let turn = cat.live.get(&run.run_id).and_then(|l| l.turn_id.clone());
-        (run.run_id.clone(), run.agent_id.clone(), run.state, turn)
-    };
-    let correlation_id = format!("steer-{}", ids::new_id(ids::REQUEST));
-    let Some(turn_id) = turn_id.filter(|_| state == RunState::Active) else {
-        return Err(ProtocolError::new(
-            ErrorCode::Conflict,
-            format!("the run is {state:?}, not executing a turn; steer only reaches an active run")
-                .to_lowercase(),
-        ));
-    };
-    let rx = shared.jobs.client(shared).send(
-        shared,
-        &agent_id,
-        Command::Steer(shard_protocol::command::Steer {
-            agent_id: None,
-            message: s.message,
-            images: None,
-        }),
-    )?;
-    let accepted = rx.await.is_ok_and(|r| r.success);
-    let still = shared
-        .jobs
-        .lock()
-        .live
-        .get(&run_id)
-        .and_then(|l| l.turn_id.clone())
-        .is_some_and(|t| t == turn_id);
-    let status = if accepted && still {
-        "injected"
-    } else {
-        "conflict"
-    };
-    done(json!({
-        "status": status, "run_id": run_id, "turn_id": turn_id, "correlation_id": correlation_id,
-    }))
 }
 
 async fn relaunch(shared: &Arc<Shared>, r: SubagentRelaunch) -> Result<Reply, ProtocolError> {
@@ -571,6 +478,8 @@ async fn relaunch(shared: &Arc<Shared>, r: SubagentRelaunch) -> Result<Reply, Pr
             started_at: None,
             ended_at: None,
             reported: false,
+            steers: 0,
+            last_action: None,
             ..last
         };
         let data = json!({

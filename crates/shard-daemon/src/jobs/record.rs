@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use shard_protocol::ids;
-use shard_protocol::jobs::{JobSnapshot, JobState, JobStrategy, RunSnapshot, RunState, RunUsage};
+use shard_protocol::jobs::{
+    JobSnapshot, JobState, JobStrategy, RunAction, RunSnapshot, RunState, RunUsage,
+};
 
 use crate::fsutil;
 
@@ -55,6 +57,12 @@ pub(crate) struct RunRecord {
     /// Private: the definition body, the child's system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
+    /// Steers the run's turn took (parent's and people's).
+    #[serde(default)]
+    pub steers: u32,
+    /// The latest outside steer or abort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_action: Option<RunAction>,
 }
 
 impl RunRecord {
@@ -76,6 +84,8 @@ impl RunRecord {
             error: self.error.clone(),
             started_at: self.started_at,
             ended_at: self.ended_at,
+            steers: (self.steers > 0).then_some(self.steers),
+            last_action: self.last_action.clone(),
         }
     }
 }
@@ -231,6 +241,8 @@ mod tests {
             mode: None,
             tools: None,
             system_prompt: None,
+            steers: 0,
+            last_action: None,
         }
     }
 
