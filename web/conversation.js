@@ -46,9 +46,16 @@ export class Conversation {
     this.loadingOlder = false;
     /** @type {((before: string) => Promise<{messages: Message[], truncated_before?: string | null}>) | null} */
     this.fetchOlder = null;
+    /** The scroll offset at the last scroll event. */
+    this.lastTop = 0;
     this.el.addEventListener("scroll", () => {
-      this.follow = this.el.scrollHeight - this.el.scrollTop - this.el.clientHeight < 40;
-      if (this.el.scrollTop < 40) void this.loadOlder();
+      // Only a move up stops following: output that grew below the offset we set before
+      // this event arrived is no reason to leave the bottom.
+      const top = this.el.scrollTop;
+      if (this.el.scrollHeight - top - this.el.clientHeight < 40) this.follow = true;
+      else if (top < this.lastTop) this.follow = false;
+      this.lastTop = top;
+      if (top < 40) void this.loadOlder();
     });
   }
 
@@ -102,7 +109,10 @@ export class Conversation {
       this.messages.set(m.id, v);
       chunk.appendChild(v.el);
     }
-    if (!this.tail) this.tail = chunk;
+    if (!this.tail && chunk) {
+      this.tail = chunk;
+      chunk.classList.add("tail");
+    }
     this.el.scrollTop = top + (this.el.scrollHeight - height);
   }
 
@@ -240,7 +250,11 @@ export class Conversation {
    */
   add(el) {
     if (!this.tail || this.tail.childElementCount >= CHUNK) {
-      this.tail = h("div", { class: "chunk" });
+      // The chunk output goes into is always laid out (`.tail`): skipped off screen, it
+      // would keep its remembered size while it grows, and "scroll to the bottom" would
+      // stop short of what was added.
+      this.tail?.classList.remove("tail");
+      this.tail = h("div", { class: "chunk tail" });
       this.el.appendChild(this.tail);
     }
     this.tail.appendChild(el);

@@ -89,13 +89,8 @@ class App {
     if (ev.type === "status" || ev.type === "sync") this.overview.update(ev.agent_id, { status: ev.status });
     if (ev.type === "mode_changed") this.overview.update(ev.agent_id, { mode: ev.mode });
     if (ev.type === "model_changed") this.overview.update(ev.agent_id, { model: ev.active?.id });
-    if (ev.type === "usage") {
-      const a = this.overview.agents.get(ev.agent_id);
-      if (a) {
-        const u = a.usage ?? { input: 0, output: 0 };
-        this.overview.update(ev.agent_id, { usage: { ...u, input: u.input + (ev.input ?? 0), output: u.output + (ev.output ?? 0), cost: (u.cost ?? 0) + (ev.cost ?? 0) } });
-      }
-    }
+    // Summed before the pane sees the event: the pane reads the session's totals from here.
+    if (ev.type === "usage") this.overview.addUsage(ev.agent_id, ev);
     p?.onEvent(ev);
   }
 

@@ -55,6 +55,19 @@ export class Overview {
     this.paint();
   }
 
+  /**
+   * Adds one `usage` event to the agent's session totals. The one place usage is summed:
+   * the overview's cost and an open pane's session line both read the result.
+   * @param {string} id
+   * @param {{input?: number | null, output?: number | null, cost?: number | null}} ev
+   */
+  addUsage(id, ev) {
+    const a = this.agents.get(id);
+    if (!a) return;
+    const u = a.usage ?? { input: 0, output: 0 };
+    this.update(id, { usage: { ...u, input: u.input + (ev.input ?? 0), output: u.output + (ev.output ?? 0), cost: (u.cost ?? 0) + (ev.cost ?? 0) } });
+  }
+
   /** @param {AgentInfo} info */
   upsert(info) {
     this.agents.set(info.agent_id, { ...this.agents.get(info.agent_id), ...info });

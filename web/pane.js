@@ -29,8 +29,8 @@ export class Pane {
     this.caps = [];
     /** @type {any} */
     this.activeModel = null;
+    /** This turn's usage; the session's totals are the overview's (`Overview.addUsage`). */
     this.turn = { input: 0, output: 0, cost: 0 };
-    this.session = { input: 0, output: 0, cost: 0 };
     this.context = 0;
     this.controlsGen = 0;
     this.conv = new Conversation();
@@ -213,7 +213,7 @@ export class Pane {
   }
 
   paintUsage() {
-    const s = this.session;
+    const s = this.info()?.usage ?? { input: 0, output: 0, cost: 0 };
     this.usageEl.textContent = `turn ${num(this.turn.input)} in · ${num(this.turn.output)} out ${cost(this.turn.cost) || ""} — session ${num(s.input)} in · ${num(s.output)} out ${cost(s.cost)}`;
     const win = this.activeModel?.context_window;
     if (win) {
@@ -227,11 +227,9 @@ export class Pane {
     }
   }
 
-  /** @param {any} u an AgentInfo.usage */
+  /** @param {any} u an AgentInfo.usage, read at `sync` for the context in use */
   setSessionUsage(u) {
-    if (!u) return;
-    this.session = { input: u.input ?? 0, output: u.output ?? 0, cost: u.cost ?? 0 };
-    if (u.context_tokens) this.context = u.context_tokens;
+    if (u?.context_tokens) this.context = u.context_tokens;
     this.paintUsage();
   }
 
@@ -275,11 +273,9 @@ export class Pane {
         this.conv.toolResult(ev);
         break;
       case "usage":
-        for (const t of [this.turn, this.session]) {
-          t.input += ev.input ?? 0;
-          t.output += ev.output ?? 0;
-          t.cost += ev.cost ?? 0;
-        }
+        this.turn.input += ev.input ?? 0;
+        this.turn.output += ev.output ?? 0;
+        this.turn.cost += ev.cost ?? 0;
         if (ev.context_tokens) this.context = ev.context_tokens;
         this.paintUsage();
         break;

@@ -28,7 +28,7 @@ async function until(get, ok, what) {
   for (;;) {
     const v = await get();
     if (ok(v)) return v;
-    if (Date.now() > end) throw new Error("timed out waiting until " + what + "; last: " + String(v));
+    if (Date.now() > end) throw new Error("timed out waiting until " + what + "; last: " + (typeof v === "object" ? JSON.stringify(v) : String(v)));
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -381,6 +381,114 @@ test("workspace agents are grouped under their repository and workspace", async 
   await ctx.close();
 });
 
+test("scrolling back pages older history in, each message once, without moving the view", async () => {
+  // A daemon of its own whose Runtimes keep an 8 KiB live window (SHARD_LIVE_WINDOW_BYTES,
+  // docs/daemon.md), so a session of a few dozen turns needs several history pages.
+  const small = await new Daemon(bin, { SHARD_LIVE_WINDOW_BYTES: "8192" }).start();
+  /** @type {import("playwright-core").BrowserContext | null} */
+  let closeLater = null;
+  try {
+    const TURNS = 48;
+    const filler = " This answer is long enough that a few dozen of them fill several pages of history.".repeat(5);
+    const turns = [];
+    for (let i = 0; i < TURNS; i++) turns.push({ steps: [{ text: `Answer ${i}:${filler}`, chunk_chars: 200 }, { usage: { input: 5, output: 5 } }] });
+    turns.push({ steps: [{ text: "Live after paging: ", chunk_chars: 5 }, { text: "still streaming at the bottom.", chunk_chars: 5 }, { usage: { input: 5, output: 5 } }] });
+    const script = small.script("long", turns);
+    const { page: pg, ctx } = await enrolledPage(browser, small);
+    closeLater = ctx;
+    pg.setDefaultTimeout(T);
+    pg.on("console", (m) => {
+      if (m.type() === "error" || /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
+    });
+    const agent = await createAgent(pg, { cwd: small.work, provider: "scripted", model: script, name: "historian" });
+    await openAgent(pg, "historian");
+    // Write the session: one prompt per turn, each sent once the previous turn is over.
+    await pg.evaluate(
+      async ({ agent, turns }) => {
+        const app = /** @type {any} */ (window).shard;
+        const orig = app.onEvent.bind(app);
+        /** @type {(() => void) | null} */
+        let done = null;
+        app.onEvent = (/** @type {any} */ ev) => {
+          orig(ev);
+          if (ev.agent_id === agent && ev.type === "status" && ev.status === "idle" && done) done();
+        };
+        for (let i = 0; i < turns; i++) {
+          const idle = new Promise((r) => (done = () => r(undefined)));
+          await app.conn.request({ type: "prompt", agent_id: agent, message: `Question ${i}` });
+          await idle;
+        }
+        app.onEvent = orig;
+      },
+      { agent, turns: TURNS },
+    );
+    // A fresh page: its `sync` carries only the newest messages.
+    await pg.reload();
+    await pg.getByText("connected", { exact: true }).waitFor();
+    await openAgent(pg, "historian");
+    const log = pg.locator(".pane.active .log");
+    await log.getByText(`Answer ${TURNS - 1}:`).waitFor();
+    /** The labels of the messages shown, in document order. */
+    const shown = () => log.evaluate((el) => [...el.querySelectorAll("article.msg")].map((a) => /(Question|Answer) \d+/.exec(a.textContent ?? "")?.[0] ?? "?"));
+    const first = await shown();
+    assert.ok(first.length < 2 * TURNS / 2, `the sync window is a small part of the session (${first.length} messages)`);
+    let pages = 0;
+    for (;;) {
+      // Scroll to the top, as a user would (the scroll handler asks for the page before),
+      // and note which message is then at the top of the view, and where.
+      const before = await log.evaluate((el) => {
+        const conv = /** @type {any} */ (window).shard.panes.get(/** @type {HTMLElement} */ (el.closest(".pane")).dataset.agent).conv;
+        if (conv.truncatedBefore === null) return { more: false, count: 0, offset: NaN };
+        el.scrollTo(0, 0);
+        const box = el.getBoundingClientRect();
+        const top = [...el.querySelectorAll("article.msg")].find((a) => a.getBoundingClientRect().bottom > box.top + 1);
+        top?.setAttribute("data-anchor", "");
+        return { more: true, count: el.querySelectorAll("article.msg").length, offset: top ? top.getBoundingClientRect().top - box.top : NaN };
+      });
+      if (!before.more) break;
+      assert.ok(pages < 40, "paging ends");
+      await until(() => log.evaluate((el) => el.querySelectorAll("article.msg").length), (n) => n > before.count, "an older page is shown");
+      pages++;
+      // Two frames, so chunks whose size the browser only estimated are laid out.
+      await pg.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(undefined)))));
+      const after = await log.evaluate((el) => {
+        const box = el.getBoundingClientRect();
+        const a = /** @type {HTMLElement} */ (el.querySelector("article[data-anchor]"));
+        const r = a.getBoundingClientRect();
+        a.removeAttribute("data-anchor");
+        return { top: r.top - box.top, inView: r.bottom > box.top && r.top < box.bottom, height: box.height };
+      });
+      assert.ok(after.inView, `page ${pages}: the message at the top stays in view (${JSON.stringify({ before: before.offset, after })})`);
+      assert.ok(Math.abs(after.top - before.offset) < 2, `page ${pages}: the view did not jump (${before.offset} → ${after.top})`);
+    }
+    assert.ok(pages >= 3, `several pages were needed (${pages})`);
+    const expected = [];
+    for (let i = 0; i < TURNS; i++) expected.push(`Question ${i}`, `Answer ${i}`);
+    assert.deepEqual(await shown(), expected, "every message once, in order");
+    // Live deltas still land at the bottom; sending scrolled the view there to follow them.
+    await prompt(pg).fill("one more");
+    await prompt(pg).press("Enter");
+    await log.getByText("Live after paging: still streaming at the bottom.").waitFor();
+    const tail = await until(
+      () =>
+        log.evaluate((el) => {
+          const all = [...el.querySelectorAll("article.msg")];
+          const box = el.getBoundingClientRect();
+          const r = all[all.length - 1].getBoundingClientRect();
+          return { last: all[all.length - 1].textContent ?? "", prev: all[all.length - 2].textContent ?? "", inView: r.top < box.bottom && r.bottom > box.top, top: r.top - box.top, scrollTop: el.scrollTop, scrollHeight: el.scrollHeight };
+        }),
+      (t) => t.inView,
+      "the view follows the stream to the bottom",
+    );
+    assert.match(tail.last, /Live after paging: still streaming at the bottom\./);
+    assert.match(tail.prev, /one more/);
+    assert.deepEqual((await shown()).slice(0, 2 * TURNS), expected, "the history is untouched by the stream");
+  } finally {
+    await closeLater?.close();
+    small.cleanup();
+  }
+});
+
 test("the overview on a wide screen", async () => {
   const { page: pg, ctx } = await page({ width: 1280, height: 800 });
   await pg.locator(".agent-name").first().waitFor();
@@ -390,7 +498,9 @@ test("the overview on a wide screen", async () => {
 
 let failed = 0;
 try {
-  for (const [name, fn] of tests) {
+  // SHARD_E2E_ONLY=words runs only the tests whose name contains them (while developing).
+  const only = process.env.SHARD_E2E_ONLY;
+  for (const [name, fn] of tests.filter(([n]) => !only || n.includes(only))) {
     const t0 = Date.now();
     try {
       await fn();

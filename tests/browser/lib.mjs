@@ -20,9 +20,13 @@ export function fail(why) {
 }
 
 export class Daemon {
-  /** @param {string} bin the `shard` binary */
-  constructor(bin) {
+  /**
+   * @param {string} bin the `shard` binary
+   * @param {Record<string, string>} [env] extra environment of the daemon (and so of its Runtimes)
+   */
+  constructor(bin, env = {}) {
     this.bin = bin;
+    this.env = env;
     this.home = mkdtempSync(join(tmpdir(), "shard-browser-"));
     this.work = join(this.home, "work");
     mkdirSync(this.work);
@@ -31,7 +35,7 @@ export class Daemon {
 
   async start() {
     this.child = spawn(this.bin, ["daemon", "--port", "0"], {
-      env: { ...process.env, SHARD_HOME: this.home, SHARD_LOG: process.env.SHARD_LOG ?? "warn" },
+      env: { ...process.env, SHARD_HOME: this.home, SHARD_LOG: process.env.SHARD_LOG ?? "warn", ...this.env },
       stdio: ["ignore", "ignore", "pipe"],
     });
     await new Promise((resolve, reject) => {
@@ -84,8 +88,9 @@ export class Daemon {
   }
 }
 
-export async function launch() {
-  return chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+/** @param {string[]} [args] extra Chromium flags */
+export async function launch(args = []) {
+  return chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", ...args] });
 }
 
 /**

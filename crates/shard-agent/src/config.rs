@@ -217,6 +217,20 @@ impl Config {
             models: self.models.clone(),
         }
     }
+
+    /// The environment variables no tool process and no MCP server may inherit: provider
+    /// keys, the Runtime's daemon credentials, and the variables MCP servers' own secrets
+    /// come from (`mcp_secret_vars`; each server gets its own back). One list, so that
+    /// `shard mcp list` starts servers exactly as a Runtime would.
+    pub fn child_env_remove(
+        &self,
+        mcp_secret_vars: impl IntoIterator<Item = String>,
+    ) -> Vec<String> {
+        let mut remove = shard_ai::secret_env_vars(&self.ai_config());
+        remove.extend(["SHARD_AGENT_TOKEN", "SHARD_DAEMON_SOCK"].map(String::from));
+        remove.extend(mcp_secret_vars);
+        remove
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use shard_agent::models::EnvLookup;
 use shard_agent::transport::{read_commands, write_events};
 use shard_agent::{Input, Runtime, RuntimeOptions, StartError};
 use shard_protocol::ErrorCode;
@@ -171,12 +172,55 @@ async fn serve(opts: RuntimeOptions) -> ExitCode {
 }
 
 async fn check(opts: RuntimeOptions) -> ExitCode {
-    match shard_agent::prepare(opts, common::process_env()) {
-        Ok(prepared) => match prepared.model_problem() {
-            None => ExitCode::SUCCESS,
-            Some(why) => report_start_failure(StartError::Config(why)).await,
-        },
+    match check_settings(opts, common::process_env()) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => report_start_failure(e).await,
+    }
+}
+
+/// The Runtime's own start check, opening nothing: `Ok` when a Runtime started with
+/// `opts` would serve and answer (mode, provider, model, credentials, configuration).
+/// Blocking: it reads the configuration and the project's grants.
+fn check_settings(opts: RuntimeOptions, env: EnvLookup) -> Result<(), StartError> {
+    let prepared = shard_agent::prepare(opts, env)?;
+    match prepared.model_problem() {
+        None => Ok(()),
+        Some(why) => Err(StartError::Config(why)),
+    }
+}
+
+/// The daemon's `agent.create` check: the Runtime's own, run in the daemon's process
+/// (it cannot link the Runtime, issue 11 §4) instead of a `shard agent --check` child,
+/// one process start fewer per create. The daemon's environment is what its Runtimes
+/// inherit (hardening only overwrites the initial block `/proc` shows), so the keys and
+/// `HOME` seen here are theirs; `SHARD_HOME` and the flags come from the launch spec as
+/// they would on the command line.
+pub struct InProcessCheck;
+
+impl shard_daemon::SettingsCheck for InProcessCheck {
+    fn check(&self, spec: &shard_daemon::LaunchSpec) -> Result<(), String> {
+        let system_prompt = match &spec.system_prompt_file {
+            Some(p) => Some(
+                std::fs::read_to_string(p)
+                    .map_err(|e| format!("cannot read {}: {e}", p.display()))?,
+            ),
+            None => None,
+        };
+        let opts = RuntimeOptions {
+            shard_home: spec.home.clone(),
+            cwd: spec.cwd.clone(),
+            provider: spec.provider.clone(),
+            model: spec.model.clone(),
+            mode: spec.mode.clone(),
+            session_id: Some(spec.session_id.clone()),
+            headless_policy: None,
+            name: None,
+            script: spec.script.as_ref().map(PathBuf::from),
+            agent_id: None,
+            tools: spec.tools.clone(),
+            system_prompt,
+        };
+        check_settings(opts, common::process_env()).map_err(|e| e.to_string())
     }
 }
 

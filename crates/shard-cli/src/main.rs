@@ -76,6 +76,15 @@ enum Commands {
 }
 
 fn main() -> ExitCode {
+    // Started by a Runtime as its tool sandbox's zygote (docs/sandbox.md): serve, and
+    // nothing else of the CLI runs in that process.
+    #[cfg(target_os = "linux")]
+    if let Some(code) = shard_sandbox::zygote::main_if_asked() {
+        return ExitCode::from(code.clamp(0, 255) as u8);
+    }
+    // This binary can serve as the zygote of the Runtimes it runs.
+    #[cfg(target_os = "linux")]
+    shard_sandbox::zygote::set_program(std::path::PathBuf::from("/proc/self/exe"));
     // First, while the process has one thread: provider keys move out of the initial
     // environment block, which is then overwritten, and the process becomes
     // non-dumpable, so no other process — root included — reads a key from

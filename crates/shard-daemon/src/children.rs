@@ -1,5 +1,4 @@
-//! Short-lived children the daemon spawns and waits for itself (`git` for workspaces,
-//! `shard agent --check`). The daemon is a child subreaper and its orphan collector
+//! Short-lived children the daemon spawns and waits for itself (`git` for workspaces). The daemon is a child subreaper and its orphan collector
 //! (`core::orphans`) reaps every exited child that is not a Runtime; without this list it
 //! could reap one of these first, and tokio's wait would fail with `ECHILD`. A child is
 //! spawned and listed under one write lock, and the collector holds the read lock while it

@@ -1,7 +1,7 @@
 //! `agent.create` (PROTOCOL §10.1): managed create with a fresh session, or legacy
 //! adoption of an existing one, then the first Runtime generation. It runs as a spawned
-//! task (slow: disk, a `shard agent --check`, the Runtime's start), never on a
-//! connection's read loop.
+//! task (slow: disk, the settings check on the blocking pool, the Runtime's start), never
+//! on a connection's read loop.
 
 use std::sync::Arc;
 

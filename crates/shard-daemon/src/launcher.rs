@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::Stdio;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
@@ -95,17 +96,38 @@ pub trait RuntimeLauncher: Send + Sync {
     }
 }
 
+/// Validates an agent's settings (mode, provider, model, credentials, configuration)
+/// the way a Runtime started with them would, without starting one. The daemon cannot
+/// link the Runtime (issue 11 §4), so the binary that builds both injects it; running the
+/// Runtime's own check in-process spares `agent.create` a second process start, which
+/// on a busy machine was what stalled every other client (docs/performance.md).
+pub trait SettingsCheck: Send + Sync {
+    /// Blocking (it reads configuration files): the daemon calls it on the blocking pool.
+    /// `Err` says what is wrong and what would work, in the Runtime's own words.
+    fn check(&self, spec: &LaunchSpec) -> Result<(), String>;
+}
+
 /// Spawns `<exe> agent …` as a child process in its own process group, stderr to
-/// `SHARD_HOME/logs/<agent_id>.log`.
-#[derive(Debug, Clone)]
+/// `SHARD_HOME/logs/<agent_id>.log`; settings are checked in-process by a
+/// [`SettingsCheck`].
+#[derive(Clone)]
 pub struct ProcessLauncher {
     exe: PathBuf,
+    settings: Arc<dyn SettingsCheck>,
+}
+
+impl std::fmt::Debug for ProcessLauncher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessLauncher")
+            .field("exe", &self.exe)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ProcessLauncher {
-    /// A launcher running `exe agent`.
-    pub fn new(exe: PathBuf) -> Self {
-        ProcessLauncher { exe }
+    /// A launcher running `exe agent`, checking settings with `settings`.
+    pub fn new(exe: PathBuf, settings: Arc<dyn SettingsCheck>) -> Self {
+        ProcessLauncher { exe, settings }
     }
 
     /// The arguments after the executable.
@@ -153,48 +175,14 @@ async fn spawn_off_executor(
         .map_err(std::io::Error::other)?
 }
 
-/// How long `shard agent --check` may take.
-const CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-
 #[async_trait]
 impl RuntimeLauncher for ProcessLauncher {
     async fn check(&self, spec: &LaunchSpec) -> Result<(), String> {
-        let mut args = Self::args(spec);
-        args.push("--check".into());
-        let mut cmd = tokio::process::Command::new(&self.exe);
-        cmd.args(args)
-            .current_dir(&spec.cwd)
-            .env("SHARD_HOME", &spec.home)
-            .env_remove("SHARD_AGENT_TOKEN")
-            .env_remove("SHARD_AGENT_ID")
-            .env_remove("SHARD_DAEMON_SOCK")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let out = match tokio::time::timeout(CHECK_TIMEOUT, crate::children::output(cmd)).await {
-            Ok(Ok(o)) => o,
-            Ok(Err(e)) => return Err(format!("could not run the runtime's check: {e}")),
-            Err(_) => return Err("the runtime's check did not finish in time".into()),
-        };
-        if out.status.success() {
-            return Ok(());
-        }
-        // The check reports a start failure as a fatal `error` event on stdout.
-        let message = out
-            .stdout
-            .split(|b| *b == b'\n')
-            .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
-            .find(|v| v["type"] == "error")
-            .and_then(|v| v["message"].as_str().map(str::to_string))
-            .unwrap_or_else(|| {
-                String::from_utf8_lossy(&out.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("the runtime refused these settings")
-                    .to_string()
-            });
-        Err(message)
+        let settings = Arc::clone(&self.settings);
+        let spec = spec.clone();
+        tokio::task::spawn_blocking(move || settings.check(&spec))
+            .await
+            .map_err(|e| format!("the settings check failed: {e}"))?
     }
 
     async fn launch(&self, spec: &LaunchSpec) -> std::io::Result<LaunchedRuntime> {

@@ -36,7 +36,9 @@ pub use config::DaemonConfig;
 pub use core::subscribe::{Subscription, Topic};
 pub use error::DaemonError;
 pub use jobs::LaunchLimits;
-pub use launcher::{ExitInfo, LaunchSpec, LaunchedRuntime, ProcessLauncher, RuntimeLauncher};
+pub use launcher::{
+    ExitInfo, LaunchSpec, LaunchedRuntime, ProcessLauncher, RuntimeLauncher, SettingsCheck,
+};
 pub use outbox::QueueCaps;
 pub use principal::{Principal, TransportKind};
 pub use server::{Daemon, ShutdownHandle};

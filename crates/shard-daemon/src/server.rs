@@ -11,7 +11,7 @@ use crate::config::DaemonConfig;
 use crate::core::Shared;
 use crate::core::subscribe::{Subscription, Topic};
 use crate::error::DaemonError;
-use crate::launcher::{ProcessLauncher, RuntimeLauncher};
+use crate::launcher::{ProcessLauncher, RuntimeLauncher, SettingsCheck};
 use crate::lines::LineBudget;
 use crate::transport::{Transport, UnixTransport};
 
@@ -54,14 +54,18 @@ impl ShutdownHandle {
 
 impl Daemon {
     /// Takes the `SHARD_HOME` lock, binds `daemon.sock` and loads the manifests; Runtimes
-    /// are spawned as `<current exe> agent` (or `config.agent_exe`).
-    pub async fn bind(config: DaemonConfig) -> Result<Self, DaemonError> {
+    /// are spawned as `<current exe> agent` (or `config.agent_exe`), and `agent.create`
+    /// validates settings with `settings` first.
+    pub async fn bind(
+        config: DaemonConfig,
+        settings: Arc<dyn SettingsCheck>,
+    ) -> Result<Self, DaemonError> {
         let exe = match &config.agent_exe {
             Some(p) => p.clone(),
             None => std::env::current_exe()
                 .map_err(|e| DaemonError::io("finding the shard executable", e))?,
         };
-        Self::bind_with_launcher(config, Arc::new(ProcessLauncher::new(exe))).await
+        Self::bind_with_launcher(config, Arc::new(ProcessLauncher::new(exe, settings))).await
     }
 
     /// Like [`bind`](Daemon::bind) with another way to start Runtimes.

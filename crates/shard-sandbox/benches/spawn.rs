@@ -1,5 +1,6 @@
 //! Cost of the sandbox per spawn: `bash -c true` direct (with the parent-death signal,
-//! as `bash` spawns today) vs sandboxed, with the network on and off.
+//! as `bash` spawns with the sandbox off) vs sandboxed per call, with the network on and
+//! off, vs a call of the sandbox zygote (the normal path).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, Stdio};
@@ -80,6 +81,34 @@ fn sandboxed_no_network() {
         .apply(&mut cmd, &f.dir.path().join("work"))
         .unwrap();
     assert!(cmd.status().unwrap().success());
+}
+
+#[divan::bench(sample_count = 200)]
+fn zygote() {
+    use std::io::Read;
+    let f = fixture();
+    shard_sandbox::zygote::set_program(env!("CARGO_BIN_EXE_shard-sandbox-zygote").into());
+    let z =
+        f.on.zygote(std::time::Duration::from_secs(30))
+            .expect("the zygote did not start");
+    let null = || std::os::fd::OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
+    let call = z
+        .spawn(shard_sandbox::zygote::CallRequest {
+            argv: vec!["bash".into(), "-c".into(), "true".into()],
+            env: std::env::vars_os().collect(),
+            cwd: f.dir.path().join("work"),
+            stdin: null(),
+            stdout: null(),
+            stderr: null(),
+        })
+        .unwrap();
+    let mut channel = call.into_channel();
+    let mut rec = [0u8; shard_sandbox::zygote::RECORD_LEN];
+    channel.read_exact(&mut rec).unwrap();
+    assert_eq!(
+        shard_sandbox::zygote::parse_report(&rec),
+        shard_sandbox::zygote::Report::Exited(0)
+    );
 }
 
 #[divan::bench(sample_count = 20)]

@@ -23,6 +23,8 @@ pub mod hardening;
 mod plan;
 #[cfg(target_os = "linux")]
 mod sys;
+#[cfg(target_os = "linux")]
+pub mod zygote;
 
 use std::path::{Path, PathBuf};
 
@@ -206,6 +208,27 @@ impl Sandbox {
                 "sandbox: running without {}; tool processes are less isolated",
                 describe_missing(&self.missing)
             )),
+            _ => None,
+        }
+    }
+
+    /// Starts the zygote in the background (after the Runtime said `hello`: never on the
+    /// start path), so that the first call finds it ready. Does nothing when the sandbox
+    /// is off, lacks namespaces, or no program can serve as the zygote.
+    pub fn prewarm(&self) {
+        #[cfg(target_os = "linux")]
+        if let State::Active(p) = &self.state {
+            p.prewarm();
+        }
+    }
+
+    /// The zygote to run calls in, starting it if needed and waiting at most `wait` for
+    /// one being started. None means: use [`Sandbox::apply`] (the per-call path), with
+    /// the same guarantees at a higher cost per call.
+    #[cfg(target_os = "linux")]
+    pub fn zygote(&self, wait: std::time::Duration) -> Option<zygote::Zygote> {
+        match &self.state {
+            State::Active(p) => p.zygote(wait),
             _ => None,
         }
     }

@@ -29,9 +29,32 @@ pub(crate) struct Prepared {
     plan: Arc<Plan>,
     /// Value of `TMPDIR` inside the sandbox.
     tmpdir: PathBuf,
+    /// The zygote, when the plan has every namespace and a program can serve as one.
+    zygote: Arc<crate::zygote::client::Slot>,
 }
 
 impl Prepared {
+    /// The zygote's program, when the zygote can do this plan's work.
+    fn zygote_program(&self) -> Option<&'static PathBuf> {
+        let all = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+        if self.plan.ns_flags & all != all {
+            return None;
+        }
+        crate::zygote::program()
+    }
+
+    pub(crate) fn prewarm(&self) {
+        if let Some(program) = self.zygote_program() {
+            self.zygote.prewarm(program, &self.plan, &self.tmpdir);
+        }
+    }
+
+    pub(crate) fn zygote(&self, wait: std::time::Duration) -> Option<crate::zygote::Zygote> {
+        let program = self.zygote_program()?;
+        let client = self.zygote.get(program, &self.plan, &self.tmpdir, wait)?;
+        Some(crate::zygote::Zygote::new(client, self.zygote.clone()))
+    }
+
     pub(crate) fn does_anything(&self) -> bool {
         self.plan.ns_flags != 0 || self.plan.landlock.is_some()
     }
@@ -266,6 +289,7 @@ pub(crate) fn prepare(
     Ok((
         Prepared {
             plan: Arc::new(plan),
+            zygote: crate::zygote::client::Slot::new(),
             tmpdir: if missing.iter().any(|(f, _)| *f == Feature::Namespaces) {
                 temp_path
             } else {

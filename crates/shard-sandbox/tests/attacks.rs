@@ -2,9 +2,16 @@
 //! tries to get out.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
+use shard_sandbox::zygote::{
+    self, Call, CallRequest, RECORD_LEN, Report, Zygote, parse_report, signal_record,
+};
 use shard_sandbox::{Sandbox, SandboxConfig, SandboxMode, SandboxSpec};
 
 struct Env {
@@ -44,7 +51,52 @@ impl Env {
     }
 }
 
-fn run(sb: &Sandbox, cwd: &Path, script: &str) -> Output {
+/// The two ways a command enters the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// Between fork and exec of the command ([`Sandbox::apply`]).
+    PerCall,
+    /// Forked by the zygote ([`Sandbox::zygote`]).
+    Zygote,
+}
+
+/// Runs a test once per way in: `name::per_call` and `name::zygote`.
+macro_rules! both {
+    ($name:ident) => {
+        mod $name {
+            #[test]
+            fn per_call() {
+                super::$name(super::Via::PerCall)
+            }
+            #[test]
+            fn zygote() {
+                super::$name(super::Via::Zygote)
+            }
+        }
+    };
+}
+
+fn run(via: Via, sb: &Sandbox, cwd: &Path, script: &str) -> Output {
+    match via {
+        Via::PerCall => run_per_call(sb, cwd, script),
+        Via::Zygote => {
+            let (call, out) = start_in_zygote(sb, cwd, script);
+            let mut channel = call.into_channel();
+            let stdout = read_all(out);
+            let status = match report(&mut channel) {
+                Report::Exited(s) => std::process::ExitStatus::from_raw(s),
+                Report::Failed(why) => panic!("the call failed: {why}"),
+            };
+            Output {
+                status,
+                stdout,
+                stderr: Vec::new(),
+            }
+        }
+    }
+}
+
+fn run_per_call(sb: &Sandbox, cwd: &Path, script: &str) -> Output {
     let mut cmd = Command::new("bash");
     cmd.arg("-c")
         .arg(script)
@@ -54,6 +106,44 @@ fn run(sb: &Sandbox, cwd: &Path, script: &str) -> Output {
     use std::os::unix::process::CommandExt;
     sb.apply(&mut cmd, cwd).unwrap();
     cmd.output().unwrap()
+}
+
+/// The zygote of `sb` (waiting for it generously).
+fn zygote(sb: &Sandbox) -> Zygote {
+    zygote::set_program(PathBuf::from(env!("CARGO_BIN_EXE_shard-sandbox-zygote")));
+    sb.zygote(Duration::from_secs(30))
+        .expect("the zygote did not start")
+}
+
+/// Starts `bash -c script` in the zygote; returns the call and the read end of its
+/// output (stdout and stderr together).
+fn start_in_zygote(sb: &Sandbox, cwd: &Path, script: &str) -> (Call, std::io::PipeReader) {
+    let (read, write) = std::io::pipe().unwrap();
+    let write2 = write.try_clone().unwrap();
+    let stdin = std::fs::File::open("/dev/null").unwrap();
+    let call = zygote(sb)
+        .spawn(CallRequest {
+            argv: vec!["bash".into(), "-c".into(), script.into()],
+            env: std::env::vars_os().collect(),
+            cwd: cwd.to_path_buf(),
+            stdin: stdin.into(),
+            stdout: write.into(),
+            stderr: write2.into(),
+        })
+        .unwrap();
+    (call, read)
+}
+
+fn read_all(mut r: impl Read) -> Vec<u8> {
+    let mut v = Vec::new();
+    r.read_to_end(&mut v).unwrap();
+    v
+}
+
+fn report(channel: &mut UnixStream) -> Report {
+    let mut rec = [0u8; RECORD_LEN];
+    channel.read_exact(&mut rec).unwrap();
+    parse_report(&rec)
 }
 
 fn text(o: &Output) -> String {
@@ -75,13 +165,14 @@ fn full(env: &Env, config: SandboxConfig) -> Option<Sandbox> {
     Some(sb)
 }
 
-#[test]
-fn writes_only_inside_the_workspace_and_temp() {
+both!(writes_only_inside_the_workspace_and_temp);
+fn writes_only_inside_the_workspace_and_temp(via: Via) {
     let env = Env::new();
     let Some(sb) = full(&env, SandboxConfig::default()) else {
         return;
     };
     let out = run(
+        via,
         &sb,
         &env.work(),
         &format!(
@@ -110,8 +201,8 @@ fn writes_only_inside_the_workspace_and_temp() {
     );
 }
 
-#[test]
-fn shard_home_is_invisible() {
+both!(shard_home_is_invisible);
+fn shard_home_is_invisible(via: Via) {
     let env = Env::new();
     let Some(sb) = full(&env, SandboxConfig::default()) else {
         return;
@@ -119,6 +210,7 @@ fn shard_home_is_invisible() {
     let sock_path = env.home().join("daemon.sock");
     let _listener = std::os::unix::net::UnixListener::bind(&sock_path).unwrap();
     let out = run(
+        via,
         &sb,
         &env.work(),
         &format!(
@@ -136,6 +228,7 @@ fn shard_home_is_invisible() {
     assert!(!env.home().join("grants.json").exists(), "{t}");
     if which("python3") {
         let out = run(
+            via,
             &sb,
             &env.work(),
             &format!(
@@ -153,14 +246,15 @@ fn shard_home_is_invisible() {
     }
 }
 
-#[test]
-fn shard_processes_are_out_of_view() {
+both!(shard_processes_are_out_of_view);
+fn shard_processes_are_out_of_view(via: Via) {
     let env = Env::new();
     let Some(sb) = full(&env, SandboxConfig::default()) else {
         return;
     };
     let me = std::process::id();
     let out = run(
+        via,
         &sb,
         &env.work(),
         &format!(
@@ -220,14 +314,17 @@ fn processes_with(marker: &str) -> Vec<u32> {
     found
 }
 
-#[test]
-fn orphans_die_when_the_command_ends() {
+both!(orphans_die_when_the_command_ends);
+fn orphans_die_when_the_command_ends(via: Via) {
     let env = Env::new();
     let Some(sb) = full(&env, SandboxConfig::default()) else {
         return;
     };
-    let marker = format!("{}.{}", 900 + std::process::id() % 97, std::process::id());
+    // Both ways run at once in this process: each has its own marker.
+    let base = if via == Via::Zygote { 900 } else { 600 };
+    let marker = format!("{}.{}", base + std::process::id() % 97, std::process::id());
     let out = run(
+        via,
         &sb,
         &env.work(),
         &format!(
@@ -250,8 +347,8 @@ fn orphans_die_when_the_command_ends() {
     assert!(left.is_empty(), "orphans survived: {left:?}");
 }
 
-#[test]
-fn network_off_blocks_a_local_listener() {
+both!(network_off_blocks_a_local_listener);
+fn network_off_blocks_a_local_listener(via: Via) {
     let env = Env::new();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -259,7 +356,7 @@ fn network_off_blocks_a_local_listener() {
     let Some(on) = full(&env, SandboxConfig::default()) else {
         return;
     };
-    let out = run(&on, &env.work(), &script);
+    let out = run(via, &on, &env.work(), &script);
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("CONNECTED"),
         "{}",
@@ -272,7 +369,7 @@ fn network_off_blocks_a_local_listener() {
     let Some(off) = full(&env, config) else {
         return;
     };
-    let out = run(&off, &env.work(), &script);
+    let out = run(via, &off, &env.work(), &script);
     assert!(
         !String::from_utf8_lossy(&out.stdout).contains("CONNECTED"),
         "{}",
@@ -290,6 +387,7 @@ fn mode_off_behaves_as_before() {
     assert!(!sb.is_active());
     assert_eq!(sb.capabilities(), vec!["sandbox-off".to_string()]);
     let out = run(
+        Via::PerCall,
         &sb,
         &env.work(),
         &format!(
@@ -302,8 +400,8 @@ fn mode_off_behaves_as_before() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("secret"));
 }
 
-#[test]
-fn a_workspace_inside_shard_home_stays_writable() {
+both!(a_workspace_inside_shard_home_stays_writable);
+fn a_workspace_inside_shard_home_stays_writable(via: Via) {
     let env = Env::new();
     let inner = env.home().join("projects/p");
     std::fs::create_dir_all(&inner).unwrap();
@@ -323,6 +421,7 @@ fn a_workspace_inside_shard_home_stays_writable() {
         return;
     }
     let out = run(
+        via,
         &sb,
         &inner,
         &format!(
@@ -343,8 +442,8 @@ fn a_workspace_inside_shard_home_stays_writable() {
     );
 }
 
-#[test]
-fn a_visible_folder_inside_shard_home_is_readable_not_writable() {
+both!(a_visible_folder_inside_shard_home_is_readable_not_writable);
+fn a_visible_folder_inside_shard_home_is_readable_not_writable(via: Via) {
     let env = Env::new();
     let out_dir = env.home().join("sessions/s1/tool-output");
     std::fs::create_dir_all(&out_dir).unwrap();
@@ -365,6 +464,7 @@ fn a_visible_folder_inside_shard_home_is_readable_not_writable() {
         return;
     }
     let out = run(
+        via,
         &sb,
         &env.work(),
         &format!(
@@ -412,7 +512,7 @@ fn a_complete_probe_is_remembered_for_the_boot() {
     assert!(again.missing().is_empty());
     assert_eq!(std::fs::read_to_string(&file).unwrap(), key);
     // The remembered sandbox works.
-    let out = run(&again, &env.work(), "echo ok > f && echo $$");
+    let out = run(Via::PerCall, &again, &env.work(), "echo ok > f && echo $$");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         "2",
@@ -421,14 +521,15 @@ fn a_complete_probe_is_remembered_for_the_boot() {
     );
 }
 
-#[test]
-fn the_covers_cannot_be_undone() {
+both!(the_covers_cannot_be_undone);
+fn the_covers_cannot_be_undone(via: Via) {
     let env = Env::new();
     let Some(sb) = full(&env, SandboxConfig::default()) else {
         return;
     };
     let h = env.home().display().to_string();
     let out = run(
+        via,
         &sb,
         &env.work(),
         &format!(
@@ -444,4 +545,148 @@ fn the_covers_cannot_be_undone() {
         !String::from_utf8_lossy(&out.stdout).contains("secret"),
         "{t}"
     );
+}
+
+/// Polls (generously) until no live process has `marker` in its command line.
+fn gone(marker: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !processes_with(marker).is_empty() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// Waits (generously) until a process with `marker` runs.
+fn wait_for(marker: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while processes_with(marker).is_empty() {
+        assert!(Instant::now() < deadline, "{marker} never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn kill_leftovers(marker: &str) -> Vec<u32> {
+    let left = processes_with(marker);
+    for pid in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    left
+}
+
+fn orphans_then_wait(marker: &str) -> String {
+    format!(
+        "setsid -f sleep {marker}; nohup sleep {marker} >/dev/null 2>&1 & (sleep {marker} &); sleep {marker}"
+    )
+}
+
+#[test]
+fn zygote_abort_kills_every_process_of_the_call() {
+    let env = Env::new();
+    let Some(sb) = full(&env, SandboxConfig::default()) else {
+        return;
+    };
+    let marker = format!("{}.{}", 700 + std::process::id() % 97, std::process::id());
+    let (call, out) = start_in_zygote(&sb, &env.work(), &orphans_then_wait(&marker));
+    wait_for(&marker);
+    let mut channel = call.into_channel();
+    channel.write_all(&signal_record(libc::SIGTERM)).unwrap();
+    let status = report(&mut channel);
+    // The report comes once every process of the call is gone.
+    let left = kill_leftovers(&marker);
+    assert!(left.is_empty(), "processes outlived the abort: {left:?}");
+    assert_eq!(
+        status,
+        Report::Exited(libc::SIGTERM),
+        "bash ends by the signal"
+    );
+    assert!(read_all(out).is_empty());
+}
+
+#[test]
+fn zygote_a_dropped_call_kills_its_processes() {
+    let env = Env::new();
+    let Some(sb) = full(&env, SandboxConfig::default()) else {
+        return;
+    };
+    let marker = format!("{}.{}", 800 + std::process::id() % 97, std::process::id());
+    let (call, _out) = start_in_zygote(&sb, &env.work(), &orphans_then_wait(&marker));
+    wait_for(&marker);
+    drop(call);
+    let ok = gone(&marker);
+    kill_leftovers(&marker);
+    assert!(ok, "processes outlived their dropped call");
+}
+
+#[test]
+fn zygote_concurrent_calls_are_apart() {
+    let env = Env::new();
+    let Some(sb) = full(&env, SandboxConfig::default()) else {
+        return;
+    };
+    let a = format!("{}.{}", 500 + std::process::id() % 97, std::process::id());
+    let b = format!("{}.{}", 400 + std::process::id() % 97, std::process::id());
+    let (call_a, out_a) = start_in_zygote(&sb, &env.work(), &format!("sleep {a} & wait"));
+    wait_for(&a);
+    // B looks for A's processes and tries to kill everything it can reach.
+    let (call_b, out_b) = start_in_zygote(
+        &sb,
+        &env.work(),
+        &format!(
+            "setsid -f sleep {b}; cat /proc/[0-9]*/cmdline | tr '\\0' ' '; echo; \
+             pkill sleep; kill -9 -1; echo not reached"
+        ),
+    );
+    let mut channel_b = call_b.into_channel();
+    let seen = String::from_utf8_lossy(&read_all(out_b)).to_string();
+    assert!(matches!(report(&mut channel_b), Report::Exited(_)));
+    assert!(!seen.contains(&a), "B sees A's processes: {seen}");
+    assert!(seen.contains(&b), "B sees its own: {seen}");
+    assert!(processes_with(&b).is_empty(), "B's orphan survived B");
+    // A is untouched by B's end, and ends normally when aborted.
+    assert!(!processes_with(&a).is_empty(), "B's end killed A");
+    let mut channel_a = call_a.into_channel();
+    channel_a.write_all(&signal_record(libc::SIGKILL)).unwrap();
+    assert!(matches!(report(&mut channel_a), Report::Exited(_)));
+    assert!(kill_leftovers(&a).is_empty());
+    drop(out_a);
+}
+
+#[test]
+fn zygote_is_out_of_reach_of_its_calls() {
+    let env = Env::new();
+    let Some(sb) = full(&env, SandboxConfig::default()) else {
+        return;
+    };
+    let out = run(
+        Via::Zygote,
+        &sb,
+        &env.work(),
+        "for f in /proc/$$/fd/*; do readlink $f; done; echo; \
+         cat /proc/[0-9]*/cmdline | tr '\\0' ' '; echo; \
+         cat /proc/1/environ 2>/dev/null && echo READ_\"\"INIT; ls /proc | grep -c '^[0-9]'",
+    );
+    let t = text(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Only the standard descriptors: the zygote's socket and the call's channel are not
+    // inherited, so a tool cannot ask the zygote for anything.
+    assert!(!stdout.contains("socket:"), "{t}");
+    assert!(!stdout.contains("READ_INIT"), "{t}");
+    // The zygote and the Runtime are not in view: only the call's init (pid 1, a fork of
+    // the zygote), bash and its children.
+    let count: usize = stdout
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .parse()
+        .unwrap_or(99);
+    assert!(count <= 4, "{t}");
+    let me = std::process::id().to_string();
+    assert!(!stdout.split_whitespace().any(|w| w == me), "{t}");
 }

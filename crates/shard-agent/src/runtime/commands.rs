@@ -367,12 +367,15 @@ impl Runtime {
                 .await;
             return;
         };
+        // Never more than the live window: a lowered window (SHARD_LIVE_WINDOW_BYTES) pages
+        // in steps of its own size.
+        let most = self.live_window_budget;
         let budget = args
             .max_bytes
             .map_or(HISTORY_DEFAULT_BYTES, |b| {
                 usize::try_from(b).unwrap_or(LIVE_WINDOW_BUDGET)
             })
-            .clamp(HISTORY_MIN_BYTES, LIVE_WINDOW_BUDGET);
+            .clamp(HISTORY_MIN_BYTES.min(most), most);
         // The page's own error stays typed: an unknown id is NOT_FOUND, not a failure.
         let page = match self
             .read_session(move |reader| Ok(reader.history(&before, budget)))

@@ -216,6 +216,8 @@ pub struct Runtime {
     mcp_plan: Option<shard_mcp::Resolved>,
     /// The running MCP servers; stopped with the Runtime.
     mcp: Option<shard_mcp::McpManager>,
+    /// Byte budget of `sync.live_window`, the most a history page holds.
+    live_window_budget: usize,
 }
 
 impl Runtime {
@@ -251,11 +253,11 @@ impl Runtime {
         let Prepared {
             opts,
             config,
-            ai_config,
             mut gate,
             grants,
             mut models,
             mcp: mcp_plan,
+            live_window_budget,
         } = prepared;
         let store = SessionStore::new(opts.shard_home.clone());
         let session_id = opts
@@ -297,14 +299,7 @@ impl Runtime {
         }
         let tools = tools::Tools::new(tools, opts.tools.clone(), internal_tx);
 
-        let mut env_remove = shard_ai::secret_env_vars(&ai_config);
-        env_remove.extend(
-            ["SHARD_AGENT_TOKEN", "SHARD_DAEMON_SOCK"]
-                .iter()
-                .map(|s| s.to_string()),
-        );
-        // The variables MCP servers' secrets come from reach no tool and no other server.
-        env_remove.extend(mcp_plan.secret_vars());
+        let env_remove = config.child_env_remove(mcp_plan.secret_vars());
         let processes = match &opts.agent_id {
             Some(agent_id) => runtime_state_tracker(&opts.shard_home, agent_id),
             None => ProcessTracker::default(),
@@ -361,6 +356,7 @@ impl Runtime {
             sink_closed: false,
             mcp_plan: Some(mcp_plan),
             mcp: None,
+            live_window_budget,
         };
         // A compacted session offers `recall` from its first request.
         runtime.register_recall();
@@ -402,6 +398,9 @@ impl Runtime {
             capabilities: self.capabilities(),
         });
         self.emit(hello).await;
+        // The sandbox's zygote starts now, off the start path, so that the first `bash`
+        // call finds it ready.
+        self.sandbox.prewarm();
         let sync = self.first_sync().await;
         self.emit(sync).await;
         // In the background: a slow server never delays `hello`, `sync` or a prompt.

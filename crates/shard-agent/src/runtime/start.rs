@@ -17,11 +17,12 @@ use crate::modes::ModeController;
 pub struct Prepared {
     pub(super) opts: RuntimeOptions,
     pub(super) config: Config,
-    pub(super) ai_config: shard_ai::config::AiConfig,
     pub(super) gate: Gate,
     pub(super) grants: GrantStore,
     pub(super) models: ModelController,
     pub(super) mcp: shard_mcp::Resolved,
+    /// Byte budget of `sync.live_window` and of a history page (`SHARD_LIVE_WINDOW_BYTES`).
+    pub(super) live_window_budget: usize,
 }
 
 impl Prepared {
@@ -43,6 +44,9 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
         ));
     }
     opts.cwd = cwd;
+    let live_window_budget =
+        super::sync::live_window_budget(env(super::sync::LIVE_WINDOW_ENV).as_deref())
+            .map_err(StartError::Config)?;
     let config = Config::load(&opts.shard_home).map_err(|e| StartError::Config(e.to_string()))?;
     let ai_config = config.ai_config();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
@@ -67,7 +71,7 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
         &|k: &str| env(k),
     )
     .map_err(|e| StartError::Config(e.to_string()))?;
-    let mut models = ModelController::new(ai_config.clone(), env, opts.script.clone());
+    let mut models = ModelController::new(ai_config, env, opts.script.clone());
     // A provider or model the user named that does not exist is a start failure; a
     // missing key is not (the first prompt says which variable to set).
     if opts.provider.is_some() || opts.model.is_some() {
@@ -79,11 +83,11 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
     Ok(Prepared {
         opts,
         config,
-        ai_config,
         gate,
         grants,
         models,
         mcp,
+        live_window_budget,
     })
 }
 

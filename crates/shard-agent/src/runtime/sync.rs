@@ -6,8 +6,29 @@ use shard_session::{SessionError, SessionReader};
 
 use super::Runtime;
 
-/// Byte budget of `sync.live_window` (§16 item 9).
+/// Byte budget of `sync.live_window` (§16 item 9), and the most one history page holds.
 pub const LIVE_WINDOW_BUDGET: usize = 8 * 1024 * 1024;
+/// Smallest live-window budget accepted, so a page always holds a typical message.
+pub const LIVE_WINDOW_MIN: usize = 4 * 1024;
+/// Environment variable that lowers the live-window budget: tests use it to page through
+/// a short session as the browser does through a long one (docs/daemon.md). Runtimes
+/// started by the daemon inherit its environment.
+pub const LIVE_WINDOW_ENV: &str = "SHARD_LIVE_WINDOW_BYTES";
+
+/// The live-window budget from [`LIVE_WINDOW_ENV`]'s value: unset or empty is the default;
+/// anything but a byte count from [`LIVE_WINDOW_MIN`] to [`LIVE_WINDOW_BUDGET`] is refused.
+pub fn live_window_budget(value: Option<&str>) -> Result<usize, String> {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(LIVE_WINDOW_BUDGET);
+    };
+    match v.parse::<usize>() {
+        Ok(n) if (LIVE_WINDOW_MIN..=LIVE_WINDOW_BUDGET).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{LIVE_WINDOW_ENV}=`{v}`: expected a byte count from {LIVE_WINDOW_MIN} to \
+             {LIVE_WINDOW_BUDGET} (unset it for the default)"
+        )),
+    }
+}
 
 impl Runtime {
     /// Runs a read of the transcript on a blocking thread (the actor waits, so ordering
@@ -32,8 +53,9 @@ impl Runtime {
 
     /// The persisted part of the live window, read on a blocking thread.
     pub(crate) async fn read_live_window(&self) -> LiveWindow {
+        let budget = self.live_window_budget;
         let window = self
-            .read_session(|reader| reader.live_window(LIVE_WINDOW_BUDGET))
+            .read_session(move |reader| reader.live_window(budget))
             .await;
         window.unwrap_or_else(|e| {
             tracing::error!(error = %e, "could not read the live window");
@@ -70,5 +92,22 @@ impl Runtime {
             live_window,
             pending_requests,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_live_window_knob_accepts_byte_counts_in_range_only() {
+        assert_eq!(live_window_budget(None), Ok(LIVE_WINDOW_BUDGET));
+        assert_eq!(live_window_budget(Some(" ")), Ok(LIVE_WINDOW_BUDGET));
+        assert_eq!(live_window_budget(Some("8192")), Ok(8192));
+        assert_eq!(live_window_budget(Some("4096")), Ok(LIVE_WINDOW_MIN));
+        for bad in ["4095", "9999999999", "8k", "-1"] {
+            let e = live_window_budget(Some(bad)).unwrap_err();
+            assert!(e.contains(LIVE_WINDOW_ENV) && e.contains(bad), "{e}");
+        }
     }
 }

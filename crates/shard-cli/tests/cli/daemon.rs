@@ -26,7 +26,24 @@ pub(super) struct Daemon {
 
 impl Daemon {
     pub(super) fn start(home: &Path, extra: &[&str]) -> Daemon {
-        let mut child = StdCommand::new(env!("CARGO_BIN_EXE_shard"))
+        Self::start_with_env(home, extra, &[])
+    }
+
+    /// Like [`start`](Daemon::start), with variables set (`Some`) or removed (`None`) in
+    /// the daemon's environment, which its Runtimes inherit.
+    pub(super) fn start_with_env(
+        home: &Path,
+        extra: &[&str],
+        env: &[(&str, Option<&str>)],
+    ) -> Daemon {
+        let mut cmd = StdCommand::new(env!("CARGO_BIN_EXE_shard"));
+        for (k, v) in env {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        let mut child = cmd
             .args(["daemon", "--port", "0"])
             .args(extra)
             .env("SHARD_HOME", home)

@@ -118,15 +118,50 @@ async fn kill_9_of_the_daemon_stops_its_runtimes_and_a_new_daemon_restores() {
     assert!(texts.iter().any(|t| t == "first answer"), "{texts:?}");
 }
 
+/// The fatal error message `shard agent --check` prints for these flags, with the
+/// provider keys removed from its environment.
+fn check_message(home: &std::path::Path, flags: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shard"))
+        .args(["agent", "--check", "--cwd"])
+        .arg(home)
+        .args(flags)
+        .env("SHARD_HOME", home)
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{flags:?} passed the check");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "error")
+        .and_then(|v| v["message"].as_str().map(str::to_string))
+        .unwrap()
+}
+
+/// `agent.create` validates in the daemon's process (no `shard agent --check` child),
+/// and refuses exactly what the Runtime's own check refuses, with its words; the keys it
+/// sees are the daemon's, which its Runtimes inherit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_create_refuses_an_unknown_mode_or_provider_and_creates_nothing() {
     let h = home();
-    let d = Daemon::start(h.path(), &[]);
+    let keyless = [("ANTHROPIC_API_KEY", None), ("OPENAI_API_KEY", None)];
+    let d = Daemon::start_with_env(h.path(), &[], &keyless);
     let s = script(h.path(), "s.json", json!([]));
     let c = d.client().await;
-    for bad in [
-        json!({"mode":"bogus"}),
-        json!({"provider":"nonexistent-provider","model":"x"}),
+    for (bad, flags) in [
+        (
+            json!({"mode":"bogus"}),
+            vec!["--provider", "scripted", "--script", &s, "--mode", "bogus"],
+        ),
+        (
+            json!({"provider":"nonexistent-provider","model":"x"}),
+            vec!["--provider", "nonexistent-provider", "--model", "x"],
+        ),
+        (
+            json!({"provider":"anthropic","model":"claude-haiku-4-5"}),
+            vec!["--provider", "anthropic", "--model", "claude-haiku-4-5"],
+        ),
     ] {
         let mut req = serde_json::to_value(create_req(h.path(), &s)).unwrap();
         for (k, v) in bad.as_object().unwrap() {
@@ -145,13 +180,27 @@ async fn agent_create_refuses_an_unknown_mode_or_provider_and_creates_nothing() 
             "{bad}: {}",
             err.message
         );
-        assert!(!err.message.is_empty());
+        assert_eq!(err.message, check_message(h.path(), &flags), "{bad}");
     }
     assert!(c.list().await.unwrap().is_empty(), "nothing was created");
     let manifests = std::fs::read_dir(h.path().join("agents")).unwrap().count();
     assert_eq!(manifests, 0);
     // A good one still works.
     c.create(create_req(h.path(), &s)).await.unwrap();
+    drop(c);
+    drop(d);
+
+    // With the key in the daemon's environment the same anthropic agent is accepted
+    // (its Runtime starts; no model is called before a prompt).
+    let h = home();
+    let d = Daemon::start_with_env(h.path(), &[], &[("ANTHROPIC_API_KEY", Some("sk-ant-x"))]);
+    let c = d.client().await;
+    let mut req = serde_json::to_value(create_req(h.path(), &s)).unwrap();
+    req["provider"] = json!("anthropic");
+    req["model"] = json!("claude-haiku-4-5");
+    c.create(serde_json::from_value(req).unwrap())
+        .await
+        .unwrap();
 }
 
 /// A real orphan (issue 10 §5): outside the sandbox, a tool detaches with `setsid -f`

@@ -167,6 +167,35 @@ fn orphans_die_when_the_call_ends() {
     assert_eq!(process_with_arg(&marker), None);
 }
 
+/// True when process `pid` runs under the sandbox's zygote: an ancestor was started
+/// with the zygote's subcommand (the call's init is a fork of the zygote).
+fn under_zygote(pid: u32) -> bool {
+    let mut pid = pid;
+    for _ in 0..16 {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if cmdline
+            .split(|&b| b == 0)
+            .any(|a| a == b"__shard-sandbox-zygote")
+        {
+            return true;
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let Some(ppid) = stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            return false;
+        };
+        if ppid <= 1 {
+            return false;
+        }
+        pid = ppid;
+    }
+    false
+}
+
 /// Starts orphans and a long foreground command, returns the agent once they run.
 fn start_orphans(sb: &Sandbox, marker: &str) -> Option<Agent> {
     let cmd = format!("{}; sleep 600", orphans(marker));
@@ -190,6 +219,12 @@ fn start_orphans(sb: &Sandbox, marker: &str) -> Option<Agent> {
         assert!(Instant::now() < deadline, "the command never started");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The Runtime prewarms its zygote after `hello`: calls run there, not per call.
+    let pid = process_with_arg(marker).unwrap();
+    assert!(
+        under_zygote(pid),
+        "the call did not run in the sandbox zygote"
+    );
     Some(a)
 }
 
@@ -215,9 +250,47 @@ fn orphans_die_when_the_runtime_is_killed() {
     let Some(mut a) = start_orphans(&sb, &marker) else {
         return;
     };
+    let zygote = zygote_of(a.child.id()).expect("the Runtime has a zygote");
     a.child.kill().unwrap(); // SIGKILL
     let _ = a.child.wait();
     assert!(gone(&marker), "orphans outlived the Runtime's kill -9");
+    let deadline = Instant::now() + WAIT;
+    while live(zygote) {
+        assert!(
+            Instant::now() < deadline,
+            "the zygote outlived the Runtime's kill -9"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The zygote child of Runtime `runtime`.
+fn zygote_of(runtime: u32) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let ppid: u32 = stat
+            .rsplit(')')
+            .next()?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        (ppid == runtime
+            && cmdline
+                .split(|&b| b == 0)
+                .any(|a| a == b"__shard-sandbox-zygote"))
+        .then_some(pid)
+    })
+}
+
+/// True while `pid` exists and is not a zombie.
+fn live(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        !state.starts_with('Z') && !state.starts_with('X')
+    })
 }
 
 #[test]

@@ -359,6 +359,7 @@ fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut
     entry.mode = Some(s.mode.clone());
     if first {
         rt.ready = true;
+        rt.start_slot = None;
         entry.runtime_state = RuntimeState::Running;
         entry.last_epoch = Some(epoch);
         if !s.status.is_active() {

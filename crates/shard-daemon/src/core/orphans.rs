@@ -46,7 +46,7 @@ pub(crate) fn kill_leftover_groups(home: &Path, agent_id: &str, pid: Option<u32>
 
 /// Kills the process groups of orphans that escaped their tool call's tracking: children
 /// the daemon adopted as subreaper that left the daemon's session (`setsid`, `setsid -f`,
-/// a double fork after `setsid`). Runtimes, their tool groups and `shard agent --check`
+/// a double fork after `setsid`). Runtimes, their tool groups and the daemon's `git` runs
 /// stay in the daemon's session, so anything adopted in another session is such an
 /// orphan; inside the sandbox the PID namespace kills them first, and this is the bound
 /// with `[sandbox] mode = "off"` (docs/security.md). Which Runtime an escaped orphan came

@@ -3,6 +3,9 @@
 //! bounded in time and output size.
 
 pub mod process;
+mod running;
+
+use running::Running;
 
 use std::os::fd::OwnedFd;
 use std::process::{ExitStatus, Stdio};
@@ -28,6 +31,14 @@ const DRAIN_IDLE: Duration = Duration::from_millis(50);
 /// Variables always removed from tool processes, whatever the Runtime passes
 /// (ARCHITECTURE §16 item 14).
 pub const ALWAYS_REMOVED_ENV: &[&str] = &["SHARD_AGENT_TOKEN"];
+
+/// Variables every command gets: no pager, no prompt, a dumb terminal.
+const SET_ENV: &[(&str, &str)] = &[
+    ("TERM", "dumb"),
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+];
 
 /// Arguments of `bash`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -61,6 +72,7 @@ impl TypedTool for BashTool {
 
 enum Ending {
     Exited(ExitStatus),
+    Failed(std::io::Error),
     TimedOut,
     Aborted,
 }
@@ -92,28 +104,14 @@ async fn run_bash(args: BashArgs, ctx: &ToolContext) -> ToolOutput {
 
     let started = Instant::now();
     let elapsed_ms = |s: Instant| s.elapsed().as_millis() as u64;
-    let (mut child, reader, sandboxed) = match spawn(&args.command, ctx) {
-        Ok(spawned) => spawned,
+    let (mut running, reader, mut guard) = match start(&args.command, ctx).await {
+        Ok(s) => s,
         Err(err) => {
             let mut out = ToolOutput::error(format!("Could not start bash: {err}"));
             out.duration_ms = Some(elapsed_ms(started));
             return out;
         }
     };
-    let Some(pid) = child.id() else {
-        let mut out = ToolOutput::error("bash exited before it could be tracked");
-        out.duration_ms = Some(elapsed_ms(started));
-        return out;
-    };
-    // process_group(0) makes the child the leader of a group whose id is its pid.
-    let pgid = pid as i32;
-    ctx.processes.register(pgid);
-    let mut guard = DropGuard {
-        pgid,
-        processes: &ctx.processes,
-        armed: true,
-    };
-    tracing::debug!(pgid, command = %args.command, "bash started");
 
     let mut collector = OutputCollector::new(
         ctx.limits.max_output_bytes,
@@ -137,12 +135,9 @@ async fn run_bash(args: BashArgs, ctx: &ToolContext) -> ToolOutput {
             _ = tokio::time::sleep_until(deadline) => break Ending::TimedOut,
             // Exit before output: a background process flooding the pipe must not hide
             // the main process's exit; what is left is drained afterwards.
-            status = child.wait() => match status {
+            status = running.wait() => match status {
                 Ok(status) => break Ending::Exited(status),
-                Err(err) => {
-                    tracing::warn!(pgid, %err, "waiting for bash failed");
-                    break Ending::Aborted;
-                }
+                Err(err) => break Ending::Failed(err),
             },
             read = read_some(&mut reader, &mut buf) => match read {
                 Some(n) => collector.push(&buf[..n]).await,
@@ -156,12 +151,22 @@ async fn run_bash(args: BashArgs, ctx: &ToolContext) -> ToolOutput {
             drain(&mut reader, &mut buf, &mut collector).await;
             status
         }
-        Ending::TimedOut | Ending::Aborted => {
-            process::terminate_group(pgid, &mut child, ctx.limits.kill_grace).await;
-            guard.armed = false;
-            ctx.processes.unregister(pgid);
+        Ending::Failed(err) => {
+            // Only a sandboxed call fails this way (its setup, or a lost sandbox); its
+            // processes are gone, the channel's end killed them.
             drain(&mut reader, &mut buf, &mut collector).await;
-            let code = child.try_wait().ok().flatten().map(exit_code);
+            let mut out = ToolOutput::error(format!("Could not run bash: {err}"));
+            out.duration_ms = Some(elapsed_ms(started));
+            return out;
+        }
+        Ending::TimedOut | Ending::Aborted => {
+            let status = running.terminate(ctx.limits.kill_grace).await;
+            if let Some(g) = guard.as_mut() {
+                g.armed = false;
+                ctx.processes.unregister(g.pgid);
+            }
+            drain(&mut reader, &mut buf, &mut collector).await;
+            let code = status.map(exit_code);
             let display = |p: &std::path::Path| paths::display(&ctx.cwd, p);
             let collected = collector.finish(display).await;
             let what = if matches!(ending, Ending::TimedOut) {
@@ -185,14 +190,19 @@ async fn run_bash(args: BashArgs, ctx: &ToolContext) -> ToolOutput {
     // The main process ended on its own. In the sandbox the kernel has killed what it
     // left behind; otherwise what it left running in the background stays (a deliberate
     // `server &`), tracked so that the Runtime ends it on exit.
-    guard.armed = false;
-    let contained = sandboxed.is_some_and(|s| s.contained);
-    let still_running = !contained
-        && tokio::task::spawn_blocking(move || process::group_alive(pgid))
-            .await
-            .unwrap_or(false);
-    if !still_running {
-        ctx.processes.unregister(pgid);
+    let mut still_running = None;
+    if let Some(g) = guard.as_mut() {
+        g.armed = false;
+        let pgid = g.pgid;
+        let alive = !g.contained
+            && tokio::task::spawn_blocking(move || process::group_alive(pgid))
+                .await
+                .unwrap_or(false);
+        if alive {
+            still_running = Some(pgid);
+        } else {
+            ctx.processes.unregister(pgid);
+        }
     }
     let code = exit_code(status);
     let display = |p: &std::path::Path| paths::display(&ctx.cwd, p);
@@ -206,7 +216,7 @@ async fn run_bash(args: BashArgs, ctx: &ToolContext) -> ToolOutput {
             text.push('\n');
         }
     }
-    if still_running {
+    if let Some(pgid) = still_running {
         text.push_str(&format!(
             "[background processes are still running in process group {pgid}; they end when the agent exits]\n"
         ));
@@ -226,6 +236,8 @@ struct DropGuard<'a> {
     pgid: i32,
     processes: &'a crate::ProcessTracker,
     armed: bool,
+    /// The sandbox kills what the command leaves behind when it ends.
+    contained: bool,
 }
 
 impl Drop for DropGuard<'_> {
@@ -242,6 +254,46 @@ impl Drop for DropGuard<'_> {
             self.processes.unregister(self.pgid);
         }
     }
+}
+
+/// Starts the command: in the sandbox's zygote when there is one, else as a child of
+/// the Runtime (sandboxed per call or not). The guard (children only) kills the group
+/// if the call's future is dropped; a zygote call's channel does that by itself.
+async fn start<'a>(
+    command: &str,
+    ctx: &'a ToolContext,
+) -> std::io::Result<(
+    Running,
+    std::io::Result<tokio::net::unix::pipe::Receiver>,
+    Option<DropGuard<'a>>,
+)> {
+    #[cfg(target_os = "linux")]
+    {
+        let (read_end, write_end) = std::io::pipe()?;
+        if let Some(running) = running::spawn_in_zygote(command, ctx, &write_end).await {
+            drop(write_end);
+            let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(read_end));
+            tracing::debug!(command, "bash started in the sandbox zygote");
+            return Ok((running, receiver, None));
+        }
+    }
+    let (child, reader, sandboxed) = spawn(command, ctx)?;
+    let Some(pid) = child.id() else {
+        return Err(std::io::Error::other(
+            "bash exited before it could be tracked",
+        ));
+    };
+    // process_group(0) makes the child the leader of a group whose id is its pid.
+    let pgid = pid as i32;
+    ctx.processes.register(pgid);
+    tracing::debug!(pgid, command, "bash started");
+    let guard = DropGuard {
+        pgid,
+        processes: &ctx.processes,
+        armed: true,
+        contained: sandboxed.is_some_and(|s| s.contained),
+    };
+    Ok((Running::Child { child, pgid }, reader, Some(guard)))
 }
 
 type Spawned = (
@@ -262,10 +314,7 @@ fn spawn(command: &str, ctx: &ToolContext) -> std::io::Result<Spawned> {
         .stdin(Stdio::null())
         .stdout(Stdio::from(write_end))
         .stderr(Stdio::from(write_end2))
-        .env("TERM", "dumb")
-        .env("PAGER", "cat")
-        .env("GIT_PAGER", "cat")
-        .env("GIT_TERMINAL_PROMPT", "0")
+        .envs(SET_ENV.iter().copied())
         .process_group(0)
         .kill_on_drop(false);
     for name in ctx

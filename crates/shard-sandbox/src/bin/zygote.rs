@@ -1,0 +1,9 @@
+//! A program that only serves as the sandbox zygote, for this crate's tests and
+//! benchmarks (the `shard` binary serves as its own zygote).
+
+fn main() -> std::process::ExitCode {
+    match shard_sandbox::zygote::main_if_asked() {
+        Some(code) => std::process::ExitCode::from(code.clamp(0, 255) as u8),
+        None => std::process::ExitCode::from(2),
+    }
+}

@@ -1,0 +1,119 @@
+//! Spawning helpers: the `pre_exec` hook of every tool process, the probe, and the
+//! environment detach at process start.
+#![allow(unsafe_code)]
+
+use std::ffi::{CString, OsString};
+use std::io;
+use std::os::fd::AsRawFd;
+
+use libc::{c_int, c_void};
+
+use super::enter::{Failure, Plan, Stage, enter, errno};
+
+/// Installs, to run between the command's `fork` and `exec`: the parent-death signal
+/// (SIGKILL when the spawning thread dies, so a tool process never outlives a Runtime
+/// killed with `kill -9`) and, when given, entering the sandbox.
+pub fn install(cmd: &mut std::process::Command, sandbox: Option<(std::sync::Arc<Plan>, CString)>) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the forked child; it calls only `prctl`, `getppid`
+    // and [`enter`], which are async-signal-safe, and allocates nothing (its data was
+    // prepared here, in the parent). The getppid check closes the race where the
+    // parent died before the parent-death signal was armed.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) == -1
+            {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() as u32 != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            match &sandbox {
+                Some((plan, cwd)) => {
+                    enter(plan, cwd).map_err(|f| io::Error::from_raw_os_error(f.errno))
+                }
+                None => Ok(()),
+            }
+        });
+    }
+}
+
+/// Forks a child that enters the sandbox described by `plan` and exits at once, and
+/// reports the step that failed, if one did. Used once per Runtime to learn what the
+/// kernel allows.
+pub fn probe(plan: &Plan, cwd: &std::ffi::CStr) -> io::Result<Option<Failure>> {
+    let (read_end, write_end) = std::io::pipe()?;
+    let wfd = write_end.as_raw_fd();
+    // SAFETY: the child only calls [`enter`], `write` and `_exit`, all async-signal-safe,
+    // on data prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: in the forked child; see above.
+        unsafe {
+            match enter(plan, cwd) {
+                Ok(()) => libc::_exit(0),
+                Err(f) => {
+                    let mut msg = [0u8; 5];
+                    msg[0] = f.stage as u8;
+                    msg[1..].copy_from_slice(&f.errno.to_le_bytes());
+                    libc::write(wfd, msg.as_ptr() as *const c_void, msg.len());
+                    libc::_exit(1);
+                }
+            }
+        }
+    }
+    drop(write_end);
+    let mut status: c_int = 0;
+    loop {
+        // SAFETY: waiting for our own child into a stack variable.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            break;
+        }
+        if r < 0 && errno() != libc::EINTR {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    use std::io::Read;
+    let mut msg = Vec::new();
+    let mut read_end = read_end;
+    read_end.read_to_end(&mut msg)?;
+    if msg.len() >= 5 {
+        let stage = Stage::from_u8(msg[0]).unwrap_or(Stage::Namespaces);
+        let errno = i32::from_le_bytes([msg[1], msg[2], msg[3], msg[4]]);
+        return Ok(Some(Failure { stage, errno }));
+    }
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Ok(None)
+    } else {
+        Ok(Some(Failure {
+            stage: Stage::Fork,
+            errno: libc::ECHILD,
+        }))
+    }
+}
+
+/// Moves every environment variable to memory the C library allocates, so that the
+/// initial environment block (what `/proc/PID/environ` shows) can be overwritten without
+/// changing what the process and its children see.
+///
+/// # Safety contract for callers
+/// Call it first thing in `main`, before any thread exists: `setenv` is not thread-safe.
+pub fn detach_environment() {
+    let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    for (k, v) in vars {
+        // SAFETY: documented precondition: the process is still single-threaded, so no
+        // other thread reads or writes the environment concurrently.
+        unsafe { std::env::set_var(k, v) };
+    }
+}
