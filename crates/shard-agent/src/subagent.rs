@@ -9,7 +9,13 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use shard_protocol::command::{
+    SubagentCreate, SubagentRelaunch, SubagentStatus, SubagentSteer, SubagentStop, SubagentTask,
+    SubagentWait, WaitMode,
+};
 use shard_protocol::definitions::DefinitionSummary;
+use shard_protocol::jobs::JobStrategy;
+use shard_protocol::{ClientMessage, Command};
 use shard_tools::{Tool, ToolContext, ToolOutput, Typed, TypedTool};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -103,43 +109,83 @@ impl SubagentTool {
     }
 }
 
-/// The daemon command for `args` (without `id`).
-pub fn command_for(parent: &str, args: SubagentArgs) -> Value {
-    let (ty, mut v) = match args.action {
-        SubagentAction::Create => (
-            "subagent.create",
-            json!({"name": args.name, "task": args.task, "strategy": args.strategy,
-                   "model": args.model, "mode": args.mode,
-                   "tasks": args.tasks.map(|t| t.into_iter()
-                       .map(|t| json!({"name": t.name, "task": t.task})).collect::<Vec<_>>())}),
-        ),
-        SubagentAction::Wait => (
-            "subagent.wait",
-            json!({"handles": args.handles.unwrap_or_default(), "mode": args.mode,
-                   "timeout": args.timeout}),
-        ),
-        SubagentAction::Steer => (
-            "subagent.steer",
-            json!({"target": args.target, "message": args.message}),
-        ),
-        SubagentAction::Relaunch => (
-            "subagent.relaunch",
-            json!({"target": args.target, "task": args.task}),
-        ),
-        SubagentAction::Status => ("subagent.status", json!({"targets": args.targets})),
-        SubagentAction::Stop => ("subagent.stop", json!({"handle": args.handle})),
-    };
-    if let Some(o) = v.as_object_mut() {
-        o.retain(|_, x| !x.is_null());
-        o.insert("type".into(), json!(ty));
-        o.insert("parent_agent_id".into(), json!(parent));
-    }
-    v
+fn needs(action: &str, field: &str) -> String {
+    format!("`{action}` needs `{field}`")
+}
+
+/// The daemon command for `args`, typed as the protocol crate defines it; a missing or
+/// malformed field is one error naming it, before anything is sent.
+pub fn command_for(parent: &str, args: SubagentArgs) -> Result<Command, String> {
+    let parent_agent_id = parent.to_string();
+    Ok(match args.action {
+        SubagentAction::Create => {
+            let strategy = match args.strategy.as_deref() {
+                None => None,
+                Some("single") => Some(JobStrategy::Single),
+                Some("parallel") => Some(JobStrategy::Parallel),
+                Some("chain") => Some(JobStrategy::Chain),
+                Some(other) => {
+                    return Err(format!(
+                        "`strategy` is single, parallel or chain, not {other:?}"
+                    ));
+                }
+            };
+            Command::SubagentCreate(SubagentCreate {
+                parent_agent_id,
+                name: args.name,
+                task: args.task,
+                tasks: args.tasks.map(|t| {
+                    t.into_iter()
+                        .map(|t| SubagentTask {
+                            name: t.name,
+                            task: t.task,
+                        })
+                        .collect()
+                }),
+                strategy,
+                model: args.model,
+                provider: None,
+                mode: args.mode,
+            })
+        }
+        SubagentAction::Wait => {
+            let mode = match args.mode.as_deref() {
+                None => None,
+                Some("any") => Some(WaitMode::Any),
+                Some("all") => Some(WaitMode::All),
+                Some(other) => return Err(format!("`mode` of wait is any or all, not {other:?}")),
+            };
+            Command::SubagentWait(SubagentWait {
+                parent_agent_id,
+                handles: args.handles.ok_or_else(|| needs("wait", "handles"))?,
+                mode,
+                timeout: args.timeout,
+            })
+        }
+        SubagentAction::Steer => Command::SubagentSteer(SubagentSteer {
+            parent_agent_id,
+            target: args.target.ok_or_else(|| needs("steer", "target"))?,
+            message: args.message.ok_or_else(|| needs("steer", "message"))?,
+        }),
+        SubagentAction::Relaunch => Command::SubagentRelaunch(SubagentRelaunch {
+            parent_agent_id,
+            target: args.target.ok_or_else(|| needs("relaunch", "target"))?,
+            task: args.task.ok_or_else(|| needs("relaunch", "task"))?,
+        }),
+        SubagentAction::Status => Command::SubagentStatus(SubagentStatus {
+            parent_agent_id,
+            targets: args.targets,
+        }),
+        SubagentAction::Stop => Command::SubagentStop(SubagentStop {
+            parent_agent_id,
+            handle: args.handle.ok_or_else(|| needs("stop", "handle"))?,
+        }),
+    })
 }
 
 impl SubagentTool {
     /// One connection per call: hello, `runtime.auth`, the command, its response.
-    async fn call(&self, mut command: Value) -> Result<Value, String> {
+    async fn call(&self, command: Command) -> Result<Value, String> {
         let stream = tokio::net::UnixStream::connect(&self.sock)
             .await
             .map_err(|e| format!("cannot reach the daemon: {e}"))?;
@@ -147,7 +193,8 @@ impl SubagentTool {
         let mut lines = BufReader::new(r).lines();
         let auth = json!({"type": "runtime.auth", "id": "auth", "agent_id": self.agent_id,
                           "token": self.token});
-        command["id"] = json!("call");
+        let command = serde_json::to_value(ClientMessage::new("call", command))
+            .map_err(|e| format!("cannot encode the command: {e}"))?;
         for (id, msg) in [("auth", auth), ("call", command)] {
             w.write_all(format!("{msg}\n").as_bytes())
                 .await
@@ -194,7 +241,10 @@ impl TypedTool for SubagentTool {
 
     fn run<'a>(&'a self, args: SubagentArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let command = command_for(&self.agent_id, args);
+            let command = match command_for(&self.agent_id, args) {
+                Ok(c) => c,
+                Err(e) => return ToolOutput::error(e),
+            };
             let result = tokio::select! {
                 r = self.call(command) => r,
                 _ = ctx.cancel.cancelled() => return ToolOutput::error("Aborted."),
@@ -344,15 +394,40 @@ mod tests {
         let args: SubagentArgs = serde_json::from_value(json!({"action":"create",
             "tasks":[{"name":"general","task":"a"}],"strategy":"parallel"}))
         .unwrap();
-        let c = command_for("agent-X", args);
+        let wire = |c: Command| serde_json::to_value(ClientMessage::new("1", c)).unwrap();
+        let c = wire(command_for("agent-X", args).unwrap());
         assert_eq!(c["type"], "subagent.create");
         assert_eq!(c["parent_agent_id"], "agent-X");
         assert_eq!(c["tasks"][0]["task"], "a");
+        assert_eq!(c["strategy"], "parallel");
         assert!(c.get("task").is_none());
-        let args: SubagentArgs =
-            serde_json::from_value(json!({"action":"wait","handles":["x"],"timeout":0})).unwrap();
-        let c = command_for("p", args);
+        let args: SubagentArgs = serde_json::from_value(
+            json!({"action":"wait","handles":["x"],"timeout":0,"mode":"any"}),
+        )
+        .unwrap();
+        let c = wire(command_for("p", args).unwrap());
         assert_eq!(c["type"], "subagent.wait");
         assert_eq!(c["timeout"], 0.0);
+        assert_eq!(c["mode"], "any");
+        // A missing or malformed field is one error naming it, nothing is sent.
+        for (args, want) in [
+            (
+                json!({"action":"steer","target":"x"}),
+                "`steer` needs `message`",
+            ),
+            (json!({"action":"stop"}), "`stop` needs `handle`"),
+            (
+                json!({"action":"create","task":"t","strategy":"fan"}),
+                "`strategy`",
+            ),
+            (
+                json!({"action":"wait","handles":["x"],"mode":"some"}),
+                "any or all",
+            ),
+        ] {
+            let args: SubagentArgs = serde_json::from_value(args).unwrap();
+            let e = command_for("p", args).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
     }
 }

@@ -106,6 +106,10 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    cfg.launch_limits = shard_daemon::LaunchLimits {
+        max_tasks: agent_cfg.subagents.max_tasks_per_job as usize,
+        max_depth: agent_cfg.subagents.max_depth,
+    };
     if let Err(e) = cfg.load_headless() {
         eprintln!("shard: {e}");
         return ExitCode::FAILURE;

@@ -606,6 +606,24 @@ async fn a_persons_steer_and_abort_to_a_leased_child_go_through_the_coordinator(
     assert_eq!(run["last_action"]["by"], "client");
     assert_eq!(run["last_action"]["status"], "injected");
 
+    // A steer the turn does not take fails for the person, and is recorded too.
+    let steer = json!({"type":"steer","agent_id":kid,"message":"too late"});
+    let (r, ()) = tokio::join!(p.call(steer), async {
+        let cmd = k.next_command().await;
+        k.emit(
+            json!({"type":"response","id":cmd["id"],"command":"steer","success":true,
+                      "data":{"status":"conflict","turn_id":"turn-3"}}),
+        )
+        .await;
+    });
+    assert_eq!(r["error"]["code"], "CONFLICT", "{r}");
+    let st = raw
+        .call(json!({"type":"subagent.status","parent_agent_id":pid,"targets":[run_id]}))
+        .await;
+    let run = &st["data"]["agents"][0]["run"];
+    assert_eq!(run["steers"], 1, "{st}");
+    assert_eq!(run["last_action"]["status"], "conflict");
+
     // The person's abort cancels the run on the coordinator's path.
     let r = p.call(json!({"type":"abort","agent_id":kid})).await;
     assert_eq!(r["success"], true, "{r}");

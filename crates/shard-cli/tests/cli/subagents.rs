@@ -256,3 +256,50 @@ async fn a_daemon_killed_mid_run_leaves_it_interrupted_and_relaunch_keeps_the_hi
         "the cancelled step never ran"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_toml_changes_the_launch_limits() {
+    let h = home();
+    std::fs::write(
+        h.path().join("config.toml"),
+        "[subagents]\nmax_tasks_per_job = 2\n",
+    )
+    .unwrap();
+    let d = Daemon::start(h.path(), &[]);
+    let tasks: Vec<_> = (0..3)
+        .map(|i| json!({"name":"general","task":format!("part {i}")}))
+        .collect();
+    let ps = script(
+        h.path(),
+        "p.json",
+        json!([
+            {"steps":[{"tool_call":{"id":"call-1","name":"subagent",
+                "args":{"action":"create","tasks":tasks,"strategy":"parallel"}}}]},
+            {"steps":[{"text":"refused"}]}
+        ]),
+    );
+    let a = d.client().await;
+    let parent = a.create(create_req(h.path(), &ps)).await.unwrap();
+    let (_, mut ev) = a.attach(&parent, AttachRole::Interactive).await.unwrap();
+    a.call(prompt(&parent, "go")).await.unwrap();
+    let (e, _) = until(&mut ev, |e| matches!(e, Event::ToolResult(_))).await;
+    let Event::ToolResult(r) = e else {
+        unreachable!()
+    };
+    let text = serde_json::to_string(&r).unwrap();
+    assert!(r.is_error, "{text}");
+    assert!(text.contains("at most 2 tasks per job"), "{text}");
+    assert!(!h.path().join("jobs").exists() || files_under(&h.path().join("jobs")).is_empty());
+
+    // A bad section stops the daemon before it listens.
+    drop(d);
+    std::fs::write(h.path().join("config.toml"), "[subagents]\nmax_depth = 0\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shard"))
+        .args(["daemon", "--port", "0"])
+        .env("SHARD_HOME", h.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("max_depth must be at least 1"), "{err}");
+}

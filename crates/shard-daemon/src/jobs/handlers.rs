@@ -13,7 +13,7 @@ use shard_protocol::command::{
 use shard_protocol::ids;
 use shard_protocol::jobs::{JobStrategy, RunActor, RunState};
 
-use super::record::{JOB_VERSION, JobRecord, RunRecord, job_state};
+use super::record::{JOB_VERSION, JobRecord, RunRecord, states_add_up};
 use super::{Resolved, fold, fresh_alias, resolve_in, run_of_agent, spawn_job};
 use crate::core::{ConnId, Shared};
 use crate::principal::Principal;
@@ -340,39 +340,36 @@ async fn wait(shared: &Arc<Shared>, conn: ConnId, w: SubagentWait) -> Result<Rep
     };
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     loop {
-        let (finished, data) = {
+        // A wake reads states only; the answer (snapshots) is built once, when it is due.
+        let answer = {
             let cat = shared.jobs.lock();
-            let runs: Vec<&RunRecord> = targets.iter().filter_map(|at| run_at(&cat, at)).collect();
-            let terminal = runs.iter().filter(|r| r.state.is_terminal()).count();
+            let states: Vec<RunState> = targets
+                .iter()
+                .filter_map(|at| run_at(&cat, at).map(|r| r.state))
+                .collect();
+            let terminal = states.iter().filter(|s| s.is_terminal()).count();
             let finished = match mode {
-                WaitMode::Any => terminal > 0 || runs.is_empty(),
-                WaitMode::All => terminal == runs.len(),
+                WaitMode::Any => terminal > 0 || states.is_empty(),
+                WaitMode::All => terminal == states.len(),
             };
-            let snaps: Vec<_> = targets
-                .iter()
-                .filter_map(|at| run_at(&cat, at).map(|r| r.snapshot(&at.0)))
-                .collect();
-            let states: Vec<_> = targets
-                .iter()
-                .filter_map(|at| run_at(&cat, at).cloned())
-                .map(|r| job_state(std::slice::from_ref(&r)))
-                .collect();
-            let aggregate = match states.first() {
-                Some(first) if states.iter().all(|s| s == first) => json!(first),
-                _ => json!("mixed"),
-            };
-            (
-                finished,
-                json!({ "aggregate_state": aggregate, "runs": snaps }),
-            )
+            let timed_out = !finished && deadline.is_some_and(|d| d <= tokio::time::Instant::now());
+            (finished || timed_out).then(|| {
+                let snaps: Vec<_> = targets
+                    .iter()
+                    .filter_map(|at| run_at(&cat, at).map(|r| r.snapshot(&at.0)))
+                    .collect();
+                let per_run: Vec<_> = states
+                    .iter()
+                    .map(|s| states_add_up(std::iter::once(*s)))
+                    .collect();
+                let aggregate = match per_run.first() {
+                    Some(first) if per_run.iter().all(|s| s == first) => json!(first),
+                    _ => json!("mixed"),
+                };
+                json!({ "aggregate_state": aggregate, "runs": snaps, "timed_out": timed_out })
+            })
         };
-        let mut data = data;
-        if finished {
-            data["timed_out"] = json!(false);
-            return done(data);
-        }
-        if deadline.is_some_and(|d| d <= tokio::time::Instant::now()) {
-            data["timed_out"] = json!(true);
+        if let Some(data) = answer {
             return done(data);
         }
         let sleep = async {

@@ -182,7 +182,8 @@ fn leasing_run(shared: &Shared, agent_id: &str) -> Option<(String, usize)> {
 }
 
 /// A person's `steer` to a leased child (the lease guard): strict, into the run's turn,
-/// recorded against the run; answered with the `subagent.steer` data.
+/// recorded against the run; answered with the `subagent.steer` data when injected, and
+/// `CONFLICT` when the turn ended first.
 pub(crate) fn person_steer(
     shared: &Arc<Shared>,
     conn: ConnId,
@@ -207,6 +208,14 @@ pub(crate) fn person_steer(
             RunActor::Client,
         )
         .await?;
+        // A person's client knows `steer` as succeeded or failed: a dropped steer is a
+        // failure it shows, not a success with a status it may not read.
+        if data.status == SteerOutcome::Conflict {
+            return Err(ProtocolError::new(
+                ErrorCode::Conflict,
+                "the child's turn ended before it took the steer; the message was dropped",
+            ));
+        }
         reply(&data)
     })
 }

@@ -116,7 +116,13 @@ pub(crate) struct JobRecord {
 
 /// The job state that a set of run states adds up to.
 pub(crate) fn job_state(runs: &[RunRecord]) -> JobState {
-    let all = |f: fn(RunState) -> bool| runs.iter().all(|r| f(r.state));
+    states_add_up(runs.iter().map(|r| r.state))
+}
+
+/// The job state that a set of run states adds up to (no records needed).
+pub(crate) fn states_add_up(states: impl Iterator<Item = RunState> + Clone) -> JobState {
+    let all = |f: fn(RunState) -> bool| states.clone().all(f);
+    let any = |f: fn(RunState) -> bool| states.clone().any(f);
     if !all(RunState::is_terminal) {
         if all(|s| s == RunState::Queued) {
             return JobState::Queued;
@@ -125,12 +131,9 @@ pub(crate) fn job_state(runs: &[RunRecord]) -> JobState {
     }
     if all(|s| s == RunState::Completed) {
         JobState::Completed
-    } else if runs
-        .iter()
-        .any(|r| matches!(r.state, RunState::Failed | RunState::TimedOut))
-    {
+    } else if any(|s| matches!(s, RunState::Failed | RunState::TimedOut)) {
         JobState::Failed
-    } else if runs.iter().any(|r| r.state == RunState::Cancelled) {
+    } else if any(|s| s == RunState::Cancelled) {
         JobState::Cancelled
     } else {
         // Interrupted runs (daemon restart) and nothing else.
