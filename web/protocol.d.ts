@@ -1638,6 +1638,10 @@ export type RunSnapshot = {
   started_at?: (number | null);
   /** End, ms since the epoch. */
   ended_at?: (number | null);
+  /** Steers the run's turn took, from the parent and from people (additive, issue 16). */
+  steers?: (number | null);
+  /** The latest steer or abort from outside the coordinator (additive, issue 16). */
+  last_action?: (RunAction | null);
 };
 
 /** Token counts of a run. */
@@ -1647,6 +1651,27 @@ export type RunUsage = {
   /** Output tokens. */
   output: number;
 };
+
+/** The latest outside action on a run, recorded so that the parent sees in `subagent.status` that a person steered or aborted its child (additive, issue 16). */
+export type RunAction = {
+  /** What was done. */
+  action: RunActionKind;
+  /** Who did it. */
+  by: RunActor;
+  /** For a steer: whether the turn took it. */
+  status?: (SteerOutcome | null);
+  /** When, ms since the epoch. */
+  at: number;
+};
+
+/** What was done to a run from outside (additive, issue 16). */
+export type RunActionKind = ("steer" | "abort");
+
+/** Who acted on a run besides the coordinator (additive, issue 16). */
+export type RunActor = ("parent" | "client");
+
+/** Outcome of a strict steer. */
+export type SteerOutcome = ("injected" | "conflict");
 
 /** `subagent.steer`. */
 export type SubagentSteerData = {
@@ -1659,9 +1684,6 @@ export type SubagentSteerData = {
   /** Correlation id. */
   correlation_id: string;
 };
-
-/** Outcome of a strict steer. */
-export type SteerOutcome = ("injected" | "conflict");
 
 /** Response data of a strict `steer` (additive, issue 16): whether the Runtime put the message into a turn, so a coordinator can tell the sender without guessing from events. */
 export type SteerData = {

@@ -7,6 +7,7 @@ sends `agent.list` back to back while the creates run on another connection.
 Usage: bench/daemon/list_under_creates.py [path/to/shard] [creates] [repeats]
 DAEMON_WRAP: a command prefix for the daemon alone (e.g. `nice -n -10`), to tell CPU
 starvation of the daemon (the Runtimes it starts share its 2 cores) from work on its executor.
+DAEMON_ARGS: extra `shard daemon` flags (e.g. `--max-concurrent-starts 1000` for no bound).
 """
 import json, os, socket, subprocess, sys, tempfile, time
 
@@ -50,7 +51,7 @@ def one(n):
     home = tempfile.mkdtemp(prefix="shard-listbench-")
     script = os.path.join(home, "s.json")
     open(script, "w").write('{"turns":[]}')
-    d = subprocess.Popen(os.environ.get("DAEMON_WRAP", "").split() + [BIN, "daemon", "--port", "0"], env=dict(os.environ, SHARD_HOME=home),
+    d = subprocess.Popen(os.environ.get("DAEMON_WRAP", "").split() + [BIN, "daemon", "--port", "0"] + os.environ.get("DAEMON_ARGS", "").split(), env=dict(os.environ, SHARD_HOME=home),
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     sock = os.path.join(home, "daemon.sock")
     for _ in range(400):
@@ -89,7 +90,7 @@ def one(n):
 
 
 def main():
-    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} bin={BIN} creates={CREATES} wrap={os.environ.get('DAEMON_WRAP', '')!r} load={os.getloadavg()[0]:.2f}")
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} bin={BIN} creates={CREATES} wrap={os.environ.get('DAEMON_WRAP', '')!r} args={os.environ.get('DAEMON_ARGS', '')!r} load={os.getloadavg()[0]:.2f}")
     for _ in range(REPEATS):
         idle, s, cs, failed = one(CREATES)
         print(f"samples={len(s)} p50={pct(s, 50):.2f} p99={pct(s, 99):.2f} max={max(s):.2f} ms; "

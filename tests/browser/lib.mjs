@@ -88,8 +88,9 @@ export class Daemon {
   }
 }
 
-export async function launch() {
-  return chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+/** @param {string[]} [args] extra Chromium flags */
+export async function launch(args = []) {
+  return chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", ...args] });
 }
 
 /**

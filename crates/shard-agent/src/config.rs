@@ -34,6 +34,8 @@ pub struct Config {
     pub mcp: shard_mcp::McpConfig,
     /// `[workspaces]`: where the daemon puts workspace worktrees (docs/workspaces.md).
     pub workspaces: WorkspacesConfig,
+    /// `[subagents]`: the daemon's launch limits for subagent jobs (docs/subagents.md).
+    pub subagents: SubagentsConfig,
     /// The whole file as parsed, for readers of sections this crate does not own.
     #[serde(skip)]
     pub raw: toml::Table,
@@ -81,6 +83,53 @@ impl WorkspacesConfig {
         }
         Ok(Some(p))
     }
+}
+
+/// `[subagents]`: ARCHITECTURE §9 `launch_policy`, read by the daemon at start.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SubagentsConfig {
+    /// Most tasks one `subagent.create` may carry (at least 1).
+    #[serde(deserialize_with = "at_least_one_task")]
+    pub max_tasks_per_job: u32,
+    /// Deepest a child may be below a top-level agent (at least 1; 2 lets a child
+    /// delegate once more).
+    #[serde(deserialize_with = "at_least_one_level")]
+    pub max_depth: u32,
+}
+
+/// Default [`SubagentsConfig::max_tasks_per_job`].
+pub const DEFAULT_MAX_TASKS_PER_JOB: u32 = 8;
+
+/// Default [`SubagentsConfig::max_depth`].
+pub const DEFAULT_MAX_DEPTH: u32 = 2;
+
+impl Default for SubagentsConfig {
+    fn default() -> Self {
+        SubagentsConfig {
+            max_tasks_per_job: DEFAULT_MAX_TASKS_PER_JOB,
+            max_depth: DEFAULT_MAX_DEPTH,
+        }
+    }
+}
+
+fn at_least_one<'de, D: serde::Deserializer<'de>>(d: D, what: &str) -> Result<u32, D::Error> {
+    let v = u32::deserialize(d)?;
+    if v >= 1 {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "{what} must be at least 1"
+        )))
+    }
+}
+
+fn at_least_one_task<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    at_least_one(d, "max_tasks_per_job")
+}
+
+fn at_least_one_level<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    at_least_one(d, "max_depth")
 }
 
 /// `[tools]`.
@@ -168,6 +217,20 @@ impl Config {
             models: self.models.clone(),
         }
     }
+
+    /// The environment variables no tool process and no MCP server may inherit: provider
+    /// keys, the Runtime's daemon credentials, and the variables MCP servers' own secrets
+    /// come from (`mcp_secret_vars`; each server gets its own back). One list, so that
+    /// `shard mcp list` starts servers exactly as a Runtime would.
+    pub fn child_env_remove(
+        &self,
+        mcp_secret_vars: impl IntoIterator<Item = String>,
+    ) -> Vec<String> {
+        let mut remove = shard_ai::secret_env_vars(&self.ai_config());
+        remove.extend(["SHARD_AGENT_TOKEN", "SHARD_DAEMON_SOCK"].map(String::from));
+        remove.extend(mcp_secret_vars);
+        remove
+    }
 }
 
 #[cfg(test)]
@@ -186,7 +249,7 @@ mod tests {
         let cases = [
             (
                 "colour = \"red\"\n",
-                "config.toml:1: unknown key `colour` at the top level (expected one of: modes, permissions, headless, tools, providers, models, sandbox, compaction, mcp, workspaces)",
+                "config.toml:1: unknown key `colour` at the top level (expected one of: modes, permissions, headless, tools, providers, models, sandbox, compaction, mcp, workspaces, subagents)",
             ),
             (
                 "[[modes]]\nname = \"review\"\npromt = \"be terse\"\n",
@@ -237,6 +300,25 @@ mod tests {
             level.starts_with("/home/u/.shard/config.toml:3: "),
             "{level}"
         );
+    }
+
+    #[test]
+    fn subagents_section_is_strict_and_checked() {
+        let d = Config::parse(Path::new("/c.toml"), "").unwrap().subagents;
+        assert_eq!((d.max_tasks_per_job, d.max_depth), (8, 2));
+        let c = Config::parse(Path::new("/c.toml"), "[subagents]\nmax_tasks_per_job = 3\n")
+            .unwrap()
+            .subagents;
+        assert_eq!((c.max_tasks_per_job, c.max_depth), (3, 2));
+        let e = err("[subagents]\nmax_tasks = 3\n");
+        assert!(
+            e.contains("config.toml:2: unknown key `max_tasks` in [subagents] (expected one of: max_tasks_per_job, max_depth)"),
+            "{e}"
+        );
+        let e = err("[subagents]\nmax_depth = 0\n");
+        assert!(e.contains("max_depth must be at least 1"), "{e}");
+        let e = err("[subagents]\nmax_tasks_per_job = -1\n");
+        assert!(e.contains("config.toml:2"), "{e}");
     }
 
     #[test]

@@ -38,6 +38,9 @@ pub struct DaemonArgs {
     /// a clear error and the daemon carries on.
     #[arg(long, default_value_t = 4096)]
     max_connections: usize,
+    /// Most Runtimes starting at once (default: twice the CPUs); more wait their turn.
+    #[arg(long, hide = true)]
+    max_concurrent_starts: Option<usize>,
     /// The web door's flags (HTTP and WebSocket, docs/web.md).
     #[command(flatten)]
     web: crate::cmd_web::WebFlags,
@@ -103,6 +106,10 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    cfg.launch_limits = shard_daemon::LaunchLimits {
+        max_tasks: agent_cfg.subagents.max_tasks_per_job as usize,
+        max_depth: agent_cfg.subagents.max_depth,
+    };
     if let Err(e) = cfg.load_headless() {
         eprintln!("shard: {e}");
         return ExitCode::FAILURE;
@@ -113,6 +120,9 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
     }
     cfg.ready_timeout = Duration::from_secs(args.ready_timeout.max(1));
     cfg.max_connections = args.max_connections.max(1);
+    if let Some(n) = args.max_concurrent_starts {
+        cfg.max_concurrent_starts = n.max(1);
+    }
     let d = QueueCaps::default();
     cfg.queue = QueueCaps {
         max_messages: args.client_queue_messages.unwrap_or(d.max_messages),

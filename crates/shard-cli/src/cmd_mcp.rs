@@ -125,8 +125,7 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     )
     .map_err(|e| usage(e.to_string()))?;
     let mut rows: Vec<Row> = Vec::new();
-    let mut env_remove = shard_ai::secret_env_vars(&config.ai_config());
-    env_remove.extend(resolved.secret_vars());
+    let env_remove = config.child_env_remove(resolved.secret_vars());
     let specs = resolved.start.clone();
     let rt = common::tokio_runtime()?;
     let states = rt.block_on(async move {

@@ -162,12 +162,27 @@ pub(crate) fn dispatch(
                 "per-agent commands need agent_id on a daemon connection",
             )),
             Some(agent_id) => {
-                // The lease guard (PROTOCOL §10.3): one run at a time on a leased child.
-                if matches!(c, Command::Prompt(_)) && core.jobs.leased(&agent_id) {
-                    return Handled::Now(Err(ProtocolError::new(
-                        ErrorCode::Conflict,
-                        "the agent is leased by a subagent job; steer or stop the run instead",
-                    )));
+                // The lease guard (PROTOCOL §10.3): one run at a time on a leased child;
+                // a person's steer or abort goes through the coordinator, which records it
+                // against the run.
+                if core.jobs.leased(&agent_id) {
+                    match c {
+                        Command::Prompt(_) => {
+                            return Handled::Now(Err(ProtocolError::new(
+                                ErrorCode::Conflict,
+                                "the agent is leased by a subagent job; steer or stop the run instead",
+                            )));
+                        }
+                        Command::Steer(s) => {
+                            let f = crate::jobs::intervene::person_steer(core, conn, agent_id, s);
+                            return Handled::Later(f);
+                        }
+                        Command::Abort(_) => {
+                            let f = crate::jobs::intervene::person_abort(core, conn, agent_id);
+                            return Handled::Later(f);
+                        }
+                        _ => {}
+                    }
                 }
                 let read_only = is_read_only(&c);
                 core.forward(conn, &agent_id, c, read_only, slot)

@@ -35,6 +35,11 @@ pub struct DaemonConfig {
     pub launch_limits: crate::jobs::LaunchLimits,
     /// `[workspaces] root` of `config.toml`; None: `SHARD_HOME/workspaces`.
     pub workspaces_root: Option<PathBuf>,
+    /// Most Runtime generations starting at once (spawned and not yet ready); more wait
+    /// for a slot. Starting is CPU-bound (exec of a large binary, configuration, session),
+    /// so on a small machine a burst of starts at once is not faster than a few at a time,
+    /// and it starves the daemon's own threads of CPU (docs/performance.md).
+    pub max_concurrent_starts: usize,
 }
 
 impl DaemonConfig {
@@ -54,6 +59,7 @@ impl DaemonConfig {
             headless_allow: Vec::new(),
             launch_limits: crate::jobs::LaunchLimits::default(),
             workspaces_root: None,
+            max_concurrent_starts: default_concurrent_starts(),
         }
     }
 
@@ -72,4 +78,10 @@ impl DaemonConfig {
     pub fn socket_path(&self) -> PathBuf {
         self.home.join("daemon.sock")
     }
+}
+
+/// Twice the CPUs (at least 2): enough to keep every core busy while a Runtime waits on
+/// disk, few enough that the daemon's threads are not one in twenty on the run queue.
+fn default_concurrent_starts() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get() * 2)
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::*;
 use serde_json::{Value, json};
 use shard_client::Client;
-use shard_daemon::Topic;
+use shard_daemon::{ExitInfo, Topic};
 use shard_protocol::Event;
 use shard_protocol::command::{AgentCreate, AttachRole};
 use shard_protocol::types::RuntimeState;
@@ -336,4 +336,62 @@ async fn session_list_lists_a_cwds_sessions_newest_first_with_forks() {
     raw.send(format!("{other}\n").as_bytes()).await;
     let r = raw.response().await;
     assert_eq!(r["data"]["sessions"], json!([]));
+}
+
+/// Runtime starts beyond `max_concurrent_starts` wait for a slot, which a generation holds
+/// until it is ready or has ended: here one that dies before `hello` frees it.
+#[tokio::test]
+async fn starts_beyond_the_bound_wait_until_one_ends_or_is_ready() {
+    let mut s = start(|c| c.max_concurrent_starts = 1).await;
+    let c = std::sync::Arc::new(Client::connect_daemon(&s.home).await.unwrap());
+    let creates: Vec<_> = (0..3)
+        .map(|_| {
+            let c = std::sync::Arc::clone(&c);
+            let req = create_req(&s);
+            tokio::spawn(async move { c.create(req).await })
+        })
+        .collect();
+    let mut first = tokio::time::timeout(T, s.runtimes.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    // All three are registered and starting; only one was launched.
+    loop {
+        let agents = tokio::time::timeout(T, c.list()).await.unwrap().unwrap();
+        if agents.len() == 3 {
+            assert!(
+                agents
+                    .iter()
+                    .all(|a| a.runtime_state == RuntimeState::Starting)
+            );
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(s.runtimes.try_recv().is_err(), "a second start got a slot");
+    // The first dies before it is ready: its slot goes to the next.
+    let exit = first.exit.take().unwrap();
+    drop(first);
+    let _ = exit.send(ExitInfo {
+        code: Some(1),
+        signal: None,
+    });
+    let mut second = tokio::time::timeout(T, s.runtimes.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(s.runtimes.try_recv().is_err(), "the third start got a slot");
+    second.ready().await;
+    let mut third = tokio::time::timeout(T, s.runtimes.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    third.ready().await;
+    let mut ok = 0;
+    for t in creates {
+        if tokio::time::timeout(T, t).await.unwrap().unwrap().is_ok() {
+            ok += 1;
+        }
+    }
+    assert_eq!(ok, 2, "the first create failed, the other two succeeded");
 }

@@ -429,7 +429,8 @@ async fn after_a_daemon_restart_unfinished_runs_are_interrupted_and_relaunchable
     )
     .unwrap();
     assert_eq!(after["runs"][0]["state"], "interrupted");
-    assert_eq!(after["runs"][1]["state"], "interrupted");
+    // The chain's dependent step is cancelled, not replayed.
+    assert_eq!(after["runs"][1]["state"], "cancelled");
     // The reports the crashed daemon never delivered wake the parent (a new Runtime).
     let mut prt2 = tokio::time::timeout(T, rx2.recv()).await.unwrap().unwrap();
     assert_eq!(prt2.spec.agent_id, pid);
@@ -539,4 +540,132 @@ async fn steer_is_strict_injected_into_the_running_turn_or_conflict() {
 async fn finish_turn_end(rt: &mut Fake) {
     rt.emit(json!({"type":"message_complete","message_id":"m1","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"done"}]}})).await;
     rt.emit(json!({"type":"turn_end","turn_id":"turn-7"})).await;
+}
+
+/// A person's connection attached interactively to `agent_id` (the fake answers the sync).
+async fn person(s: &Setup, k: &mut Fake, agent_id: &str) -> Raw {
+    let mut p = Raw::connect(&s.home).await;
+    let attach = json!({"type":"agent.attach","agent_id":agent_id,"role":"interactive"});
+    let (r, ()) = tokio::join!(p.call(attach), async {
+        let cmd = k.next_command().await;
+        assert_eq!(cmd["type"], "request_sync", "{cmd}");
+        k.emit(sync_json("streaming")).await;
+        k.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
+            .await;
+    });
+    assert_eq!(r["success"], true, "{r}");
+    p
+}
+
+#[tokio::test]
+async fn a_persons_steer_and_abort_to_a_leased_child_go_through_the_coordinator() {
+    let mut s = start(|_| {}).await;
+    let (pid, mut prt, mut raw, _c) = parent(&mut s).await;
+    let r = raw
+        .call(json!({"type":"subagent.create","parent_agent_id":pid,"task":TASK}))
+        .await;
+    let run_id = r["data"]["runs"][0]["run_id"].as_str().unwrap().to_string();
+    let (mut k, _) = child(&mut s).await;
+    let kid = k.spec.agent_id.clone();
+    k.emit(json!({"type":"turn_start","turn_id":"turn-3"}))
+        .await;
+    raw.run_changed(&run_id, "active").await;
+    let mut p = person(&s, &mut k, &kid).await;
+
+    // A direct prompt stays refused, even as a steering prompt.
+    for prompt in [
+        json!({"type":"prompt","agent_id":kid,"message":"hi"}),
+        json!({"type":"prompt","agent_id":kid,"message":"hi","streaming_behavior":"steer"}),
+    ] {
+        let r = p.call(prompt).await;
+        assert_eq!(r["error"]["code"], "CONFLICT", "{r}");
+    }
+
+    // The person's steer reaches the child as a strict steer into its turn.
+    let steer = json!({"type":"steer","agent_id":kid,"message":"look at tests too"});
+    let (r, ()) = tokio::join!(p.call(steer), async {
+        let cmd = k.next_command().await;
+        assert_eq!(cmd["type"], "steer", "{cmd}");
+        assert_eq!(cmd["strict"], true);
+        assert_eq!(cmd["turn_id"], "turn-3");
+        k.emit(
+            json!({"type":"response","id":cmd["id"],"command":"steer","success":true,
+                      "data":{"status":"injected","turn_id":"turn-3"}}),
+        )
+        .await;
+    });
+    assert_eq!(r["data"]["status"], "injected", "{r}");
+    assert_eq!(r["data"]["run_id"], run_id.as_str());
+    // Recorded against the run, for the parent to see.
+    let st = raw
+        .call(json!({"type":"subagent.status","parent_agent_id":pid,"targets":[run_id]}))
+        .await;
+    let run = &st["data"]["agents"][0]["run"];
+    assert_eq!(run["steers"], 1, "{st}");
+    assert_eq!(run["last_action"]["action"], "steer");
+    assert_eq!(run["last_action"]["by"], "client");
+    assert_eq!(run["last_action"]["status"], "injected");
+
+    // A steer the turn does not take fails for the person, and is recorded too.
+    let steer = json!({"type":"steer","agent_id":kid,"message":"too late"});
+    let (r, ()) = tokio::join!(p.call(steer), async {
+        let cmd = k.next_command().await;
+        k.emit(
+            json!({"type":"response","id":cmd["id"],"command":"steer","success":true,
+                      "data":{"status":"conflict","turn_id":"turn-3"}}),
+        )
+        .await;
+    });
+    assert_eq!(r["error"]["code"], "CONFLICT", "{r}");
+    let st = raw
+        .call(json!({"type":"subagent.status","parent_agent_id":pid,"targets":[run_id]}))
+        .await;
+    let run = &st["data"]["agents"][0]["run"];
+    assert_eq!(run["steers"], 1, "{st}");
+    assert_eq!(run["last_action"]["status"], "conflict");
+
+    // The person's abort cancels the run on the coordinator's path.
+    let r = p.call(json!({"type":"abort","agent_id":kid})).await;
+    assert_eq!(r["success"], true, "{r}");
+    let cmd = k.next_command().await;
+    assert_eq!(cmd["type"], "abort", "{cmd}");
+    k.emit(json!({"type":"response","id":cmd["id"],"command":"abort","success":true}))
+        .await;
+    k.emit(json!({"type":"turn_end","turn_id":"turn-3"})).await;
+    raw.run_changed(&run_id, "cancelled").await;
+    let w = raw
+        .call(json!({"type":"subagent.wait","parent_agent_id":pid,"handles":[run_id],"timeout":0}))
+        .await;
+    let run = &w["data"]["runs"][0];
+    assert_eq!(run["state"], "cancelled", "{w}");
+    assert!(run["error"].as_str().unwrap().contains("person"), "{w}");
+    assert_eq!(run["last_action"]["action"], "abort");
+    assert_eq!(run["last_action"]["by"], "client");
+    assert_eq!(run["steers"], 1);
+    // The parent hears of it in its report.
+    let report = prt.next_command().await;
+    assert!(
+        report["message"].as_str().unwrap().contains("cancelled"),
+        "{report}"
+    );
+    // The record is durable.
+    let job_id = r_job(&w);
+    let rec: Value =
+        serde_json::from_slice(&std::fs::read(s.home.join(format!("jobs/{job_id}.json"))).unwrap())
+            .unwrap();
+    assert_eq!(rec["runs"][0]["last_action"]["by"], "client");
+    assert_eq!(rec["runs"][0]["steers"], 1);
+    // No longer leased: the child is the person's again.
+    let mine = json!({"type":"prompt","agent_id":kid,"message":"mine now"});
+    let (r, ()) = tokio::join!(p.call(mine), async {
+        let cmd = k.next_command().await;
+        assert_eq!(cmd["message"], "mine now", "{cmd}");
+        k.emit(json!({"type":"response","id":cmd["id"],"command":"prompt","success":true}))
+            .await;
+    });
+    assert_eq!(r["success"], true, "{r}");
+}
+
+fn r_job(w: &Value) -> String {
+    w["data"]["runs"][0]["job_id"].as_str().unwrap().to_string()
 }

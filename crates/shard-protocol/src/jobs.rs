@@ -77,6 +77,41 @@ pub struct RunUsage {
     pub output: u64,
 }
 
+/// Who acted on a run besides the coordinator (additive, issue 16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunActor {
+    /// The owning parent, through `subagent.steer` / `subagent.stop`.
+    Parent,
+    /// A person: a client attached to the leased child sent `steer` or `abort` directly.
+    Client,
+}
+
+/// What was done to a run from outside (additive, issue 16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunActionKind {
+    /// A strict steer into the run's turn.
+    Steer,
+    /// A cancellation (a person's `abort`, a parent's `subagent.stop`).
+    Abort,
+}
+
+/// The latest outside action on a run, recorded so that the parent sees in
+/// `subagent.status` that a person steered or aborted its child (additive, issue 16).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RunAction {
+    /// What was done.
+    pub action: RunActionKind,
+    /// Who did it.
+    pub by: RunActor,
+    /// For a steer: whether the turn took it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<crate::responses::SteerOutcome>,
+    /// When, ms since the epoch.
+    pub at: u64,
+}
+
 /// A run as reported to its owner; never carries the private task text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunSnapshot {
@@ -120,6 +155,12 @@ pub struct RunSnapshot {
     /// End, ms since the epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<u64>,
+    /// Steers the run's turn took, from the parent and from people (additive, issue 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steers: Option<u32>,
+    /// The latest steer or abort from outside the coordinator (additive, issue 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_action: Option<RunAction>,
 }
 
 /// A job as reported to its owner; the private task specs are omitted.

@@ -9,6 +9,7 @@
 pub mod codec;
 pub mod command;
 pub mod decode;
+pub mod definitions;
 pub mod error;
 pub mod event;
 pub mod ids;

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 use shard_protocol::types::{ContentBlock, Message, Role, ToolResultContent};
 
-use crate::entry::{CompactionEntry, Decoded, EntryKind, decode_entry};
+use crate::entry::{CompactionEntry, Decoded, EntryKind, decode_entry, fast_kind};
 use crate::lines::RevLines;
 
 /// Default `live_window` budget: 8 MiB of serialized messages (§16 item 9).
@@ -73,6 +73,19 @@ pub(crate) fn collect(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        if let (false, Some(anchor)) = (out.anchored, anchor) {
+            // Paging walks past everything after its anchor: a message line that names
+            // neither the anchor nor an end of the window cannot change the walk, so it is
+            // not decoded (a page costs its own span, not the whole tail of the session).
+            if fast_kind(&line) == Some(b"message".as_slice())
+                && !mentions(&line, anchor)
+                && !out.compaction.as_ref().is_some_and(|(_, c)| {
+                    mentions(&line, &c.first_kept_entry_id) || mentions(&line, &c.message_range[1])
+                })
+            {
+                continue;
+            }
+        }
         let entry = match decode_entry(&line) {
             Ok(Decoded::Entry(entry)) => entry,
             Ok(Decoded::Unknown(_)) => continue,
@@ -124,6 +137,11 @@ pub(crate) fn collect(
         }
     }
     Ok(out)
+}
+
+/// Whether `line` contains `id` anywhere: a cheap superset test of "this entry is `id`".
+fn mentions(line: &[u8], id: &str) -> bool {
+    memchr::memmem::find(line, id.as_bytes()).is_some()
 }
 
 /// Bytes of `value` as compact JSON, counted without building the string.

@@ -952,3 +952,68 @@ fn fork_copies_the_window_at_an_entry_into_a_new_session_and_leaves_the_source_a
         Err(SessionError::NotFound(_))
     ));
 }
+
+#[test]
+fn history_pages_back_to_the_summary_and_never_past_the_compaction() {
+    let h = home();
+    let store = SessionStore::new(&h.home);
+    let id = ids::new_id(ids::SESSION);
+    let mut s = store.open_or_create(&id, &h.cwd).unwrap();
+    let before: Vec<_> = (0..4)
+        .map(|i| s.append(user(&format!("old{i}"))).unwrap())
+        .collect();
+    let compaction = s
+        .append(EntryKind::Compaction(CompactionEntry {
+            index: 0,
+            summary: "goal: paging".into(),
+            tokens_before: 1000,
+            tokens_after: 100,
+            first_kept_entry_id: before[2].id.clone(),
+            message_range: [before[0].id.clone(), before[1].id.clone()],
+        }))
+        .unwrap();
+    for i in 0..40 {
+        s.append(assistant(&format!("new{i:02}"))).unwrap();
+    }
+    let reader = s.reader().unwrap();
+    let window = reader.live_window(400).unwrap();
+    let mut seen = texts(&window.messages);
+    let mut anchor = window.truncated_before.clone();
+    let mut pages = 0;
+    while let Some(before_id) = anchor {
+        let page = reader.history(&before_id, 400).unwrap();
+        assert!(
+            !page.messages.is_empty(),
+            "a page before {before_id} is empty"
+        );
+        let mut texts_of_page = texts(&page.messages);
+        texts_of_page.append(&mut seen);
+        seen = texts_of_page;
+        anchor = page.truncated_before;
+        pages += 1;
+    }
+    assert!(pages >= 3, "only {pages} pages");
+    let mut expected = vec![seen[0].clone(), "old2".into(), "old3".into()];
+    expected.extend((0..40).map(|i| format!("new{i:02}")));
+    assert!(seen[0].starts_with(SUMMARY_PREAMBLE), "{seen:?}");
+    assert_eq!(
+        seen, expected,
+        "every message once, in order, summary first"
+    );
+
+    // The summary opens the span: nothing before it; a summarized message or an
+    // unknown id is not part of the span.
+    assert!(
+        reader
+            .history(&compaction.id, 400)
+            .unwrap()
+            .messages
+            .is_empty()
+    );
+    for outside in [before[0].id.as_str(), before[1].id.as_str(), "ent-unknown"] {
+        assert!(
+            matches!(reader.history(outside, 400), Err(SessionError::NotFound(_))),
+            "{outside}"
+        );
+    }
+}

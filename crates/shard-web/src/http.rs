@@ -25,6 +25,9 @@ pub const COOKIE_SECURE: &str = "__Host-shard_session";
 /// The WebSocket subprotocol; the ticket rides beside it as `shard.ticket.T`.
 pub const SUBPROTOCOL: &str = "shard.v1";
 const TICKET_PREFIX: &str = "shard.ticket.";
+/// Read chunk of a WebSocket: commands from a browser are small, and each open socket
+/// holds one chunk for its whole life.
+const WS_READ_CHUNK: usize = 8 * 1024;
 
 /// What the Host check learned about a request, for the handlers.
 #[derive(Clone, Copy, Debug)]
@@ -361,6 +364,9 @@ async fn upgrade(
     let door2 = Arc::clone(&door);
     ws.protocols([SUBPROTOCOL])
         .max_message_size(door.max_message)
+        // A browser sends small commands; the library's default 128 KiB read chunk was
+        // nearly all of a WebSocket's memory in the daemon (docs/performance.md).
+        .read_buffer_size(WS_READ_CHUNK)
         .on_upgrade(move |socket| async move {
             let cancel = door2.socket_token(&session.principal_id);
             let conn = crate::ws::bridge(

@@ -253,7 +253,6 @@ impl Runtime {
         let Prepared {
             opts,
             config,
-            ai_config,
             mut gate,
             grants,
             mut models,
@@ -293,19 +292,14 @@ impl Runtime {
             UiHandle::new(internal_tx.clone()),
         ))));
         // Offered only under a daemon (issue 16): it forwards to `subagent.*`.
+        // Its description lists the agent definitions there are now (two small dirs).
         if let Some(sub) = crate::subagent::SubagentTool::from_env() {
-            tools.push(Arc::new(shard_tools::Typed::new(sub)));
+            let defs = shard_protocol::definitions::list_blocking(&opts.shard_home, &opts.cwd);
+            tools.push(Arc::new(crate::subagent::Subagent::new(sub, &defs)));
         }
         let tools = tools::Tools::new(tools, opts.tools.clone(), internal_tx);
 
-        let mut env_remove = shard_ai::secret_env_vars(&ai_config);
-        env_remove.extend(
-            ["SHARD_AGENT_TOKEN", "SHARD_DAEMON_SOCK"]
-                .iter()
-                .map(|s| s.to_string()),
-        );
-        // The variables MCP servers' secrets come from reach no tool and no other server.
-        env_remove.extend(mcp_plan.secret_vars());
+        let env_remove = config.child_env_remove(mcp_plan.secret_vars());
         let processes = match &opts.agent_id {
             Some(agent_id) => runtime_state_tracker(&opts.shard_home, agent_id),
             None => ProcessTracker::default(),

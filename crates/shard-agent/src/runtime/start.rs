@@ -17,7 +17,6 @@ use crate::modes::ModeController;
 pub struct Prepared {
     pub(super) opts: RuntimeOptions,
     pub(super) config: Config,
-    pub(super) ai_config: shard_ai::config::AiConfig,
     pub(super) gate: Gate,
     pub(super) grants: GrantStore,
     pub(super) models: ModelController,
@@ -72,7 +71,7 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
         &|k: &str| env(k),
     )
     .map_err(|e| StartError::Config(e.to_string()))?;
-    let mut models = ModelController::new(ai_config.clone(), env, opts.script.clone());
+    let mut models = ModelController::new(ai_config, env, opts.script.clone());
     // A provider or model the user named that does not exist is a start failure; a
     // missing key is not (the first prompt says which variable to set).
     if opts.provider.is_some() || opts.model.is_some() {
@@ -84,7 +83,6 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
     Ok(Prepared {
         opts,
         config,
-        ai_config,
         gate,
         grants,
         models,

@@ -94,3 +94,70 @@ async fn history_pages_back_to_the_start_and_rejects_bad_ids() {
     rec.assert_clean();
     a.close().await;
 }
+
+/// `SHARD_LIVE_WINDOW_BYTES` (tests of clients that page): the `sync` window and every
+/// history page stay within it, and paging still yields the whole session once.
+#[tokio::test]
+async fn a_lowered_live_window_truncates_sync_and_sizes_history_pages() {
+    let dirs = Dirs::new();
+    let replies = (0..8)
+        .map(|i| Reply::text(&format!("answer {i}")))
+        .collect();
+    let rec = Recorder::new(replies);
+    let mut start = Start::new(&dirs, &rec);
+    start.live_window = Some("8192".into());
+    let mut a = Agent::start(start).await;
+    for i in 0..8 {
+        a.prompt(&format!("prompt {i} {}", "x".repeat(3000))).await;
+    }
+    a.send(json!({"type": "request_sync"})).await;
+    let sync = a.until_type("sync").await;
+    let window = &sync["live_window"];
+    let shown = ids(&window["messages"]);
+    assert!(
+        shown.len() < 16,
+        "the window is cut: {} messages",
+        shown.len()
+    );
+    assert!(window["messages"].to_string().len() <= 8192, "{window}");
+    let mut before = window["truncated_before"]
+        .as_str()
+        .expect("truncated_before")
+        .to_string();
+    let mut all = shown;
+    let mut pages = 0;
+    loop {
+        // No `max_bytes`: the default page (1 MiB) is clamped to the lowered window.
+        let page = a
+            .call(json!({"type": "session_op", "op": "history", "args": {"before": before}}))
+            .await;
+        pages += 1;
+        assert!(page["messages"].to_string().len() <= 8192, "{page}");
+        let mut got = ids(&page["messages"]);
+        assert!(!got.is_empty(), "an empty page before {before}");
+        before = got[0].clone();
+        got.extend(all);
+        all = got;
+        if page.get("truncated_before").is_none() {
+            break;
+        }
+        assert!(pages < 20, "paging never reached the start");
+    }
+    assert!(pages >= 2, "one page held the rest");
+    assert_eq!(all.len(), 16, "every message once: {all:?}");
+    let mut unique = all.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 16);
+    rec.assert_clean();
+    a.close().await;
+
+    for bad in ["100", "8k", "99999999999"] {
+        let e = prepare_error(&dirs, bad).expect("refused");
+        assert!(
+            e.contains("SHARD_LIVE_WINDOW_BYTES") && e.contains(bad),
+            "{e}"
+        );
+    }
+    assert_eq!(prepare_error(&dirs, "4096"), None);
+}

@@ -4,7 +4,6 @@
 //! `.await` and no handler has to remember to release it before answering.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use shard_protocol::command::{AgentAttach, AttachRole, Command};
 use shard_protocol::types::AgentInfo;
@@ -391,10 +390,7 @@ impl Shared {
         let mut guard = self.lock();
         let st = &mut *guard;
         if st.shutting_down && !read_only {
-            return Err(ProtocolError::new(
-                ErrorCode::RuntimeStartFailed,
-                "the daemon is shutting down",
-            ));
+            return Err(shutting_down());
         }
         let entry = st.agents.get_mut(agent_id).ok_or_else(|| {
             ProtocolError::new(ErrorCode::NotAttached, "not attached to that agent")
@@ -423,36 +419,14 @@ impl Shared {
             ));
         }
         let inflight = Inflight::Client(slot.defer()?);
-        let start = match entry.rt.as_mut() {
-            Some(rt) if live => {
-                match send_to_runtime(self, rt, command, inflight) {
-                    Ok(()) => {
-                        if rt.idle_since.is_some() {
-                            rt.idle_since = Some(Instant::now());
-                        }
-                    }
-                    Err(inf) => inf.fail(
-                        ErrorCode::RuntimeStartFailed,
-                        "the agent's runtime stopped before the command could be sent; retry",
-                    ),
-                }
-                None
-            }
-            Some(rt) if rt.stopping => {
-                rt.queued_next.push((command, inflight));
-                None
-            }
-            Some(rt) => {
-                rt.queued.push((command, inflight));
-                None
-            }
-            None => Some((command, inflight)),
-        };
-        if let Some(first) = start {
-            supervisor::begin_start(self, st, agent_id, Vec::new(), vec![first]);
-        }
+        broker::route(self, st, agent_id, command, inflight);
         Ok(Reply::Deferred)
     }
+}
+
+/// The one error for commands that arrive while the daemon shuts down.
+pub(super) fn shutting_down() -> ProtocolError {
+    ProtocolError::new(ErrorCode::RuntimeStartFailed, "the daemon is shutting down")
 }
 
 /// What `session.activate` changed, for its response and the durable manifest write.

@@ -223,6 +223,51 @@ pub(crate) fn on_overlong_response(shared: &Shared, agent_id: &str, epoch: u64, 
     );
 }
 
+/// Hands `command` to the agent's Runtime generation: sent now when it is live, queued
+/// while it starts or stops, or a new generation is started with it. The one path for
+/// clients' commands (`forward`) and the daemon's own (`drive`).
+pub(crate) fn route(
+    shared: &Arc<Shared>,
+    st: &mut State,
+    agent_id: &str,
+    command: Command,
+    inflight: Inflight,
+) {
+    let Some(entry) = st.agents.get_mut(agent_id) else {
+        inflight.fail(shard_protocol::ErrorCode::NotFound, "no such agent");
+        return;
+    };
+    let live = entry.rt.as_ref().is_some_and(|rt| rt.ready && !rt.stopping);
+    let start = match entry.rt.as_mut() {
+        Some(rt) if live => {
+            match send_to_runtime(shared, rt, command, inflight) {
+                Ok(()) => {
+                    if rt.idle_since.is_some() {
+                        rt.idle_since = Some(std::time::Instant::now());
+                    }
+                }
+                Err(inf) => inf.fail(
+                    shard_protocol::ErrorCode::RuntimeStartFailed,
+                    "the agent's runtime stopped before the command could be sent; retry",
+                ),
+            }
+            None
+        }
+        Some(rt) if rt.stopping => {
+            rt.queued_next.push((command, inflight));
+            None
+        }
+        Some(rt) => {
+            rt.queued.push((command, inflight));
+            None
+        }
+        None => Some((command, inflight)),
+    };
+    if let Some(first) = start {
+        super::supervisor::begin_start(shared, st, agent_id, Vec::new(), vec![first]);
+    }
+}
+
 /// Sends a frame to every attachment of an agent that is past its handshake.
 pub(crate) fn fan_out(st: &State, agent_id: &str, frame: &Bytes) {
     let Some(entry) = st.agents.get(agent_id) else {
@@ -359,6 +404,7 @@ fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut
     entry.mode = Some(s.mode.clone());
     if first {
         rt.ready = true;
+        rt.start_slot = None;
         entry.runtime_state = RuntimeState::Running;
         entry.last_epoch = Some(epoch);
         if !s.status.is_active() {

@@ -4,16 +4,13 @@
 //! Like the rest of `core::api`, every method locks, does bounded work and returns.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
 use shard_protocol::ErrorCode;
 use shard_protocol::command::{Command, HeadlessPolicy};
 use tokio::sync::oneshot;
 
-use super::broker::send_to_runtime;
 use super::state::{ConnId, Inflight, Shared};
-use super::supervisor;
 use crate::manifest::AgentManifest;
 use crate::principal::Principal;
 use crate::reply::{ProtocolError, Responder};
@@ -69,20 +66,44 @@ impl Shared {
         })
     }
 
-    /// Sends `frame` to the connections of `parent`: its authenticated Runtime
-    /// connections and the clients attached to it.
+    /// Sends `frame` to the connections of `parent`: the clients attached to it (past
+    /// their attach handshake, as every agent event: `broker::fan_out`) and its
+    /// authenticated Runtime connections.
     pub(crate) fn send_to_owner(&self, parent: &str, frame: &Bytes) {
         let st = self.lock();
-        let attached: Vec<ConnId> = st
-            .agents
-            .get(parent)
-            .map(|e| e.attachments.keys().copied().collect())
-            .unwrap_or_default();
+        super::broker::fan_out(&st, parent, frame);
+        let attachments = st.agents.get(parent).map(|e| &e.attachments);
         for (id, c) in &st.conns {
-            let owner = c.principal.runtime_agent() == Some(parent);
-            if owner || attached.contains(id) {
+            let attached = attachments.is_some_and(|a| a.contains_key(id));
+            if !attached && c.principal.runtime_agent() == Some(parent) {
                 c.outbox.push(frame.clone());
             }
+        }
+    }
+
+    /// Ok when `conn` may drive `agent_id` (attached, not as an observer): what a
+    /// person's steer or abort to a leased child needs before the coordinator acts on it.
+    pub(crate) fn check_may_drive(
+        &self,
+        conn: ConnId,
+        agent_id: &str,
+    ) -> Result<(), ProtocolError> {
+        let st = self.lock();
+        let role = st
+            .agents
+            .get(agent_id)
+            .and_then(|e| e.attachments.get(&conn))
+            .map(|a| a.role);
+        match role {
+            None => Err(ProtocolError::new(
+                ErrorCode::NotAttached,
+                "not attached to that agent",
+            )),
+            Some(shard_protocol::command::AttachRole::Observer) => Err(ProtocolError::new(
+                ErrorCode::PermissionDenied,
+                "observers are read-only",
+            )),
+            Some(_) => Ok(()),
         }
     }
 
@@ -106,42 +127,12 @@ impl Shared {
         let mut guard = self.lock();
         let st = &mut *guard;
         if st.shutting_down {
-            return Err(ProtocolError::new(
-                ErrorCode::Conflict,
-                "the daemon is shutting down",
-            ));
+            return Err(super::api::shutting_down());
         }
-        let entry = st
-            .agents
-            .get_mut(agent_id)
-            .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no such agent"))?;
-        let inflight = Inflight::Client(responder);
-        let live = entry.rt.as_ref().is_some_and(|rt| rt.ready && !rt.stopping);
-        let start = match entry.rt.as_mut() {
-            Some(rt) if live => {
-                if let Err(inf) = send_to_runtime(self, rt, command, inflight) {
-                    inf.fail(
-                        ErrorCode::RuntimeStartFailed,
-                        "the agent's runtime stopped before the command could be sent",
-                    );
-                } else if rt.idle_since.is_some() {
-                    rt.idle_since = Some(Instant::now());
-                }
-                None
-            }
-            Some(rt) if rt.stopping => {
-                rt.queued_next.push((command, inflight));
-                None
-            }
-            Some(rt) => {
-                rt.queued.push((command, inflight));
-                None
-            }
-            None => Some((command, inflight)),
-        };
-        if let Some(first) = start {
-            supervisor::begin_start(self, st, agent_id, Vec::new(), vec![first]);
+        if !st.agents.contains_key(agent_id) {
+            return Err(ProtocolError::new(ErrorCode::NotFound, "no such agent"));
         }
+        super::broker::route(self, st, agent_id, command, Inflight::Client(responder));
         Ok(())
     }
 }

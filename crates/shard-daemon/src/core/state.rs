@@ -80,6 +80,8 @@ pub(crate) struct LiveRuntime {
     /// SHA-256 of the `SHARD_AGENT_TOKEN` this generation was started with; the token
     /// itself is never kept.
     pub(super) token_hash: [u8; 32],
+    /// The start slot this generation holds from its spawn until it is ready (or gone).
+    pub(super) start_slot: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 /// One client watching an agent.
@@ -264,6 +266,8 @@ pub(crate) struct Shared {
     pub(crate) jobs: crate::jobs::Jobs,
     /// Workspace records (issue 17); their own module, not registry state.
     pub(crate) workspaces: crate::workspaces::Registry,
+    /// Bounds the Runtime generations starting at once (`max_concurrent_starts`).
+    pub(super) start_slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl Shared {
@@ -271,7 +275,11 @@ impl Shared {
         let store = ManifestStore::new(&cfg.home);
         let jobs = crate::jobs::Jobs::new(&cfg.home, cfg.launch_limits);
         let workspaces = crate::workspaces::Registry::new(&cfg.home);
+        let start_slots = Arc::new(tokio::sync::Semaphore::new(
+            cfg.max_concurrent_starts.max(1),
+        ));
         Shared {
+            start_slots,
             cfg,
             launcher,
             store,

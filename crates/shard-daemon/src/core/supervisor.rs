@@ -88,6 +88,7 @@ pub(super) fn begin_start(
         queued,
         queued_next: Vec::new(),
         token_hash,
+        start_slot: None,
     });
     entry.runtime_state = RuntimeState::Starting;
     let spec = launch_spec(&shared.cfg, &entry.manifest, epoch, token);
@@ -155,6 +156,8 @@ async fn run_generation(
 ) {
     let agent_id = spec.agent_id.clone();
     let epoch = spec.epoch;
+    // Held until the generation is ready (the broker drops it) or has ended.
+    let mut slot = Arc::clone(&shared.start_slots).acquire_owned().await.ok();
     // A Runtime of a previous daemon may still hold the session (it aborts and exits when
     // its daemon dies): wait for it instead of failing with CONFLICT, and never kill it.
     if let Err(e) = wait_session_free(&shared.cfg, &spec.session_id).await {
@@ -196,6 +199,7 @@ async fn run_generation(
         match st.agents.get_mut(&agent_id).and_then(|e| e.rt.as_mut()) {
             Some(rt) if rt.epoch == epoch => {
                 rt.pid = pid;
+                rt.start_slot = slot.take();
                 rt.killed
             }
             _ => true,
@@ -204,6 +208,7 @@ async fn run_generation(
     if kill_now {
         signal(pid, Signal::SIGKILL);
     }
+    drop(slot);
     tokio::spawn(write_stdin(stdin, stdin_rx));
     {
         let shared = Arc::clone(&shared);

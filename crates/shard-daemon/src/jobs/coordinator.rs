@@ -284,13 +284,13 @@ async fn execute(
                     }
                     Ok(resp) => {
                         let why = resp.error.map(|e| e.message).unwrap_or_else(|| "refused".into());
-                        return if stopping { cancelled() } else { failed(format!("the child refused the task: {why}")) };
+                        return if stopping { cancelled(shared, job_id, index) } else { failed(format!("the child refused the task: {why}")) };
                     }
                     Err(_) => return failed("the daemon lost the child's answer"),
                 }
             }
             _ = async { match exited.as_mut() { Some(rx) => { let _ = rx.await; } None => std::future::pending().await } } => {
-                return if stopping { cancelled() } else { failed("the child's runtime exited before the task ended") };
+                return if stopping { cancelled(shared, job_id, index) } else { failed("the child's runtime exited before the task ended") };
             }
             ev = sub.recv() => {
                 let Some(ev) = ev else {
@@ -331,7 +331,7 @@ async fn execute(
         return Outcome {
             usage,
             final_text: last_text.map(bound),
-            ..cancelled()
+            ..cancelled(shared, job_id, index)
         };
     }
     match fatal {
@@ -365,12 +365,22 @@ async fn write_prompt(
     Ok(path.display().to_string())
 }
 
-fn cancelled() -> Outcome {
+/// A cancelled run's outcome, with the canceller's reason (the parent's stop, a
+/// person's abort).
+fn cancelled(shared: &Shared, job_id: &str, index: usize) -> Outcome {
+    let reason = {
+        let cat = shared.jobs.lock();
+        cat.jobs
+            .get(job_id)
+            .and_then(|j| j.runs.get(index))
+            .and_then(|r| cat.live.get(&r.run_id))
+            .and_then(|l| l.stop_reason.clone())
+    };
     Outcome {
         state: RunState::Cancelled,
         final_text: None,
         usage: None,
-        error: Some("stopped by the parent".into()),
+        error: Some(reason.unwrap_or_else(|| "stopped by the parent".into())),
     }
 }
 
@@ -447,7 +457,7 @@ pub(crate) async fn report(shared: &Arc<Shared>, job_id: &str, index: usize) {
             turn_id: None,
         });
         if let Ok(rx) = client.send(shared, &parent, steer) {
-            delivered = super::handlers::steer_outcome(rx.await.ok()) == SteerOutcome::Injected;
+            delivered = super::intervene::steer_outcome(rx.await.ok()) == SteerOutcome::Injected;
         }
     }
     if !delivered {

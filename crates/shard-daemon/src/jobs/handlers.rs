@@ -8,14 +8,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use shard_protocol::ErrorCode;
 use shard_protocol::command::{
-    Command, SubagentCreate, SubagentRelaunch, SubagentStatus, SubagentSteer, SubagentStop,
-    SubagentWait, WaitMode,
+    Command, SubagentCreate, SubagentRelaunch, SubagentStatus, SubagentStop, SubagentWait, WaitMode,
 };
 use shard_protocol::ids;
-use shard_protocol::jobs::{JobStrategy, RunState};
-use shard_protocol::responses::{SteerData, SteerOutcome, SubagentSteerData};
+use shard_protocol::jobs::{JobStrategy, RunActor, RunState};
 
-use super::record::{JOB_VERSION, JobRecord, RunRecord, job_state};
+use super::record::{JOB_VERSION, JobRecord, RunRecord, states_add_up};
 use super::{Resolved, fold, fresh_alias, resolve_in, run_of_agent, spawn_job};
 use crate::core::{ConnId, Shared};
 use crate::principal::Principal;
@@ -71,7 +69,7 @@ pub(crate) fn handle(
             }
             Command::SubagentSteer(s) => {
                 authorize(&shared, conn, &s.parent_agent_id)?;
-                steer(&shared, s).await
+                super::intervene::subagent_steer(&shared, s).await
             }
             Command::SubagentRelaunch(r) => {
                 authorize(&shared, conn, &r.parent_agent_id)?;
@@ -87,12 +85,7 @@ pub(crate) fn handle(
 
 /// A checked definition name: `general` or a file name stem, never a path.
 fn check_name(name: &str) -> Result<(), ProtocolError> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if ok {
+    if shard_protocol::definitions::is_valid_name(name) {
         Ok(())
     } else {
         Err(invalid(format!(
@@ -199,6 +192,8 @@ async fn create(shared: &Arc<Shared>, c: SubagentCreate) -> Result<Reply, Protoc
                 started_at: None,
                 ended_at: None,
                 reported: false,
+                steers: 0,
+                last_action: None,
             })
             .collect();
         let job = JobRecord {
@@ -252,7 +247,7 @@ fn created_run(r: &RunRecord) -> Value {
 }
 
 /// Every run a handle stands for at acceptance, as (job id, index).
-fn runs_of(cat: &super::Catalog, parent: &str, r: &Resolved) -> Vec<(String, usize)> {
+pub(super) fn runs_of(cat: &super::Catalog, parent: &str, r: &Resolved) -> Vec<(String, usize)> {
     match r {
         Resolved::Job(j) => cat
             .jobs
@@ -264,7 +259,7 @@ fn runs_of(cat: &super::Catalog, parent: &str, r: &Resolved) -> Vec<(String, usi
     }
 }
 
-fn run_at<'a>(cat: &'a super::Catalog, at: &(String, usize)) -> Option<&'a RunRecord> {
+pub(super) fn run_at<'a>(cat: &'a super::Catalog, at: &(String, usize)) -> Option<&'a RunRecord> {
     cat.jobs.get(&at.0).and_then(|j| j.runs.get(at.1))
 }
 
@@ -345,39 +340,36 @@ async fn wait(shared: &Arc<Shared>, conn: ConnId, w: SubagentWait) -> Result<Rep
     };
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     loop {
-        let (finished, data) = {
+        // A wake reads states only; the answer (snapshots) is built once, when it is due.
+        let answer = {
             let cat = shared.jobs.lock();
-            let runs: Vec<&RunRecord> = targets.iter().filter_map(|at| run_at(&cat, at)).collect();
-            let terminal = runs.iter().filter(|r| r.state.is_terminal()).count();
+            let states: Vec<RunState> = targets
+                .iter()
+                .filter_map(|at| run_at(&cat, at).map(|r| r.state))
+                .collect();
+            let terminal = states.iter().filter(|s| s.is_terminal()).count();
             let finished = match mode {
-                WaitMode::Any => terminal > 0 || runs.is_empty(),
-                WaitMode::All => terminal == runs.len(),
+                WaitMode::Any => terminal > 0 || states.is_empty(),
+                WaitMode::All => terminal == states.len(),
             };
-            let snaps: Vec<_> = targets
-                .iter()
-                .filter_map(|at| run_at(&cat, at).map(|r| r.snapshot(&at.0)))
-                .collect();
-            let states: Vec<_> = targets
-                .iter()
-                .filter_map(|at| run_at(&cat, at).cloned())
-                .map(|r| job_state(std::slice::from_ref(&r)))
-                .collect();
-            let aggregate = match states.first() {
-                Some(first) if states.iter().all(|s| s == first) => json!(first),
-                _ => json!("mixed"),
-            };
-            (
-                finished,
-                json!({ "aggregate_state": aggregate, "runs": snaps }),
-            )
+            let timed_out = !finished && deadline.is_some_and(|d| d <= tokio::time::Instant::now());
+            (finished || timed_out).then(|| {
+                let snaps: Vec<_> = targets
+                    .iter()
+                    .filter_map(|at| run_at(&cat, at).map(|r| r.snapshot(&at.0)))
+                    .collect();
+                let per_run: Vec<_> = states
+                    .iter()
+                    .map(|s| states_add_up(std::iter::once(*s)))
+                    .collect();
+                let aggregate = match per_run.first() {
+                    Some(first) if per_run.iter().all(|s| s == first) => json!(first),
+                    _ => json!("mixed"),
+                };
+                json!({ "aggregate_state": aggregate, "runs": snaps, "timed_out": timed_out })
+            })
         };
-        let mut data = data;
-        if finished {
-            data["timed_out"] = json!(false);
-            return done(data);
-        }
-        if deadline.is_some_and(|d| d <= tokio::time::Instant::now()) {
-            data["timed_out"] = json!(true);
+        if let Some(data) = answer {
             return done(data);
         }
         let sleep = async {
@@ -419,44 +411,8 @@ async fn stop(shared: &Arc<Shared>, s: SubagentStop) -> Result<Reply, ProtocolEr
     let mut cancelled = Vec::new();
     let mut job_id = job_of_handle;
     for (j, i) in targets {
-        // The token first, whatever the state: a run that leaves the queue between these
-        // steps starts already cancelled (the coordinator picks the token up).
-        let state = {
-            let mut cat = shared.jobs.lock();
-            let run = cat.jobs.get(&j).and_then(|job| job.runs.get(i)).cloned();
-            match run {
-                Some(r) if !r.state.is_terminal() => {
-                    cat.live
-                        .entry(r.run_id.clone())
-                        .or_default()
-                        .cancel
-                        .cancel();
-                    Some(r.state)
-                }
-                _ => None,
-            }
-        };
-        let state = match state {
-            Some(RunState::Queued) => {
-                let st = shared
-                    .jobs
-                    .transition(shared, &j, i, |r| {
-                        if r.state == RunState::Queued {
-                            r.state = RunState::Cancelled;
-                            r.error = Some("stopped by the parent".into());
-                            r.ended_at = Some(ids::now_millis());
-                        }
-                    })
-                    .await;
-                if st == Some(RunState::Cancelled) {
-                    let sh = Arc::clone(shared);
-                    let jj = j.clone();
-                    tokio::spawn(async move { super::coordinator::report(&sh, &jj, i).await });
-                }
-                st
-            }
-            other => other,
-        };
+        let reason = "stopped by the parent";
+        let state = super::intervene::cancel_run(shared, &j, i, reason, RunActor::Parent).await;
         let Some(state) = state else { continue };
         let (run_id, agent_id) = {
             let cat = shared.jobs.lock();
@@ -473,64 +429,6 @@ async fn stop(shared: &Arc<Shared>, s: SubagentStop) -> Result<Reply, ProtocolEr
         shared.jobs.persist(j).await?;
     }
     done(json!({ "cancelled": cancelled, "job_id": job_id }))
-}
-
-async fn steer(shared: &Arc<Shared>, s: SubagentSteer) -> Result<Reply, ProtocolError> {
-    let (run_id, agent_id, state, turn_id) = {
-        let cat = shared.jobs.lock();
-        let r = resolve_in(&cat, &s.parent_agent_id, &s.target)?;
-        if matches!(r, Resolved::Job(_)) {
-            return Err(invalid(
-                "steer targets a run, a child agent or an alias, not a job",
-            ));
-        }
-        let at = runs_of(&cat, &s.parent_agent_id, &r)
-            .into_iter()
-            .next()
-            .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no run for that target"))?;
-        let run = run_at(&cat, &at)
-            .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no run for that target"))?;
-        let turn = cat.live.get(&run.run_id).and_then(|l| l.turn_id.clone());
-        (run.run_id.clone(), run.agent_id.clone(), run.state, turn)
-    };
-    let correlation_id = format!("steer-{}", ids::new_id(ids::REQUEST));
-    let Some(turn_id) = turn_id.filter(|_| state == RunState::Active) else {
-        return Err(ProtocolError::new(
-            ErrorCode::Conflict,
-            format!("the run is {state:?}, not executing a turn; steer only reaches an active run")
-                .to_lowercase(),
-        ));
-    };
-    // Strict: the child's Runtime takes the message into this very turn at its next
-    // provider boundary, or drops it and says so; it never waits for a later turn.
-    let rx = shared.jobs.client(shared).send(
-        shared,
-        &agent_id,
-        Command::Steer(shard_protocol::command::Steer {
-            agent_id: None,
-            message: s.message,
-            images: None,
-            strict: Some(true),
-            turn_id: Some(turn_id.clone()),
-        }),
-    )?;
-    let status = steer_outcome(rx.await.ok());
-    let data = SubagentSteerData {
-        status,
-        run_id,
-        turn_id: Some(turn_id),
-        correlation_id,
-    };
-    done(serde_json::to_value(&data).unwrap_or_default())
-}
-
-/// What a strict steer's answer says; anything but `injected` (a refusal, a Runtime that
-/// died first) means the message is not in the turn.
-pub(crate) fn steer_outcome(resp: Option<shard_protocol::event::Response>) -> SteerOutcome {
-    resp.filter(|r| r.success)
-        .and_then(|r| r.data)
-        .and_then(|d| serde_json::from_value::<SteerData>(d).ok())
-        .map_or(SteerOutcome::Conflict, |d| d.status)
 }
 
 async fn relaunch(shared: &Arc<Shared>, r: SubagentRelaunch) -> Result<Reply, ProtocolError> {
@@ -577,6 +475,8 @@ async fn relaunch(shared: &Arc<Shared>, r: SubagentRelaunch) -> Result<Reply, Pr
             started_at: None,
             ended_at: None,
             reported: false,
+            steers: 0,
+            last_action: None,
             ..last
         };
         let data = json!({

@@ -11,6 +11,7 @@ mod client;
 mod coordinator;
 mod definitions;
 pub(crate) mod handlers;
+pub(crate) mod intervene;
 mod record;
 
 use std::collections::HashMap;
@@ -19,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use shard_protocol::ErrorCode;
 use shard_protocol::event::Event;
 use shard_protocol::ids;
-use shard_protocol::jobs::RunState;
+use shard_protocol::jobs::{JobStrategy, RunState};
 use shard_protocol::orchestrator::SubagentRunChanged;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -54,6 +55,8 @@ pub(crate) struct RunControl {
     pub cancel: CancellationToken,
     /// The child's current turn, once it started.
     pub turn_id: Option<String>,
+    /// Why the run is being cancelled (its error text): the first canceller's reason.
+    pub stop_reason: Option<String>,
 }
 
 /// Records in memory.
@@ -237,7 +240,8 @@ impl Jobs {
     }
 
     /// Loads the records at daemon start: nonterminal runs become `interrupted` (never
-    /// replayed, PROTOCOL §10.3 restart rules) and are written back.
+    /// replayed, PROTOCOL §10.3 restart rules) — a chain's later steps `cancelled` — and
+    /// are written back.
     pub(crate) async fn load(&self) -> std::io::Result<()> {
         let store = self.store.clone();
         let records = tokio::task::spawn_blocking(move || store.load_all_blocking())
@@ -249,13 +253,25 @@ impl Jobs {
             let mut cat = self.lock();
             for mut job in records {
                 let mut changed = false;
+                // A chain's steps after the interrupted one depend on its result: they
+                // are cancelled, never run on a guess.
+                let mut chain_broken = false;
                 for run in &mut job.runs {
                     if !run.state.is_terminal() {
-                        run.state = RunState::Interrupted;
-                        run.error =
-                            Some("the daemon restarted while the run was in progress".into());
+                        if chain_broken {
+                            run.state = RunState::Cancelled;
+                            run.error = Some(
+                                "an earlier step of the chain was interrupted by a daemon restart"
+                                    .into(),
+                            );
+                        } else {
+                            run.state = RunState::Interrupted;
+                            run.error =
+                                Some("the daemon restarted while the run was in progress".into());
+                        }
                         run.ended_at = Some(now);
                         changed = true;
+                        chain_broken = job.strategy == JobStrategy::Chain;
                     }
                 }
                 if changed {

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use shard_protocol::ids;
-use shard_protocol::jobs::{JobSnapshot, JobState, JobStrategy, RunSnapshot, RunState, RunUsage};
+use shard_protocol::jobs::{
+    JobSnapshot, JobState, JobStrategy, RunAction, RunSnapshot, RunState, RunUsage,
+};
 
 use crate::fsutil;
 
@@ -55,6 +57,12 @@ pub(crate) struct RunRecord {
     /// Private: the definition body, the child's system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
+    /// Steers the run's turn took (parent's and people's).
+    #[serde(default)]
+    pub steers: u32,
+    /// The latest outside steer or abort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_action: Option<RunAction>,
 }
 
 impl RunRecord {
@@ -76,6 +84,8 @@ impl RunRecord {
             error: self.error.clone(),
             started_at: self.started_at,
             ended_at: self.ended_at,
+            steers: (self.steers > 0).then_some(self.steers),
+            last_action: self.last_action.clone(),
         }
     }
 }
@@ -106,7 +116,13 @@ pub(crate) struct JobRecord {
 
 /// The job state that a set of run states adds up to.
 pub(crate) fn job_state(runs: &[RunRecord]) -> JobState {
-    let all = |f: fn(RunState) -> bool| runs.iter().all(|r| f(r.state));
+    states_add_up(runs.iter().map(|r| r.state))
+}
+
+/// The job state that a set of run states adds up to (no records needed).
+pub(crate) fn states_add_up(states: impl Iterator<Item = RunState> + Clone) -> JobState {
+    let all = |f: fn(RunState) -> bool| states.clone().all(f);
+    let any = |f: fn(RunState) -> bool| states.clone().any(f);
     if !all(RunState::is_terminal) {
         if all(|s| s == RunState::Queued) {
             return JobState::Queued;
@@ -115,12 +131,9 @@ pub(crate) fn job_state(runs: &[RunRecord]) -> JobState {
     }
     if all(|s| s == RunState::Completed) {
         JobState::Completed
-    } else if runs
-        .iter()
-        .any(|r| matches!(r.state, RunState::Failed | RunState::TimedOut))
-    {
+    } else if any(|s| matches!(s, RunState::Failed | RunState::TimedOut)) {
         JobState::Failed
-    } else if runs.iter().any(|r| r.state == RunState::Cancelled) {
+    } else if any(|s| s == RunState::Cancelled) {
         JobState::Cancelled
     } else {
         // Interrupted runs (daemon restart) and nothing else.
@@ -231,6 +244,8 @@ mod tests {
             mode: None,
             tools: None,
             system_prompt: None,
+            steers: 0,
+            last_action: None,
         }
     }
 

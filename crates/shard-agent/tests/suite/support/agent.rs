@@ -52,6 +52,8 @@ pub struct Start<'a> {
     pub hook: Option<Arc<dyn ModelCallHook>>,
     /// A managed child's tool allow-list (`--tools`).
     pub tools: Option<Vec<String>>,
+    /// `SHARD_LIVE_WINDOW_BYTES` in the Runtime's environment.
+    pub live_window: Option<String>,
 }
 
 impl<'a> Start<'a> {
@@ -63,6 +65,7 @@ impl<'a> Start<'a> {
             session_id: None,
             hook: None,
             tools: None,
+            live_window: None,
         }
     }
 }
@@ -81,8 +84,30 @@ pub struct Agent {
     next_id: u64,
 }
 
-fn env() -> EnvLookup {
-    Arc::new(|k: &str| (k == "ANTHROPIC_API_KEY").then(|| "sk-test-not-a-key".to_string()))
+fn env(live_window: Option<String>) -> EnvLookup {
+    Arc::new(move |k: &str| match k {
+        "ANTHROPIC_API_KEY" => Some("sk-test-not-a-key".to_string()),
+        "SHARD_LIVE_WINDOW_BYTES" => live_window.clone(),
+        _ => None,
+    })
+}
+
+/// The options [`Agent::start`] uses, for tests that call `prepare` themselves.
+pub fn options(dirs: &Dirs) -> RuntimeOptions {
+    RuntimeOptions {
+        shard_home: dirs.home.clone(),
+        cwd: dirs.cwd.clone(),
+        provider: Some("anthropic".into()),
+        model: Some("claude-sonnet-4-5".into()),
+        ..RuntimeOptions::default()
+    }
+}
+
+/// `prepare` with `SHARD_LIVE_WINDOW_BYTES` set to `value`: its error, if any.
+pub fn prepare_error(dirs: &Dirs, value: &str) -> Option<String> {
+    shard_agent::prepare(options(dirs), env(Some(value.to_string())))
+        .err()
+        .map(|e| e.to_string())
 }
 
 impl Agent {
@@ -90,15 +115,11 @@ impl Agent {
     /// `sync`.
     pub async fn start(s: Start<'_>) -> Agent {
         let opts = RuntimeOptions {
-            shard_home: s.dirs.home.clone(),
-            cwd: s.dirs.cwd.clone(),
-            provider: Some("anthropic".into()),
-            model: Some("claude-sonnet-4-5".into()),
             session_id: s.session_id,
             tools: s.tools,
-            ..RuntimeOptions::default()
+            ..options(s.dirs)
         };
-        let prepared = shard_agent::prepare(opts, env()).expect("prepare");
+        let prepared = shard_agent::prepare(opts, env(s.live_window)).expect("prepare");
         let (ev_tx, events) = mpsc::channel(1024);
         let (inputs, in_rx) = mpsc::channel(64);
         let seams = Seams {
