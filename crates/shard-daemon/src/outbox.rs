@@ -143,6 +143,15 @@ impl Outbox {
         self.close_token.cancelled().await;
     }
 
+    /// Resolves when the client is closed or finished: its connection is ending (a
+    /// `subagent.wait` on it stops waiting then).
+    pub async fn ended(&self) {
+        tokio::select! {
+            _ = self.close_token.cancelled() => {}
+            _ = self.finish_token.cancelled() => {}
+        }
+    }
+
     /// Messages currently queued.
     pub fn queued(&self) -> usize {
         self.count.load(Ordering::Acquire)

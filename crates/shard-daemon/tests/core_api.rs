@@ -355,19 +355,23 @@ async fn starts_beyond_the_bound_wait_until_one_ends_or_is_ready() {
         .await
         .unwrap()
         .unwrap();
-    // All three are registered and starting; only one was launched.
-    loop {
-        let agents = tokio::time::timeout(T, c.list()).await.unwrap().unwrap();
-        if agents.len() == 3 {
-            assert!(
-                agents
+    // All three become registered and starting (a create registers its agent before it
+    // starts the generation); only one was launched.
+    tokio::time::timeout(T, async {
+        loop {
+            let agents = c.list().await.unwrap();
+            if agents.len() == 3
+                && agents
                     .iter()
                     .all(|a| a.runtime_state == RuntimeState::Starting)
-            );
-            break;
+            {
+                break;
+            }
+            tokio::task::yield_now().await;
         }
-        tokio::task::yield_now().await;
-    }
+    })
+    .await
+    .expect("three agents starting");
     assert!(s.runtimes.try_recv().is_err(), "a second start got a slot");
     // The first dies before it is ready: its slot goes to the next.
     let exit = first.exit.take().unwrap();

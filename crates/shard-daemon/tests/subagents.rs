@@ -669,3 +669,32 @@ async fn a_persons_steer_and_abort_to_a_leased_child_go_through_the_coordinator(
 fn r_job(w: &Value) -> String {
     w["data"]["runs"][0]["job_id"].as_str().unwrap().to_string()
 }
+
+#[tokio::test]
+async fn a_waiter_that_disconnects_stops_waiting_and_the_run_goes_on() {
+    let mut s = start(|_| {}).await;
+    let (pid, prt, mut raw, _c) = parent(&mut s).await;
+    let r = raw
+        .call(json!({"type":"subagent.create","parent_agent_id":pid,"task":TASK}))
+        .await;
+    let run_id = r["data"]["runs"][0]["run_id"].as_str().unwrap().to_string();
+    let (mut k, _) = child(&mut s).await;
+    // A second connection of the parent's Runtime waits forever, then goes away.
+    let mut waiter = Raw::connect(&s.home).await;
+    let auth = json!({"type":"runtime.auth","agent_id":pid,"token":prt.spec.token});
+    assert_eq!(waiter.call(auth).await["success"], true);
+    let wait = json!({"type":"subagent.wait","id":"w","parent_agent_id":pid,"handles":[run_id]});
+    waiter
+        .w
+        .write_all(format!("{wait}\n").as_bytes())
+        .await
+        .unwrap();
+    drop(waiter);
+    // The run is untouched: it completes, and a new wait sees it.
+    finish_turn(&mut k, "still done").await;
+    raw.run_changed(&run_id, "completed").await;
+    let w = raw
+        .call(json!({"type":"subagent.wait","parent_agent_id":pid,"handles":[run_id]}))
+        .await;
+    assert_eq!(w["data"]["runs"][0]["final_text"], "still done", "{w}");
+}

@@ -36,9 +36,10 @@ impl Shared {
         self.lock().conns.get(&conn).map(|c| c.principal.clone())
     }
 
-    /// True while `conn` is registered (a waiter stops when its connection goes).
-    pub(crate) fn conn_alive(&self, conn: ConnId) -> bool {
-        self.lock().conns.contains_key(&conn)
+    /// The queue of `conn` while it is registered: a waiter watches it to stop when its
+    /// connection goes.
+    pub(crate) fn conn_outbox(&self, conn: ConnId) -> Option<Arc<crate::outbox::Outbox>> {
+        self.lock().conns.get(&conn).map(|c| Arc::clone(&c.outbox))
     }
 
     /// A snapshot of one agent, or `None` when it does not exist.

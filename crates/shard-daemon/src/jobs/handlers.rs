@@ -338,6 +338,8 @@ async fn wait(shared: &Arc<Shared>, conn: ConnId, w: SubagentWait) -> Result<Rep
         }
         v
     };
+    let gone = || ProtocolError::new(ErrorCode::Conflict, "the waiter's connection closed");
+    let outbox = shared.conn_outbox(conn).ok_or_else(gone)?;
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     loop {
         // A wake reads states only; the answer (snapshots) is built once, when it is due.
@@ -383,11 +385,7 @@ async fn wait(shared: &Arc<Shared>, conn: ConnId, w: SubagentWait) -> Result<Rep
             _ = sleep => {}
             // The waiter ends with its connection (a parent abort or disconnect never
             // touches the runs).
-            _ = tokio::time::sleep(Duration::from_secs(2)) => {
-                if !shared.conn_alive(conn) {
-                    return Err(ProtocolError::new(ErrorCode::Conflict, "the waiter's connection closed"));
-                }
-            }
+            _ = outbox.ended() => return Err(gone()),
         }
     }
 }
