@@ -7,6 +7,7 @@ sends `agent.list` back to back while the creates run on another connection.
 Usage: bench/daemon/list_under_creates.py [path/to/shard] [creates] [repeats]
 DAEMON_WRAP: a command prefix for the daemon alone (e.g. `nice -n -10`), to tell CPU
 starvation of the daemon (the Runtimes it starts share its 2 cores) from work on its executor.
+CONFIG: text of SHARD_HOME/config.toml (`\\n` for newlines), e.g. `[sandbox]\\nmode = "off"`.
 DAEMON_ARGS: extra `shard daemon` flags (e.g. `--max-concurrent-starts 1000` for no bound).
 """
 import json, os, socket, subprocess, sys, tempfile, time
@@ -51,6 +52,10 @@ def one(n):
     home = tempfile.mkdtemp(prefix="shard-listbench-")
     script = os.path.join(home, "s.json")
     open(script, "w").write('{"turns":[]}')
+    if os.environ.get("CONFIG"):
+        with open(os.path.join(home, "config.toml"), "w") as f:
+            f.write(os.environ["CONFIG"].replace("\\n", "\n") + "\n")
+        os.chmod(os.path.join(home, "config.toml"), 0o600)
     d = subprocess.Popen(os.environ.get("DAEMON_WRAP", "").split() + [BIN, "daemon", "--port", "0"] + os.environ.get("DAEMON_ARGS", "").split(), env=dict(os.environ, SHARD_HOME=home),
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     sock = os.path.join(home, "daemon.sock")

@@ -38,7 +38,7 @@ pub struct DaemonArgs {
     /// a clear error and the daemon carries on.
     #[arg(long, default_value_t = 4096)]
     max_connections: usize,
-    /// Most Runtimes starting at once (default: twice the CPUs); more wait their turn.
+    /// Most Runtimes starting at once (default: one per CPU, at least 2); more wait their turn.
     #[arg(long, hide = true)]
     max_concurrent_starts: Option<usize>,
     /// The web door's flags (HTTP and WebSocket, docs/web.md).

@@ -80,8 +80,9 @@ impl DaemonConfig {
     }
 }
 
-/// Twice the CPUs (at least 2): enough to keep every core busy while a Runtime waits on
-/// disk, few enough that the daemon's threads are not one in twenty on the run queue.
+/// One per CPU (at least 2): a start is CPU-bound, so more at once finish no sooner and
+/// only push the daemon's own threads down the run queue (docs/decisions.md, "Bounded
+/// Runtime starts").
 fn default_concurrent_starts() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get() * 2)
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }

@@ -212,8 +212,8 @@ impl Sandbox {
         }
     }
 
-    /// Starts the zygote in the background (after the Runtime said `hello`: never on the
-    /// start path), so that the first call finds it ready. Does nothing when the sandbox
+    /// Starts the zygote in the background (when the Runtime's first turn starts: never on
+    /// the start path), so that the first call finds it ready. Does nothing when the sandbox
     /// is off, lacks namespaces, or no program can serve as the zygote.
     pub fn prewarm(&self) {
         #[cfg(target_os = "linux")]

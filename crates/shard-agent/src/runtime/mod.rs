@@ -398,9 +398,6 @@ impl Runtime {
             capabilities: self.capabilities(),
         });
         self.emit(hello).await;
-        // The sandbox's zygote starts now, off the start path, so that the first `bash`
-        // call finds it ready.
-        self.sandbox.prewarm();
         let sync = self.first_sync().await;
         self.emit(sync).await;
         // In the background: a slow server never delays `hello`, `sync` or a prompt.

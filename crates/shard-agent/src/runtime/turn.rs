@@ -84,6 +84,10 @@ impl Runtime {
     }
 
     pub(crate) async fn run_turn(&mut self, input: UserInput) {
+        // The sandbox's zygote starts with the first turn (a no-op after it), while the
+        // model answers: an agent that is only created costs no process, and a burst of
+        // creates is not doubled by zygote starts (docs/sandbox.md).
+        self.sandbox.prewarm();
         let turn_id = ids::new_id(ids::TURN);
         self.turn = Some(TurnState {
             cancel: CancellationToken::new(),
