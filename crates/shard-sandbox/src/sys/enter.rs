@@ -185,20 +185,7 @@ unsafe fn intermediate(child: libc::pid_t, keep: RawFd) -> ! {
             libc::syscall(libc::SYS_close_range, 0u32, keep - 1, 0u32);
         }
         libc::syscall(libc::SYS_close_range, keep + 1, c_uint::MAX, 0u32);
-        let mut status: c_int = 0;
-        loop {
-            let r = libc::waitpid(child, &mut status, 0);
-            if r == child {
-                break;
-            }
-            if r < 0 && errno() != libc::EINTR {
-                libc::_exit(127);
-            }
-        }
-        if libc::WIFEXITED(status) {
-            libc::_exit(libc::WEXITSTATUS(status));
-        }
-        libc::_exit(128 + libc::WTERMSIG(status));
+        exit_with_status_of(child, child)
     }
 }
 
@@ -286,6 +273,56 @@ pub unsafe fn unshare_user(plan: &Plan, flags: c_int) -> Result<(), Failure> {
             )?;
         }
         Ok(())
+    }
+}
+
+/// Arms SIGKILL for when the parent dies and checks that the parent is still `parent`
+/// (it may have died before the signal was armed): a process never outlives its spawner.
+///
+/// # Safety
+/// Async-signal-safe: `prctl` and `getppid` only.
+pub unsafe fn arm_parent_death(parent: u32) -> io::Result<()> {
+    // SAFETY: plain system calls on integers.
+    unsafe {
+        if libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        ) == -1
+        {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::getppid() as u32 != parent {
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(())
+    }
+}
+
+/// Waits (`waitpid(wait_for)`, so `-1` also reaps every other child on the way) until
+/// `command` ends, then exits with its status as a shell would report it.
+///
+/// # Safety
+/// Async-signal-safe: `waitpid` and `_exit` only.
+pub unsafe fn exit_with_status_of(wait_for: libc::pid_t, command: libc::pid_t) -> ! {
+    // SAFETY: plain system calls on integers and a stack variable.
+    unsafe {
+        let mut status: c_int = 0;
+        loop {
+            let r = libc::waitpid(wait_for, &mut status, 0);
+            if r == command {
+                break;
+            }
+            if r < 0 && errno() != libc::EINTR {
+                libc::_exit(127);
+            }
+        }
+        if libc::WIFEXITED(status) {
+            libc::_exit(libc::WEXITSTATUS(status));
+        }
+        libc::_exit(128 + libc::WTERMSIG(status));
     }
 }
 
@@ -499,20 +536,7 @@ unsafe fn init(command: libc::pid_t) -> ! {
     unsafe {
         // Readers of the output pipe and of std's exec-status pipe must not wait on us.
         libc::syscall(libc::SYS_close_range, 0u32, c_uint::MAX, 0u32);
-        let mut status: c_int = 0;
-        loop {
-            let r = libc::waitpid(-1, &mut status, 0);
-            if r == command {
-                break;
-            }
-            if r < 0 && errno() != libc::EINTR {
-                libc::_exit(127);
-            }
-        }
-        if libc::WIFEXITED(status) {
-            libc::_exit(libc::WEXITSTATUS(status));
-        }
-        libc::_exit(128 + libc::WTERMSIG(status));
+        exit_with_status_of(-1, command)
     }
 }
 

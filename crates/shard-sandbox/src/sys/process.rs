@@ -8,7 +8,7 @@ use std::os::fd::AsRawFd;
 
 use libc::{c_int, c_void};
 
-use super::enter::{Failure, Plan, Stage, enter, errno};
+use super::enter::{Failure, Plan, Stage, arm_parent_death, enter, errno};
 
 /// Installs, to run between the command's `fork` and `exec`: the parent-death signal
 /// (SIGKILL when the spawning thread dies, so a tool process never outlives a Runtime
@@ -22,19 +22,7 @@ pub fn install(cmd: &mut std::process::Command, sandbox: Option<(std::sync::Arc<
     // parent died before the parent-death signal was armed.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) == -1
-            {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::getppid() as u32 != parent {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
+            arm_parent_death(parent)?;
             match &sandbox {
                 Some((plan, cwd)) => {
                     enter(plan, cwd).map_err(|f| io::Error::from_raw_os_error(f.errno))

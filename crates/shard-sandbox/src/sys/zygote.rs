@@ -11,7 +11,7 @@ use libc::{c_int, c_long, c_uint, c_void};
 use nix::sys::socket::{self, AddressFamily, SockFlag, SockType};
 
 use super::enter::{Failure, Plan, Stage, check, confine, errno, mount_proc, set_up_mounts};
-use super::enter::{tie_to_parent, unshare_user};
+use super::enter::{arm_parent_death, tie_to_parent, unshare_user};
 
 /// The descriptor number the zygote finds its control socket at.
 pub const CONTROL_FD: RawFd = 3;
@@ -149,19 +149,7 @@ pub fn install_zygote(cmd: &mut std::process::Command, control: RawFd) {
     // `dup2`/`fcntl`, which are async-signal-safe, on integers captured here.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) == -1
-            {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::getppid() as u32 != parent {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
+            arm_parent_death(parent)?;
             if control == CONTROL_FD {
                 // dup2 onto itself keeps close-on-exec: clear it by hand.
                 if libc::fcntl(control, libc::F_SETFD, 0) == -1 {
@@ -186,18 +174,9 @@ pub fn zygote_begin() -> bool {
 ///
 /// # Safety
 /// Plain system calls; none.
-unsafe fn arm_parent_death(runtime: u32) -> bool {
-    // SAFETY: plain system calls on integers.
-    unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        ) == 0
-            && libc::getppid() as u32 == runtime
-    }
+unsafe fn arm_parent_death_ok(runtime: u32) -> bool {
+    // SAFETY: async-signal-safe system calls on an integer.
+    unsafe { arm_parent_death(runtime).is_ok() }
 }
 
 /// Enters the zygote's namespaces (user, mount and, when set, network — not PID: each
@@ -206,7 +185,7 @@ unsafe fn arm_parent_death(runtime: u32) -> bool {
 pub fn zygote_enter(plan: &Plan, runtime: u32) -> Result<(), Failure> {
     // SAFETY: the zygote is single-threaded; the calls change only its own namespaces.
     unsafe {
-        if !arm_parent_death(runtime) {
+        if !arm_parent_death_ok(runtime) {
             return Err(Failure {
                 stage: Stage::Fork,
                 errno: libc::ESRCH,
@@ -215,7 +194,7 @@ pub fn zygote_enter(plan: &Plan, runtime: u32) -> Result<(), Failure> {
         unshare_user(plan, plan.ns_flags & !libc::CLONE_NEWPID)?;
         set_up_mounts(plan)?;
         // A credential change may clear the parent-death signal: arm it again.
-        if !arm_parent_death(runtime) {
+        if !arm_parent_death_ok(runtime) {
             return Err(Failure {
                 stage: Stage::Fork,
                 errno: libc::ESRCH,
