@@ -651,13 +651,16 @@ fn zygote_concurrent_calls_are_apart() {
     let b = format!("{}.{}", 400 + std::process::id() % 97, std::process::id());
     let (call_a, out_a) = start_in_zygote(&sb, &env.work(), &format!("sleep {a} & wait"));
     wait_for(&a);
-    // B looks for A's processes and tries to kill everything it can reach.
+    // B looks for A's processes and tries to kill everything it can reach. The attempt
+    // is made only from a shell that is a low pid of its own PID namespace, so that a
+    // broken sandbox fails the assertions below instead of signalling the machine's
+    // processes; `B_TRIED` shows the attempt was made.
     let (call_b, out_b) = start_in_zygote(
         &sb,
         &env.work(),
         &format!(
             "setsid -f sleep {b}; cat /proc/[0-9]*/cmdline | tr '\\0' ' '; echo; \
-             pkill sleep; kill -9 -1; echo not reached"
+             if [ $$ -lt 10 ]; then echo B_TRIED; kill -9 -1; fi"
         ),
     );
     let mut channel_b = call_b.into_channel();
@@ -665,6 +668,10 @@ fn zygote_concurrent_calls_are_apart() {
     assert!(matches!(report(&mut channel_b), Report::Exited(_)));
     assert!(!seen.contains(&a), "B sees A's processes: {seen}");
     assert!(seen.contains(&b), "B sees its own: {seen}");
+    assert!(
+        seen.contains("B_TRIED"),
+        "B ran outside a PID namespace of its own: {seen}"
+    );
     assert!(processes_with(&b).is_empty(), "B's orphan survived B");
     // A is untouched by B's end, and ends normally when aborted.
     assert!(!processes_with(&a).is_empty(), "B's end killed A");
