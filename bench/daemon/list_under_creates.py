@@ -10,7 +10,7 @@ starvation of the daemon (the Runtimes it starts share its 2 cores) from work on
 CONFIG: text of SHARD_HOME/config.toml (`\\n` for newlines), e.g. `[sandbox]\\nmode = "off"`.
 DAEMON_ARGS: extra `shard daemon` flags (e.g. `--max-concurrent-starts 1000` for no bound).
 """
-import json, os, socket, subprocess, sys, tempfile, time
+import json, os, shutil, socket, subprocess, sys, tempfile, time
 
 BIN = sys.argv[1] if len(sys.argv) > 1 else "target/release/shard"
 CREATES = int(sys.argv[2]) if len(sys.argv) > 2 else 20
@@ -58,39 +58,46 @@ def one(n):
         os.chmod(os.path.join(home, "config.toml"), 0o600)
     d = subprocess.Popen(os.environ.get("DAEMON_WRAP", "").split() + [BIN, "daemon", "--port", "0"] + os.environ.get("DAEMON_ARGS", "").split(), env=dict(os.environ, SHARD_HOME=home),
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    sock = os.path.join(home, "daemon.sock")
-    for _ in range(400):
-        try:
-            probe = Conn(sock)
-            break
-        except OSError:
-            time.sleep(0.025)
-    def rtt(i):
-        t = time.perf_counter()
-        probe.send({"type": "agent.list", "id": f"l{i}"})
-        probe.response(f"l{i}")
-        return (time.perf_counter() - t) * 1000
-    idle = [rtt(i) for i in range(200)]
-    creator = Conn(sock)
-    creator.s.setblocking(False)
-    t0 = time.perf_counter()
-    for i in range(n):
-        creator.send({"type": "agent.create", "id": f"c{i}", "cwd": home, "provider": "scripted", "model": script})
-    done, samples, i, failed = 0, [], 1000, 0
-    while done < n:
-        samples.append(rtt(i)); i += 1
-        try:
-            while True:
-                v = creator.line()
-                if v.get("type") == "response":
-                    done += 1
-                    failed += 0 if v.get("success") else 1
-        except (BlockingIOError, EOFError):
-            pass
-    create_s = time.perf_counter() - t0
-    creator.s.setblocking(True)
-    creator.send({"type": "daemon.shutdown", "id": "x", "force": True})
-    d.wait(timeout=60)
+    try:
+        sock = os.path.join(home, "daemon.sock")
+        for _ in range(400):
+            try:
+                probe = Conn(sock)
+                break
+            except OSError:
+                time.sleep(0.025)
+        def rtt(i):
+            t = time.perf_counter()
+            probe.send({"type": "agent.list", "id": f"l{i}"})
+            probe.response(f"l{i}")
+            return (time.perf_counter() - t) * 1000
+        idle = [rtt(i) for i in range(200)]
+        creator = Conn(sock)
+        creator.s.setblocking(False)
+        t0 = time.perf_counter()
+        for i in range(n):
+            creator.send({"type": "agent.create", "id": f"c{i}", "cwd": home, "provider": "scripted", "model": script})
+        done, samples, i, failed = 0, [], 1000, 0
+        while done < n:
+            samples.append(rtt(i)); i += 1
+            try:
+                while True:
+                    v = creator.line()
+                    if v.get("type") == "response":
+                        done += 1
+                        failed += 0 if v.get("success") else 1
+            except (BlockingIOError, EOFError):
+                pass
+        create_s = time.perf_counter() - t0
+        creator.s.setblocking(True)
+        creator.send({"type": "daemon.shutdown", "id": "x", "force": True})
+        d.wait(timeout=60)
+    finally:
+        # A failed run must not leave its daemon (and its agents) or its SHARD_HOME behind.
+        if d.poll() is None:
+            d.kill()
+            d.wait()
+        shutil.rmtree(home, ignore_errors=True)
     return idle, samples, create_s, failed
 
 

@@ -12,7 +12,7 @@ Usage: bench/subagents/run.py [path/to/shard]   (default target/release/shard)
 The daemon runs with SHARD_HOME in a temporary folder; only processes started here are
 stopped (by pid).
 """
-import json, os, socket, subprocess, sys, tempfile, time
+import json, os, shutil, socket, subprocess, sys, tempfile, time
 
 BIN = sys.argv[1] if len(sys.argv) > 1 else "target/release/shard"
 
@@ -139,6 +139,7 @@ def main():
     home = tempfile.mkdtemp(prefix="shard-bench-sub-")
     daemon = start_daemon(home)
     sock = os.path.join(home, "daemon.sock")
+    done = False
     try:
         took, rss = fanout(home, sock, daemon)
         print(f"50 children: create → all active {took*1000:.0f} ms; daemon RSS {rss/1024:.1f} MiB")
@@ -146,12 +147,19 @@ def main():
         lat.sort()
         print(f"report latency (run completed → parent turn_start), 5 runs: "
               f"median {lat[2]*1000:.1f} ms, max {lat[-1]*1000:.1f} ms")
+        done = True
     finally:
         daemon.terminate()
         try:
             daemon.wait(timeout=20)
         except subprocess.TimeoutExpired:
             daemon.kill()
+            daemon.wait()
+        # 50 agents' sessions per run: kept only when the run failed, for its daemon log.
+        if done:
+            shutil.rmtree(home, ignore_errors=True)
+        else:
+            print(f"# kept {home} (daemon-bench.log)", file=sys.stderr)
 
 
 if __name__ == "__main__":
