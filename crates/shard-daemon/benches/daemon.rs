@@ -6,105 +6,30 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{Value, json};
 use shard_client::Client;
-use shard_protocol::command::{AgentCreate, AttachRole};
+use shard_protocol::command::AttachRole;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
-fn rss_kb(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
+mod support;
+use support::{
+    create_req, fanout, line_stream, percentile, raw_attach, rss_kb, start_daemon, stop_daemon,
+    streaming_agent,
+};
 
-fn start_daemon(bin: &Path, home: &Path) -> Child {
-    let child = Command::new(bin)
-        // `--port 0`: the HTTP door's default port may be taken by another daemon here.
-        .args(["daemon", "--port", "0"])
-        .env("SHARD_HOME", home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let sock = home.join("daemon.sock");
-    for _ in 0..400 {
-        if std::os::unix::net::UnixStream::connect(&sock).is_ok() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    child
-}
-
-fn create_req(cwd: &Path, script: &Path) -> AgentCreate {
-    serde_json::from_value(json!({"cwd": cwd, "provider":"scripted", "model": script})).unwrap()
-}
-
-async fn raw_attach(home: &Path, agent: &str) -> tokio::io::Lines<BufReader<UnixStream>> {
-    let mut s = UnixStream::connect(home.join("daemon.sock")).await.unwrap();
-    let line = json!({"type":"agent.attach","id":"a","agent_id":agent,"role":"observer"});
-    s.write_all(format!("{line}\n").as_bytes()).await.unwrap();
-    let mut lines = BufReader::with_capacity(256 * 1024, s).lines();
-    while let Some(l) = lines.next_line().await.unwrap() {
-        if l.contains("\"type\":\"sync\"") {
-            break;
-        }
-    }
-    lines
-}
-
-async fn fanout(bin: &Path, clients: usize, deltas: u64) -> Value {
+async fn fanout_bench(bin: &Path, clients: usize, deltas: u64) -> Value {
     let home = tempfile::tempdir().unwrap();
     let mut d = start_daemon(bin, home.path());
-    let script = home.path().join("s.json");
-    let steps = json!({"turns":[{"steps":[{"text":"abcdefgh","chunk_chars":8,"repeat":deltas}]}]});
-    std::fs::write(&script, serde_json::to_vec(&steps).unwrap()).unwrap();
-    let c = Client::connect_daemon(home.path()).await.unwrap();
-    let id = c.create(create_req(home.path(), &script)).await.unwrap();
+    let (c, id) = streaming_agent(home.path(), deltas).await;
     let mut readers = Vec::new();
     for _ in 0..clients {
-        readers.push(raw_attach(home.path(), &id).await);
+        readers.push(line_stream(raw_attach(home.path(), &id).await));
     }
-    let (_, _driver) = c.attach(&id, AttachRole::Interactive).await.unwrap();
-    let t0 = Instant::now();
-    let tasks: Vec<_> = readers
-        .into_iter()
-        .map(|mut lines| {
-            tokio::spawn(async move {
-                let mut n = 0u64;
-                while let Some(l) = lines.next_line().await.unwrap() {
-                    if l.contains("\"message_delta\"") {
-                        n += 1;
-                    } else if l.contains("\"message_complete\"") {
-                        break;
-                    }
-                }
-                (n, t0.elapsed())
-            })
-        })
-        .collect();
-    c.call(serde_json::from_value(json!({"type":"prompt","agent_id":id,"message":"go"})).unwrap())
-        .await
-        .unwrap();
-    let mut total = 0;
-    let mut last = Duration::ZERO;
-    for t in tasks {
-        let (n, el) = t.await.unwrap();
-        total += n;
-        last = last.max(el);
-    }
-    let _ = c
-        .request(serde_json::from_value(json!({"type":"daemon.shutdown","force":true})).unwrap())
-        .await;
-    let _ = d.wait();
+    let (total, last) = fanout(&c, &id, readers).await;
+    stop_daemon(home.path(), &mut d).await;
     json!({"bench":"fanout","clients":clients,"deltas_per_client":deltas,"delivered":total,
            "seconds":last.as_secs_f64(),"deltas_per_sec_aggregate":(total as f64/last.as_secs_f64()).round(),
            "deltas_per_sec_per_client":((total as f64/clients as f64)/last.as_secs_f64()).round()})
@@ -137,10 +62,7 @@ async fn attach_latency(bin: &Path, rounds: usize) -> Value {
         samples.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let _ = c
-        .request(serde_json::from_value(json!({"type":"daemon.shutdown","force":true})).unwrap())
-        .await;
-    let _ = d.wait();
+    stop_daemon(home.path(), &mut d).await;
     json!({"bench":"attach_to_sync_ms","rounds":rounds,"p50":samples[rounds/2],"p99":samples[(rounds*99/100).min(rounds-1)],"max":samples[rounds-1],
            "note":"connect + hello + agent.attach + request_sync round trip to a live idle Runtime"})
 }
@@ -177,10 +99,7 @@ async fn many_agents(bin: &Path, count: usize) -> Value {
         .iter()
         .filter(|a| format!("{:?}", a.runtime_state) == "Running")
         .count();
-    let _ = c
-        .request(serde_json::from_value(json!({"type":"daemon.shutdown","force":true})).unwrap())
-        .await;
-    let _ = d.wait();
+    stop_daemon(home.path(), &mut d).await;
     json!({"bench":"live_agents","agents":count,"live":live,"create_seconds_total":create_s,
            "daemon_rss_kb_before":base,"daemon_rss_kb_after":after,
            "daemon_kb_per_agent":((after.saturating_sub(base)) as f64/count as f64).round(),
@@ -210,10 +129,6 @@ async fn raw_conn(home: &Path) -> tokio::io::Lines<BufReader<UnixStream>> {
     let mut lines = BufReader::new(s).lines();
     lines.next_line().await.unwrap(); // hello
     lines
-}
-
-fn percentile(sorted: &[f64], p: usize) -> f64 {
-    sorted[(sorted.len() * p / 100).min(sorted.len() - 1)]
 }
 
 async fn list_under_create_load(bin: &Path, creates: usize) -> Value {
@@ -249,10 +164,7 @@ async fn list_under_create_load(bin: &Path, creates: usize) -> Value {
         t.await.unwrap();
     }
     samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let _ = c
-        .request(serde_json::from_value(json!({"type":"daemon.shutdown","force":true})).unwrap())
-        .await;
-    let _ = d.wait();
+    stop_daemon(home.path(), &mut d).await;
     json!({"bench":"agent_list_ms_while_creating","creates":creates,"samples":samples.len(),
            "p50":percentile(&samples,50),"p99":percentile(&samples,99),"max":samples[samples.len()-1],
            "idle_p50":percentile(&idle,50),"idle_p99":percentile(&idle,99),
@@ -278,11 +190,7 @@ async fn idle_connections(bin: &Path, count: usize) -> Value {
     }
     rtts.sort_by(|a, b| a.partial_cmp(b).unwrap());
     drop(held);
-    let c = Client::connect_daemon(home.path()).await.unwrap();
-    let _ = c
-        .request(serde_json::from_value(json!({"type":"daemon.shutdown","force":true})).unwrap())
-        .await;
-    let _ = d.wait();
+    stop_daemon(home.path(), &mut d).await;
     json!({"bench":"idle_connections","connections":count,"open_seconds":open_s,
            "daemon_rss_kb_before":base,"daemon_rss_kb_after":after,
            "kb_per_connection":((after.saturating_sub(base)) as f64/count as f64*10.0).round()/10.0,
@@ -315,7 +223,7 @@ fn main() {
             return;
         }
         for clients in [1, 10, 100] {
-            println!("{}", fanout(&bin, clients, deltas).await);
+            println!("{}", fanout_bench(&bin, clients, deltas).await);
         }
         println!("{}", attach_latency(&bin, 200).await);
         println!("{}", many_agents(&bin, agents).await);

@@ -7,14 +7,12 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use shard_client::Client;
-use shard_protocol::command::{AgentCreate, AttachRole};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
@@ -22,14 +20,11 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-fn rss_kb(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
+#[path = "../../shard-daemon/benches/support/mod.rs"]
+mod support;
+use support::{
+    fanout, line_stream, percentile, raw_attach, rss_kb, start_daemon, stop_daemon, streaming_agent,
+};
 
 struct Daemon {
     child: Child,
@@ -41,20 +36,12 @@ struct Daemon {
 impl Daemon {
     fn start(bin: &Path) -> Daemon {
         let home = tempfile::tempdir().unwrap();
-        let child = Command::new(bin)
-            .args(["daemon", "--port", "0"])
-            .env("SHARD_HOME", home.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let child = start_daemon(bin, home.path());
         let info = home.path().join("daemon.json");
         let mut port = None;
         for _ in 0..800 {
             if let Ok(b) = std::fs::read(&info)
                 && let Ok(v) = serde_json::from_slice::<Value>(&b)
-                && std::os::unix::net::UnixStream::connect(home.path().join("daemon.sock")).is_ok()
             {
                 port = v["port"].as_u64();
                 break;
@@ -164,55 +151,29 @@ impl Daemon {
     }
 
     async fn shutdown(mut self) {
-        if let Ok(c) = Client::connect_daemon(self.home.path()).await {
-            let _ = c
-                .request(
-                    serde_json::from_value(json!({"type":"daemon.shutdown","force":true})).unwrap(),
-                )
-                .await;
-        }
-        let _ = self.child.wait();
+        stop_daemon(self.home.path(), &mut self.child).await;
     }
 }
 
-fn percentile(sorted: &[f64], p: usize) -> f64 {
-    sorted[(sorted.len() * p / 100).min(sorted.len() - 1)]
-}
-
-async fn agent(d: &Daemon, deltas: u64) -> (Client, String) {
-    let script = d.home.path().join("s.json");
-    let steps = json!({"turns":[{"steps":[{"text":"abcdefgh","chunk_chars":8,"repeat":deltas}]}]});
-    std::fs::write(&script, serde_json::to_vec(&steps).unwrap()).unwrap();
-    let c = Client::connect_daemon(d.home.path()).await.unwrap();
-    let create: AgentCreate = serde_json::from_value(
-        json!({"cwd": d.home.path(), "provider":"scripted", "model": script}),
-    )
-    .unwrap();
-    let id = c.create(create).await.unwrap();
-    (c, id)
-}
-
-/// Counts deltas until `message_complete` on each reader; returns (total, slowest reader).
-async fn drain<F>(readers: Vec<F>) -> (u64, Duration)
-where
-    F: std::future::Future<Output = (u64, Duration)> + Send + 'static,
-{
-    let tasks: Vec<_> = readers.into_iter().map(tokio::spawn).collect();
-    let mut total = 0;
-    let mut last = Duration::ZERO;
-    for t in tasks {
-        let (n, el) = t.await.unwrap();
-        total += n;
-        last = last.max(el);
-    }
-    (total, last)
+/// The fan-out figure's JSON, the same for both transports.
+fn fanout_figure(
+    bench: &str,
+    transport: &str,
+    clients: usize,
+    deltas: u64,
+    total: u64,
+    last: Duration,
+) -> Value {
+    json!({"bench":bench,"transport":transport,"clients":clients,"deltas_per_client":deltas,
+           "delivered":total,"seconds":last.as_secs_f64(),
+           "deltas_per_sec_aggregate":(total as f64/last.as_secs_f64()).round()})
 }
 
 async fn ws_fanout(bin: &Path, clients: usize, deltas: u64) -> Value {
     let d = Daemon::start(bin);
     let cookie = d.enroll();
-    let (c, id) = agent(&d, deltas).await;
-    let mut sockets = Vec::new();
+    let (c, id) = streaming_agent(d.home.path(), deltas).await;
+    let mut observers = Vec::new();
     for _ in 0..clients {
         let t = d.ticket(&cookie).await;
         let mut s = d.ws(&t).await;
@@ -220,89 +181,38 @@ async fn ws_fanout(bin: &Path, clients: usize, deltas: u64) -> Value {
         s.send(Message::Text(attach.to_string().into()))
             .await
             .unwrap();
-        while let Some(Ok(m)) = s.next().await {
-            if let Message::Text(t) = m
-                && t.contains("\"type\":\"sync\"")
-            {
+        // The observer's text frames, up to the first error or close.
+        let mut texts = Box::pin(
+            s.take_while(|m| std::future::ready(m.is_ok()))
+                .filter_map(|m| {
+                    std::future::ready(match m {
+                        Ok(Message::Text(t)) => Some(t),
+                        _ => None,
+                    })
+                }),
+        );
+        while let Some(t) = texts.next().await {
+            if t.contains("\"type\":\"sync\"") {
                 break;
             }
         }
-        sockets.push(s);
+        observers.push(texts);
     }
-    let (_, _driver) = c.attach(&id, AttachRole::Interactive).await.unwrap();
-    let t0 = Instant::now();
-    let readers: Vec<_> = sockets
-        .into_iter()
-        .map(|mut s| async move {
-            let mut n = 0u64;
-            while let Some(Ok(m)) = s.next().await {
-                if let Message::Text(t) = m {
-                    if t.contains("\"message_delta\"") {
-                        n += 1;
-                    } else if t.contains("\"message_complete\"") {
-                        break;
-                    }
-                }
-            }
-            (n, t0.elapsed())
-        })
-        .collect();
-    let prompt = json!({"type":"prompt","agent_id":id,"message":"go"});
-    let drained = tokio::spawn(drain(readers));
-    c.call(serde_json::from_value(prompt).unwrap())
-        .await
-        .unwrap();
-    let (total, last) = drained.await.unwrap();
+    let (total, last) = fanout(&c, &id, observers).await;
     d.shutdown().await;
-    json!({"bench":"ws_fanout","transport":"websocket","clients":clients,"deltas_per_client":deltas,
-           "delivered":total,"seconds":last.as_secs_f64(),
-           "deltas_per_sec_aggregate":(total as f64/last.as_secs_f64()).round()})
+    fanout_figure("ws_fanout", "websocket", clients, deltas, total, last)
 }
 
 async fn unix_fanout(bin: &Path, clients: usize, deltas: u64) -> Value {
     let d = Daemon::start(bin);
-    let (c, id) = agent(&d, deltas).await;
-    let mut conns = Vec::new();
+    let (c, id) = streaming_agent(d.home.path(), deltas).await;
+    let mut observers = Vec::new();
     for _ in 0..clients {
-        let mut s = tokio::net::UnixStream::connect(d.home.path().join("daemon.sock"))
-            .await
-            .unwrap();
-        let line = json!({"type":"agent.attach","id":"a","agent_id":id,"role":"observer"});
-        s.write_all(format!("{line}\n").as_bytes()).await.unwrap();
-        let mut lines = BufReader::with_capacity(256 * 1024, s).lines();
-        while let Some(l) = lines.next_line().await.unwrap() {
-            if l.contains("\"type\":\"sync\"") {
-                break;
-            }
-        }
-        conns.push(lines);
+        observers.push(line_stream(raw_attach(d.home.path(), &id).await));
     }
-    let (_, _driver) = c.attach(&id, AttachRole::Interactive).await.unwrap();
-    let t0 = Instant::now();
-    let readers: Vec<_> = conns
-        .into_iter()
-        .map(|mut lines| async move {
-            let mut n = 0u64;
-            while let Some(l) = lines.next_line().await.unwrap() {
-                if l.contains("\"message_delta\"") {
-                    n += 1;
-                } else if l.contains("\"message_complete\"") {
-                    break;
-                }
-            }
-            (n, t0.elapsed())
-        })
-        .collect();
-    let prompt = json!({"type":"prompt","agent_id":id,"message":"go"});
-    let drained = tokio::spawn(drain(readers));
-    c.call(serde_json::from_value(prompt).unwrap())
-        .await
-        .unwrap();
-    let (total, last) = drained.await.unwrap();
+    let (total, last) = fanout(&c, &id, observers).await;
     d.shutdown().await;
-    json!({"bench":"unix_fanout","transport":"unix","clients":clients,"deltas_per_client":deltas,
-           "delivered":total,"seconds":last.as_secs_f64(),
-           "deltas_per_sec_aggregate":(total as f64/last.as_secs_f64()).round()})
+    fanout_figure("unix_fanout", "unix", clients, deltas, total, last)
 }
 
 async fn bootstrap_upgrade(bin: &Path, rounds: usize) -> Value {
