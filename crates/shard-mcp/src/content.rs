@@ -11,15 +11,16 @@ use shard_tools::{ToolContext, ToolOutput};
 /// Converts a `CallToolResult` (as JSON, the wire form).
 pub async fn convert(raw: &Value, ctx: &ToolContext) -> ToolOutput {
     let is_error = raw.get("isError").and_then(Value::as_bool).unwrap_or(false);
+    // Read in place: a result can carry megabytes of base64 images.
     let blocks = raw
         .get("content")
         .and_then(Value::as_array)
-        .cloned()
+        .map(Vec::as_slice)
         .unwrap_or_default();
     let structured = raw.get("structuredContent").filter(|v| !v.is_null());
     let mut parts: Vec<String> = Vec::new();
     let mut images: Vec<(String, String)> = Vec::new();
-    for b in &blocks {
+    for b in blocks {
         let s = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         match b.get("type").and_then(Value::as_str).unwrap_or("") {
             "text" => parts.push(s("text")),
@@ -35,9 +36,12 @@ pub async fn convert(raw: &Value, ctx: &ToolContext) -> ToolOutput {
                     .unwrap_or_default()
             )),
             "resource" => {
-                let r = b.get("resource").cloned().unwrap_or_default();
-                let uri = r.get("uri").and_then(Value::as_str).unwrap_or("");
-                match r.get("text").and_then(Value::as_str) {
+                let r = b.get("resource");
+                let uri = r
+                    .and_then(|r| r.get("uri"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                match r.and_then(|r| r.get("text")).and_then(Value::as_str) {
                     Some(t) => parts.push(format!("[resource <{uri}>]\n{t}")),
                     None => parts.push(format!("[resource <{uri}>: binary, not shown]")),
                 }
