@@ -267,9 +267,7 @@ async fn start<'a>(
 )> {
     #[cfg(target_os = "linux")]
     {
-        let (read_end, write_end) = std::io::pipe()?;
-        if let Some((running, init)) = running::spawn_in_zygote(command, ctx, &write_end).await {
-            drop(write_end);
+        if let Some((running, init, read_end)) = running::spawn_in_zygote(command, ctx).await {
             let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(read_end));
             tracing::debug!(command, init, "bash started in the sandbox zygote");
             // The init's group is recorded like a child's (the daemon kills recorded
