@@ -262,9 +262,10 @@ pub fn failure_record(f: Failure) -> [u8; RECORD] {
 
 /// Forks the call's init into a new mount and PID namespace. The parent returns once
 /// the child exists, after telling the Runtime the init's pid (a `P` record: the init
-/// leads a process group of its own, which the Runtime records like a child's), and drops
-/// the call's descriptors; the child never returns.
-pub fn start_call(call: Call, confinement: &Confinement, lifeline: &Lifeline) -> io::Result<()> {
+/// leads a process group of its own, which the Runtime records like a child's); the child
+/// never returns. The caller then drops the call's descriptors, or reports an error on
+/// its channel.
+pub fn start_call(call: &Call, confinement: &Confinement, lifeline: &Lifeline) -> io::Result<()> {
     let flags = (libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::SIGCHLD) as libc::c_ulong;
     // SAFETY: a fork-like clone (no shared memory, no new stack) of the single-threaded
     // zygote: the child owns a copy of everything and may run any code.
@@ -274,7 +275,7 @@ pub fn start_call(call: Call, confinement: &Confinement, lifeline: &Lifeline) ->
     }
     if pid == 0 {
         // SAFETY: in the freshly cloned child, the namespace's init.
-        unsafe { call_init(&call, confinement, lifeline) }
+        unsafe { call_init(call, confinement, lifeline) }
     }
     // The child makes itself a group leader too; whichever runs first, the group exists
     // before the Runtime hears of it.
