@@ -37,6 +37,36 @@ fn ready(a: &mut Agent) -> Value {
     a.until(|v| v["type"] == "tools_changed" && v["server"]["state"] == "ready")
 }
 
+/// Writes `turns` as the model's script and starts an agent with `args`; returns it once
+/// server `t` is ready.
+fn started(sb: &Sandbox, turns: Value, args: &[&str]) -> Agent {
+    let s = sb.script("s.json", json!({ "turns": turns }));
+    let mut a = Agent::spawn(sb, Some(&s), args);
+    ready(&mut a);
+    a
+}
+
+/// A server process a test started itself: killed when the test ends, even by a failed
+/// assertion, so no server outlives its test.
+struct ServerChild(std::process::Child);
+
+impl Drop for ServerChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `shard mcp list --json` for the sandbox's work directory.
+fn mcp_list(sb: &Sandbox) -> Value {
+    let cwd = sb.work();
+    let out = shard(
+        sb,
+        &["mcp", "list", "--json", "--cwd", cwd.to_str().unwrap()],
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Sends one prompt and collects (results, permission requests) until `turn_end`,
 /// answering requests with `answer`.
 fn turn(a: &mut Agent, answer: impl Fn(&Value) -> &'static str) -> (Vec<Value>, Vec<Value>) {
@@ -132,17 +162,16 @@ fn a_client_answers_the_permission_and_allow_always_is_exact() {
         return;
     };
     user_server(&sb, &script, "");
-    let s = sb.script(
-        "s.json",
-        json!({"turns": [
+    let mut a = started(
+        &sb,
+        json!([
             tool_turn("e1", "mcp__t__echo", json!({"text": "one"})),
             tool_turn("e2", "mcp__t__echo", json!({"text": "one"})),
             tool_turn("e3", "mcp__t__echo", json!({"text": "two"})),
             text_turn("done")
-        ]}),
+        ]),
+        &[],
     );
-    let mut a = Agent::spawn(&sb, Some(&s), &[]);
-    ready(&mut a);
     let (results, requests) = turn(&mut a, |_| "allow_always");
     // The server's readOnlyHint is shown, never trusted: it still asks.
     assert_eq!(
@@ -171,20 +200,19 @@ fn deny_and_headless_allow_rules_match_mcp_names_with_globs() {
         &script,
         "\n[[permissions.deny]]\ntool = \"mcp__t__env*\"\n\n[[headless.allow]]\ntool = \"mcp__t__*\"\n",
     );
-    let s = sb.script(
-        "s.json",
-        json!({"turns": [
-            tool_turn("w1", "mcp__t__write_note", json!({"file": note, "text": "ok"})),
+    let mut a = started(
+        &sb,
+        json!([
+            tool_turn(
+                "w1",
+                "mcp__t__write_note",
+                json!({"file": note, "text": "ok"})
+            ),
             tool_turn("v1", "mcp__t__env", json!({"name": "HOME"})),
             text_turn("done")
-        ]}),
-    );
-    let mut a = Agent::spawn(
-        &sb,
-        Some(&s),
+        ]),
         &["--headless-policy", "allow_if_rule_matches"],
     );
-    ready(&mut a);
     let (results, _) = turn(&mut a, |_| "deny");
     assert_eq!(text_of(&results[0]), format!("wrote {}", note.display()));
     assert_eq!(std::fs::read_to_string(&note).unwrap(), "ok");
@@ -203,18 +231,17 @@ fn crash_mid_call_is_reported_and_restarted_and_a_hang_times_out() {
         return;
     };
     user_server(&sb, &script, "read_only = true\ntimeout_secs = 1\n");
-    let s = sb.script(
-        "s.json",
-        json!({"turns": [
+    let mut a = started(
+        &sb,
+        json!([
             tool_turn("h1", "mcp__t__hang", json!({})),
             tool_turn("c1", "mcp__t__crash", json!({})),
             text_turn("after the crash"),
             tool_turn("e1", "mcp__t__echo", json!({"text": "back"})),
             text_turn("done")
-        ]}),
+        ]),
+        &[],
     );
-    let mut a = Agent::spawn(&sb, Some(&s), &[]);
-    ready(&mut a);
     let (results, _) = turn(&mut a, |_| "deny");
     assert!(
         text_of(&results[0]).contains("timed out after 1 s"),
@@ -259,17 +286,16 @@ fn list_changed_adds_a_tool_live() {
         return;
     };
     user_server(&sb, &script, "read_only = true\n");
-    let s = sb.script(
-        "s.json",
-        json!({"turns": [
+    let mut a = started(
+        &sb,
+        json!([
             tool_turn("a1", "mcp__t__add_tool", json!({})),
             text_turn("added"),
             tool_turn("x1", "mcp__t__extra", json!({})),
             text_turn("done")
-        ]}),
+        ]),
+        &[],
     );
-    let mut a = Agent::spawn(&sb, Some(&s), &[]);
-    ready(&mut a);
     let (results, _) = turn(&mut a, |_| "deny");
     assert_eq!(text_of(&results[0]), "added extra");
     let changed = seen_or_until(&mut a, |v| {
@@ -309,17 +335,7 @@ fn project_file_starts_only_once_approved_and_asks_again_when_changed() {
     );
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("p: python3"));
-    let list = shard(
-        &sb,
-        &[
-            "mcp",
-            "list",
-            "--json",
-            "--cwd",
-            sb.work().to_str().unwrap(),
-        ],
-    );
-    let rows: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let rows = mcp_list(&sb);
     assert_eq!(rows[0]["name"], "p");
     assert_eq!(rows[0]["state"], "ready", "{rows}");
     assert!(rows[0]["tools"].to_string().contains("mcp__p__echo"));
@@ -332,17 +348,7 @@ fn project_file_starts_only_once_approved_and_asks_again_when_changed() {
     // A changed file is a new file: not started until approved again.
     let body = json!({"mcpServers": {"p": {"command": "python3", "args": [script, "--changed"]}}});
     std::fs::write(&file, body.to_string()).unwrap();
-    let list = shard(
-        &sb,
-        &[
-            "mcp",
-            "list",
-            "--json",
-            "--cwd",
-            sb.work().to_str().unwrap(),
-        ],
-    );
-    let rows: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let rows = mcp_list(&sb);
     assert_eq!(rows[0]["state"], "not_approved", "{rows}");
 }
 
@@ -396,16 +402,18 @@ fn an_http_server_with_headers_from_the_environment() {
         return;
     };
     let log = sb.dir.path().join("http.log");
-    let mut child = std::process::Command::new("python3")
-        .arg(&script)
-        .args(["--http", "0"])
-        .env("MCP_TEST_LOG", &log)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = ServerChild(
+        std::process::Command::new("python3")
+            .arg(&script)
+            .args(["--http", "0"])
+            .env("MCP_TEST_LOG", &log)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut line = String::new();
     std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut std::io::BufReader::new(child.0.stdout.as_mut().unwrap()),
         &mut line,
     )
     .unwrap();
@@ -427,8 +435,7 @@ fn an_http_server_with_headers_from_the_environment() {
     let (results, _) = turn(&mut a, |_| "deny");
     assert_eq!(text_of(&results[0]), "echo: over http");
     assert!(a.finish().success());
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     assert!(
         std::fs::read_to_string(&log)
             .unwrap()
@@ -541,13 +548,15 @@ fn third_party_http_server() {
         .local_addr()
         .unwrap()
         .port();
-    let mut child = std::process::Command::new("mcp-server-everything")
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let _child = ServerChild(
+        std::process::Command::new("mcp-server-everything")
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let deadline = std::time::Instant::now() + WAIT;
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -568,6 +577,4 @@ fn third_party_http_server() {
     let (results, _) = turn(&mut a, |_| "deny");
     assert!(text_of(&results[0]).contains("over http"), "{}", results[0]);
     assert!(a.finish().success());
-    let _ = child.kill();
-    let _ = child.wait();
 }
