@@ -164,8 +164,13 @@ pub(crate) fn dispatch(
             Some(agent_id) => {
                 // The lease guard (PROTOCOL §10.3): one run at a time on a leased child;
                 // a person's steer or abort goes through the coordinator, which records it
-                // against the run.
-                if core.jobs.leased(&agent_id) {
+                // against the run. Only these three commands are checked: the lease scan
+                // takes the job catalog's lock, which reads and other commands skip.
+                let lease_bound = matches!(
+                    c,
+                    Command::Prompt(_) | Command::Steer(_) | Command::Abort(_)
+                );
+                if lease_bound && core.jobs.leased(&agent_id) {
                     match c {
                         Command::Prompt(_) => {
                             return Handled::Now(Err(ProtocolError::new(

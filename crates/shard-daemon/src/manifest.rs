@@ -110,25 +110,18 @@ impl ManifestStore {
 }
 
 fn load_dir(dir: &Path) -> Result<Vec<AgentManifest>, DaemonError> {
-    let records =
-        fsutil::load_records::<AgentManifest>(dir, "manifest", |id| ids::is_valid(ids::AGENT, id))
-            .map_err(|e| DaemonError::io(format!("reading {}", dir.display()), e))?;
-    let mut out: Vec<AgentManifest> = records
-        .into_iter()
-        .filter_map(|(id, m)| {
-            if m.agent_id == id {
-                return Some(m);
-            }
-            tracing::warn!(agent_id = %id, "manifest id does not match its file name; skipped");
-            None
-        })
-        .collect();
-    out.sort_by(|a, b| {
-        a.created_at
-            .cmp(&b.created_at)
-            .then(a.agent_id.cmp(&b.agent_id))
-    });
-    Ok(out)
+    fsutil::load_records(dir).map_err(|e| DaemonError::io(format!("reading {}", dir.display()), e))
+}
+
+impl fsutil::StoredRecord for AgentManifest {
+    const ID_KIND: &'static str = ids::AGENT;
+    const WHAT: &'static str = "manifest";
+    fn id(&self) -> &str {
+        &self.agent_id
+    }
+    fn created_at(&self) -> u64 {
+        self.created_at
+    }
 }
 
 #[cfg(test)]

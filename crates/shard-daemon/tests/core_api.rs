@@ -399,3 +399,70 @@ async fn starts_beyond_the_bound_wait_until_one_ends_or_is_ready() {
     }
     assert_eq!(ok, 2, "the first create failed, the other two succeeded");
 }
+
+/// A generation killed while it waits for a start slot ends there: no Runtime is spawned
+/// only to be killed, and the kill is answered once the slot frees.
+#[tokio::test]
+async fn a_start_killed_while_waiting_for_a_slot_is_never_launched() {
+    let mut s = start(|c| c.max_concurrent_starts = 1).await;
+    let c = std::sync::Arc::new(Client::connect_daemon(&s.home).await.unwrap());
+    let creates: Vec<_> = (0..2)
+        .map(|_| {
+            let c = std::sync::Arc::clone(&c);
+            let req = create_req(&s);
+            tokio::spawn(async move { c.create(req).await })
+        })
+        .collect();
+    let mut first = tokio::time::timeout(T, s.runtimes.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let waiting = tokio::time::timeout(T, async {
+        loop {
+            let agents = c.list().await.unwrap();
+            // Both generations exist (a create registers its agent before it starts one).
+            if agents.len() == 2
+                && agents
+                    .iter()
+                    .all(|a| a.runtime_state == RuntimeState::Starting)
+            {
+                break agents
+                    .into_iter()
+                    .find(|a| a.agent_id != first.spec.agent_id)
+                    .unwrap()
+                    .agent_id;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("two agents starting");
+    // One connection handles its lines in order, and a kill is recorded when its line is
+    // handled: once the list after it is answered, the kill is in, before the slot frees.
+    let mut raw = Raw::connect(&s.home).await;
+    let batch = format!(
+        "{}\n{}\n",
+        json!({"type":"agent.kill","id":"k","agent_id":waiting}),
+        json!({"type":"agent.list","id":"ls"})
+    );
+    raw.send(batch.as_bytes()).await;
+    let listed = raw.response().await;
+    assert_eq!(
+        listed["id"], "ls",
+        "the list answers before the waiting kill"
+    );
+    first.ready().await;
+    let killed = raw.response().await;
+    assert_eq!(killed["id"], "k");
+    assert_eq!(killed["success"], true, "{killed}");
+    assert!(
+        s.runtimes.try_recv().is_err(),
+        "the killed generation was launched"
+    );
+    let agents = c.list().await.unwrap();
+    let killed = agents.iter().find(|a| a.agent_id == waiting).unwrap();
+    assert_eq!(killed.runtime_state, RuntimeState::Stopped);
+    for t in creates {
+        let _ = tokio::time::timeout(T, t).await.unwrap();
+    }
+}

@@ -47,9 +47,15 @@ pub fn parse(text: &str) -> Definition {
         def.prompt = text.trim().to_string();
         return def;
     };
-    let (front, body) = match rest.find("\n---") {
+    // Where the closing `---` starts; at 0 when the front matter is empty.
+    let close = if rest.starts_with("---") {
+        Some(0)
+    } else {
+        rest.find("\n---").map(|i| i + 1)
+    };
+    let (front, body) = match close {
         Some(i) => {
-            let after = &rest[i + 4..];
+            let after = &rest[i + 3..];
             (&rest[..i], after.split_once('\n').map_or("", |(_, b)| b))
         }
         None => (rest, ""),
@@ -149,6 +155,9 @@ mod tests {
         assert_eq!(d.model, None);
         assert_eq!(d.prompt, "You review.");
         assert_eq!(parse("just a prompt").prompt, "just a prompt");
+        let empty = parse("---\n---\nOnly a body.\n");
+        assert_eq!(empty.prompt, "Only a body.");
+        assert_eq!(empty.description, None);
     }
 
     #[test]

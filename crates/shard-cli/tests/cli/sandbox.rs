@@ -219,7 +219,7 @@ fn start_orphans(sb: &Sandbox, marker: &str) -> Option<Agent> {
         assert!(Instant::now() < deadline, "the command never started");
         std::thread::sleep(Duration::from_millis(20));
     }
-    // The Runtime prewarms its zygote after `hello`: calls run there, not per call.
+    // The Runtime starts its zygote with the first turn: calls run there, not per call.
     let pid = process_with_arg(marker).unwrap();
     assert!(
         under_zygote(pid),

@@ -139,6 +139,15 @@ pub(crate) fn launch_spec(
     }
 }
 
+/// True while generation `epoch` of `agent_id` is still the agent's and not killed.
+fn generation_wanted(shared: &Shared, agent_id: &str, epoch: u64) -> bool {
+    let st = shared.lock();
+    st.agents
+        .get(agent_id)
+        .and_then(|e| e.rt.as_ref())
+        .is_some_and(|rt| rt.epoch == epoch && !rt.killed)
+}
+
 fn new_token() -> String {
     let mut b = [0u8; 32];
     if getrandom::fill(&mut b).is_err() {
@@ -158,6 +167,12 @@ async fn run_generation(
     let epoch = spec.epoch;
     // Held until the generation is ready (the broker drops it) or has ended.
     let mut slot = Arc::clone(&shared.start_slots).acquire_owned().await.ok();
+    // Killed (`agent.kill`, shutdown) or replaced while it waited for the slot: end it
+    // without spawning a Runtime only to kill it.
+    if !generation_wanted(&shared, &agent_id, epoch) {
+        on_exit(&shared, &agent_id, epoch, ExitInfo::default(), None);
+        return;
+    }
     // A Runtime of a previous daemon may still hold the session (it aborts and exits when
     // its daemon dies): wait for it instead of failing with CONFLICT, and never kill it.
     if let Err(e) = wait_session_free(&shared.cfg, &spec.session_id).await {

@@ -194,28 +194,21 @@ impl JobStore {
         fsutil::save_record(dir, path, bytes).await
     }
 
-    /// Every readable record; unreadable ones are logged (by path, never content) and
-    /// skipped so one bad file never hides the others.
+    /// Every readable record, oldest first; unreadable ones are logged (by path, never
+    /// content) and skipped so one bad file never hides the others.
     pub fn load_all_blocking(&self) -> std::io::Result<Vec<JobRecord>> {
-        let records = fsutil::load_records::<JobRecord>(&self.dir, "job record", |id| {
-            ids::is_valid(ids::JOB, id)
-        })?;
-        let mut out: Vec<JobRecord> = records
-            .into_iter()
-            .filter_map(|(id, j)| {
-                if j.job_id == id {
-                    return Some(j);
-                }
-                tracing::warn!(job_id = %id, "job id does not match its file; skipped");
-                None
-            })
-            .collect();
-        out.sort_by(|a, b| {
-            a.created_at
-                .cmp(&b.created_at)
-                .then(a.job_id.cmp(&b.job_id))
-        });
-        Ok(out)
+        fsutil::load_records(&self.dir)
+    }
+}
+
+impl fsutil::StoredRecord for JobRecord {
+    const ID_KIND: &'static str = ids::JOB;
+    const WHAT: &'static str = "job record";
+    fn id(&self) -> &str {
+        &self.job_id
+    }
+    fn created_at(&self) -> u64 {
+        self.created_at
     }
 }
 

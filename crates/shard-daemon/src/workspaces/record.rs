@@ -126,25 +126,34 @@ impl RecordStore {
     pub async fn load_all(&self) -> std::io::Result<Vec<WorkspaceRecord>> {
         let dir = self.dir.clone();
         let records = tokio::task::spawn_blocking(move || {
-            crate::fsutil::load_records::<WorkspaceRecord>(&dir, "workspace record", |id| {
-                ids::is_valid(ids::WORKSPACE, id)
-            })
+            crate::fsutil::load_records::<WorkspaceRecord>(&dir)
         })
         .await
         .map_err(std::io::Error::other)??;
         Ok(records
             .into_iter()
-            .filter_map(|(id, r)| {
-                if r.version == RECORD_VERSION && r.workspace_id == id {
-                    return Some(r);
+            .filter(|r| {
+                if r.version == RECORD_VERSION {
+                    return true;
                 }
                 tracing::error!(
-                    workspace_id = %id,
+                    workspace_id = %r.workspace_id,
                     version = r.version,
-                    "workspace record has an unknown version or a mismatched id; skipped"
+                    "workspace record has an unknown version; skipped"
                 );
-                None
+                false
             })
             .collect())
+    }
+}
+
+impl crate::fsutil::StoredRecord for WorkspaceRecord {
+    const ID_KIND: &'static str = ids::WORKSPACE;
+    const WHAT: &'static str = "workspace record";
+    fn id(&self) -> &str {
+        &self.workspace_id
+    }
+    fn created_at(&self) -> u64 {
+        self.created_at
     }
 }

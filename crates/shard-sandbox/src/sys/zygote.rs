@@ -170,36 +170,24 @@ pub fn zygote_begin() -> bool {
     unsafe { libc::fcntl(CONTROL_FD, libc::F_SETFD, libc::FD_CLOEXEC) != -1 }
 }
 
-/// Arms SIGKILL for the parent's death and checks that the parent is `runtime`.
-///
-/// # Safety
-/// Plain system calls; none.
-unsafe fn arm_parent_death_ok(runtime: u32) -> bool {
-    // SAFETY: async-signal-safe system calls on an integer.
-    unsafe { arm_parent_death(runtime).is_ok() }
-}
-
 /// Enters the zygote's namespaces (user, mount and, when set, network — not PID: each
 /// call gets its own) and sets up the covers, once per Runtime. Call it in the
 /// single-threaded zygote only.
 pub fn zygote_enter(plan: &Plan, runtime: u32) -> Result<(), Failure> {
+    let tie = || {
+        // SAFETY: async-signal-safe system calls on an integer.
+        unsafe { arm_parent_death(runtime) }.map_err(|err| Failure {
+            stage: Stage::Fork,
+            errno: err.raw_os_error().unwrap_or(libc::ESRCH),
+        })
+    };
     // SAFETY: the zygote is single-threaded; the calls change only its own namespaces.
     unsafe {
-        if !arm_parent_death_ok(runtime) {
-            return Err(Failure {
-                stage: Stage::Fork,
-                errno: libc::ESRCH,
-            });
-        }
+        tie()?;
         unshare_user(plan, plan.ns_flags & !libc::CLONE_NEWPID)?;
         set_up_mounts(plan)?;
         // A credential change may clear the parent-death signal: arm it again.
-        if !arm_parent_death_ok(runtime) {
-            return Err(Failure {
-                stage: Stage::Fork,
-                errno: libc::ESRCH,
-            });
-        }
+        tie()?;
         // Each call's init inherits SIGCHLD ignored and sets it back: the zygote never
         // waits, the kernel reaps its children.
         libc::signal(libc::SIGCHLD, libc::SIG_IGN);
@@ -274,9 +262,10 @@ pub fn failure_record(f: Failure) -> [u8; RECORD] {
 
 /// Forks the call's init into a new mount and PID namespace. The parent returns once
 /// the child exists, after telling the Runtime the init's pid (a `P` record: the init
-/// leads a process group of its own, which the Runtime records like a child's), and drops
-/// the call's descriptors; the child never returns.
-pub fn start_call(call: Call, confinement: &Confinement, lifeline: &Lifeline) -> io::Result<()> {
+/// leads a process group of its own, which the Runtime records like a child's); the child
+/// never returns. The caller then drops the call's descriptors, or reports an error on
+/// its channel.
+pub fn start_call(call: &Call, confinement: &Confinement, lifeline: &Lifeline) -> io::Result<()> {
     let flags = (libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::SIGCHLD) as libc::c_ulong;
     // SAFETY: a fork-like clone (no shared memory, no new stack) of the single-threaded
     // zygote: the child owns a copy of everything and may run any code.
@@ -286,7 +275,7 @@ pub fn start_call(call: Call, confinement: &Confinement, lifeline: &Lifeline) ->
     }
     if pid == 0 {
         // SAFETY: in the freshly cloned child, the namespace's init.
-        unsafe { call_init(&call, confinement, lifeline) }
+        unsafe { call_init(call, confinement, lifeline) }
     }
     // The child makes itself a group leader too; whichever runs first, the group exists
     // before the Runtime hears of it.

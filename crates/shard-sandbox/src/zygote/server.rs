@@ -73,12 +73,9 @@ pub(crate) fn serve() -> i32 {
         let Some(call) = decode_slot_call(&buf[..n], vec![stdin, stdout, stderr], channel) else {
             continue;
         };
-        let channel = call.channel.try_clone();
-        if let Err(err) = z::start_call(call, &confinement, &lifeline)
-            && let Ok(channel) = channel
-        {
+        if let Err(err) = z::start_call(&call, &confinement, &lifeline) {
             z::write_record(
-                std::os::fd::AsRawFd::as_raw_fd(&channel),
+                std::os::fd::AsRawFd::as_raw_fd(&call.channel),
                 &z::failure_record(Failure {
                     stage: Stage::Exec,
                     errno: err.raw_os_error().unwrap_or(libc::EIO),

@@ -151,15 +151,21 @@ async fn run_bash(args: BashArgs, ctx: &ToolContext) -> ToolOutput {
             drain(&mut reader, &mut buf, &mut collector).await;
             status
         }
-        Ending::Failed(err) => {
-            // Only a sandboxed call fails this way (its setup, or a lost sandbox); its
-            // processes are gone, the channel's end killed them.
-            drain(&mut reader, &mut buf, &mut collector).await;
-            let mut out = ToolOutput::error(format!("Could not run bash: {err}"));
-            out.duration_ms = Some(elapsed_ms(started));
-            return out;
-        }
-        Ending::TimedOut | Ending::Aborted => {
+        // A failed wait is a zygote call's setup failing or its sandbox lost: its init is
+        // gone or about to be. Ended like a timeout, so that what it wrote is kept and the
+        // guard is disarmed (killing the group of an init already gone could hit another
+        // group that took its id).
+        stopped => {
+            let what = match stopped {
+                Ending::Failed(err) => format!("Could not run bash: {err}"),
+                Ending::TimedOut => format!(
+                    "Command timed out after {} ms; it and every process it started were killed. Retry with a larger timeout_ms or run long jobs in the background.",
+                    timeout.as_millis()
+                ),
+                _ => {
+                    "Command was aborted; it and every process it started were killed.".to_string()
+                }
+            };
             let status = running.terminate(ctx.limits.kill_grace).await;
             if let Some(g) = guard.as_mut() {
                 g.armed = false;
@@ -169,14 +175,6 @@ async fn run_bash(args: BashArgs, ctx: &ToolContext) -> ToolOutput {
             let code = status.map(exit_code);
             let display = |p: &std::path::Path| paths::display(&ctx.cwd, p);
             let collected = collector.finish(display).await;
-            let what = if matches!(ending, Ending::TimedOut) {
-                format!(
-                    "Command timed out after {} ms; it and every process it started were killed. Retry with a larger timeout_ms or run long jobs in the background.",
-                    timeout.as_millis()
-                )
-            } else {
-                "Command was aborted; it and every process it started were killed.".to_string()
-            };
             let mut out = ToolOutput::error(format!(
                 "{what}\n{capped_note}Output so far:\n{}",
                 collected.text
@@ -269,9 +267,7 @@ async fn start<'a>(
 )> {
     #[cfg(target_os = "linux")]
     {
-        let (read_end, write_end) = std::io::pipe()?;
-        if let Some((running, init)) = running::spawn_in_zygote(command, ctx, &write_end).await {
-            drop(write_end);
+        if let Some((running, init, read_end)) = running::spawn_in_zygote(command, ctx).await {
             let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(read_end));
             tracing::debug!(command, init, "bash started in the sandbox zygote");
             // The init's group is recorded like a child's (the daemon kills recorded

@@ -15,7 +15,7 @@ use super::process;
 use crate::tool::ToolContext;
 
 /// How long a call waits for a zygote being started before entering the sandbox on
-/// its own. The zygote is started after `hello`, so it is normally ready; the bound is
+/// its own. The zygote is started with the first turn, so it is normally ready; the bound is
 /// its own setup timeout, so a slow machine still runs every call in it and only a hung
 /// start falls back.
 #[cfg(target_os = "linux")]
@@ -139,13 +139,13 @@ async fn read_record(
 
 /// Starts `bash -c command` in the sandbox's zygote, with the pid of the call's init
 /// (the leader of its process group) once known; None when there is no zygote (the
-/// caller spawns the command itself). `output` is the write end of the output pipe.
+/// caller spawns the command itself). The command's output comes out of the pipe
+/// returned last.
 #[cfg(target_os = "linux")]
 pub(super) async fn spawn_in_zygote(
     command: &str,
     ctx: &ToolContext,
-    output: &std::io::PipeWriter,
-) -> Option<(Running, Option<i32>)> {
+) -> Option<(Running, Option<i32>, std::io::PipeReader)> {
     let mut zygote = ctx.sandbox.zygote(Duration::ZERO);
     if zygote.is_none() && ctx.sandbox.is_active() {
         let sandbox = ctx.sandbox.clone();
@@ -155,7 +155,9 @@ pub(super) async fn spawn_in_zygote(
             .flatten();
     }
     let zygote = zygote?;
-    let started = (|| -> std::io::Result<(Running, Option<i32>)> {
+    let started = (|| -> std::io::Result<(Running, Option<i32>, std::io::PipeReader)> {
+        // The write end goes into the request: once it is sent, only the command holds it.
+        let (output_read, output) = std::io::pipe()?;
         let stdin = OwnedFd::from(std::fs::File::open("/dev/null")?);
         let request = shard_sandbox::zygote::CallRequest {
             argv: vec!["bash".into(), "-c".into(), command.into()],
@@ -163,7 +165,7 @@ pub(super) async fn spawn_in_zygote(
             cwd: ctx.cwd.clone(),
             stdin,
             stdout: OwnedFd::from(output.try_clone()?),
-            stderr: OwnedFd::from(output.try_clone()?),
+            stderr: OwnedFd::from(output),
         };
         let call = zygote.spawn(request)?;
         let init = call.init();
@@ -174,17 +176,17 @@ pub(super) async fn spawn_in_zygote(
             record: [0; shard_sandbox::zygote::RECORD_LEN],
             got: 0,
         };
-        Ok((running, init))
+        Ok((running, init, output_read))
     })();
     match started {
-        Ok((running, Some(init))) => Some((running, Some(init))),
-        Ok((mut running, None)) => {
+        Ok((running, Some(init), output)) => Some((running, Some(init), output)),
+        Ok((mut running, None, output)) => {
             // Bounded: a wedged zygote must not keep the call from being aborted.
             let init = tokio::time::timeout(ZYGOTE_WAIT, running.started())
                 .await
                 .ok()
                 .flatten();
-            Some((running, init))
+            Some((running, init, output))
         }
         Err(err) => {
             tracing::debug!(%err, "the sandbox zygote cannot take the call; entering the sandbox per call");
