@@ -271,6 +271,19 @@ pub fn tool_turn(id: &str, name: &str, args: Value) -> Value {
     ]})
 }
 
+/// Polls (generously) until no live process has `marker` as an argument: a process
+/// killed with SIGKILL is still listed for a moment after its killer returned.
+pub fn gone(marker: &str) -> bool {
+    let deadline = Instant::now() + WAIT;
+    while process_with_arg(marker).is_some() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
 /// A live (non-zombie) host process with `arg` as one of its arguments.
 pub fn process_with_arg(arg: &str) -> Option<u32> {
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {

@@ -150,7 +150,7 @@ fn tools_appear_after_hello_and_read_only_call_runs_headless_write_is_denied() {
     assert!(!note.exists(), "the denied write never ran");
     assert!(a.finish().success());
     assert!(
-        process_with_arg(&script.display().to_string()).is_none(),
+        gone(&script.display().to_string()),
         "the server stops with its Runtime"
     );
 }

@@ -136,18 +136,6 @@ fn the_runtime_environ_holds_no_key() {
     assert!(a.finish().success());
 }
 
-/// Polls (generously) until no live process has `marker` as an argument.
-fn gone(marker: &str) -> bool {
-    let deadline = Instant::now() + WAIT;
-    while process_with_arg(marker).is_some() {
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    true
-}
-
 fn orphans(marker: &str) -> String {
     format!(
         "setsid -f sleep {marker}; nohup sleep {marker} >/dev/null 2>&1 & (sleep {marker} &); touch started"
