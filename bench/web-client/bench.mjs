@@ -103,7 +103,7 @@ try {
   await traced.ctx.close();
 } finally {
   await browser.close();
-  d.cleanup();
+  await d.cleanup();
 }
 console.log(JSON.stringify(out, null, 2));
 

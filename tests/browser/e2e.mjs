@@ -485,7 +485,7 @@ test("scrolling back pages older history in, each message once, without moving t
     assert.deepEqual((await shown()).slice(0, 2 * TURNS), expected, "the history is untouched by the stream");
   } finally {
     await closeLater?.close();
-    small.cleanup();
+    await small.cleanup();
   }
 });
 
@@ -519,6 +519,6 @@ try {
 } finally {
   await browser.close();
   if (failed) console.log("daemon log:\n" + d.log);
-  d.cleanup();
+  await d.cleanup();
 }
 process.exit(failed ? 1 : 0);

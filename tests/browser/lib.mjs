@@ -78,8 +78,17 @@ export class Daemon {
     if (this.child && this.child.exitCode === null) this.child.kill("SIGTERM");
   }
 
-  cleanup() {
-    this.stop();
+  /** Stops the daemon, waits for it (and so for its Runtimes' last writes) to end, then
+   * removes its home: removing first raced the shutdown's writes and left the folder. */
+  async cleanup() {
+    const child = this.child;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), T);
+      await exited;
+      clearTimeout(timer);
+    }
     try {
       rmSync(this.home, { recursive: true, force: true });
     } catch (_e) {
