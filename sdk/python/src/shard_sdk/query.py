@@ -1,0 +1,68 @@
+"""``query()``: one prompt on a private Runtime, in one line."""
+
+from __future__ import annotations
+
+import os
+from typing import AsyncIterator, Mapping, Sequence
+
+from ._base import Event
+from .client import ShardClient
+from .errors import ShardError
+from .session import ImageInput, PermissionCallback, UiCallback
+
+
+async def query(
+    prompt: str,
+    *,
+    cwd: str | os.PathLike[str] = ".",
+    model: str | None = None,
+    provider: str | None = None,
+    permission: PermissionCallback | None = None,
+    shard_binary: str | os.PathLike[str] | None = None,
+    ui: UiCallback | None = None,
+    mode: str | None = None,
+    session: str | None = None,
+    script: str | os.PathLike[str] | None = None,
+    tools: Sequence[str] | None = None,
+    images: Sequence[ImageInput] | None = None,
+    home: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> AsyncIterator[Event]:
+    """Runs ``prompt`` on a private ``shard agent`` (found via ``shard_binary``,
+    ``$SHARD_BINARY`` or ``PATH``) and yields its events; the iterator ends after
+    ``turn_end`` and the agent exits.
+
+    ``permission(req)`` returns a choice id (``"allow"``, ``"deny"``, …) directly or as an
+    awaitable; without it every request is denied and the model is told so. ``ui(req)``
+    answers ``select``/``confirm``/``input``/``editor`` dialogs (default: dismissed).
+    ``timeout`` bounds the turn. Leaving the loop early or cancelling aborts the turn.
+    """
+    client = await ShardClient.spawn(
+        cwd=cwd,
+        model=model,
+        provider=provider,
+        mode=mode,
+        session=session,
+        script=script,
+        tools=tools,
+        home=home,
+        env=env,
+        shard_binary=shard_binary,
+        permission=permission,
+        ui=ui,
+    )
+    assert client.agent is not None
+    finished = False
+    try:
+        async for ev in client.agent.prompt(prompt, images=images, timeout=timeout):
+            if ev.type == "turn_end":
+                finished = True
+            yield ev
+    finally:
+        if not finished and not client.conn.closed:
+            try:
+                await client.agent.abort(timeout=10)
+            except ShardError:
+                pass
+        await client.close()
