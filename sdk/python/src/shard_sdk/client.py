@@ -7,10 +7,10 @@ import asyncio
 import logging
 import os
 from pathlib import Path
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ._base import Event
-from .connection import Connection, Feed
+from .connection import Connection, EventStream
 from .errors import ShardError
 from .session import AgentSession, PermissionCallback, UiCallback
 from .transport import find_binary, open_unix, spawn_agent
@@ -192,16 +192,11 @@ class ShardClient:
         ``ShardError``. Fields are checked against the schema before sending."""
         return await self.conn.call(type_, fields, timeout)
 
-    async def events(self) -> AsyncIterator[Event]:
-        """Events no attached session takes: orchestrator events (``agent_spawned``,
-        ``agent_status_changed``, ``agent_activity``, workspace events, …)."""
-        feed = Feed(self.conn.loop)
-        self.conn.global_feeds.append(feed)
-        try:
-            while True:
-                yield await feed.next()
-        finally:
-            self.conn.global_feeds.remove(feed)
+    def events(self) -> EventStream:
+        """Events no attached session takes, from the moment of the call: orchestrator
+        events (``agent_spawned``, ``agent_status_changed``, ``agent_activity``, workspace
+        events, …)."""
+        return EventStream(self.conn.global_feeds, self.conn.loop)
 
     # ----- agents -----------------------------------------------------------------------
     def _cwd(self, cwd: str | os.PathLike[str]) -> str:

@@ -75,6 +75,36 @@ class Feed:
         return item
 
 
+class EventStream:
+    """An async iterator over a feed that is registered when the stream is created (not
+    at the first ``__anext__``), so no event between creating and iterating is missed.
+    ``aclose()`` (or ``async with``) unregisters it."""
+
+    def __init__(self, registry: list[Feed], loop: asyncio.AbstractEventLoop) -> None:
+        self._registry = registry
+        self._feed = Feed(loop)
+        registry.append(self._feed)
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        if self._feed not in self._registry:
+            raise StopAsyncIteration
+        return await self._feed.next()
+
+    async def aclose(self) -> None:
+        """Stops the stream."""
+        if self._feed in self._registry:
+            self._registry.remove(self._feed)
+
+    async def __aenter__(self) -> EventStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
 def check_fields(type_: str, fields: dict[str, Any]) -> None:
     """Refuses a command the schema would refuse for its fields (a typo'd keyword, a
     missing required field) before anything is sent."""
@@ -224,6 +254,7 @@ class Connection:
                 if not chunk:
                     if parts and not skipping:
                         self._decode(b"".join(parts))
+                    await transport.ended()
                     break
                 last = chunk.rfind(b"\n")
                 if last < 0:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import AsyncIterator, Mapping, Sequence
 
 from ._base import Event
 from .client import ShardClient
-from .errors import ShardError
 from .session import ImageInput, PermissionCallback, UiCallback
 
 
@@ -53,16 +53,10 @@ async def query(
         ui=ui,
     )
     assert client.agent is not None
-    finished = False
     try:
-        async for ev in client.agent.prompt(prompt, images=images, timeout=timeout):
-            if ev.type == "turn_end":
-                finished = True
-            yield ev
+        # Leaving early (break, cancel, timeout) aborts the turn inside ``prompt``.
+        async with contextlib.aclosing(client.agent.prompt(prompt, images=images, timeout=timeout)) as events:
+            async for ev in events:
+                yield ev
     finally:
-        if not finished and not client.conn.closed:
-            try:
-                await client.agent.abort(timeout=10)
-            except ShardError:
-                pass
         await client.close()

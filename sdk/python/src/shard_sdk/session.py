@@ -10,7 +10,7 @@ import logging
 from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, Union
 
 from ._base import Event
-from .connection import Connection, Feed
+from .connection import Connection, EventStream, Feed
 from .errors import ConnectionClosed, ShardError, ShardTimeout
 from .wire import (
     AttachRole,
@@ -112,6 +112,7 @@ class AgentSession:
         self._feeds: list[Feed] = []
         self._answered: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._deciding: dict[str, asyncio.Task[Any]] = {}
         self._ready: asyncio.Future[Sync] = conn.loop.create_future()
         self._owner = owner
         self._detached = False
@@ -130,6 +131,10 @@ class AgentSession:
             self._on_permission(ev)  # type: ignore[arg-type]
         elif t == "ui_request":
             self._on_ui(ev)  # type: ignore[arg-type]
+        elif t == "permission_resolved" or t == "ui_resolved":
+            task = self._deciding.pop(ev._d.get("request_id"), None)
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()  # answered elsewhere (another client, a timeout)
         elif t == "error" and ev._d.get("fatal") and not self._ready.done():
             d = ev._d
             self._ready.set_exception(ShardError(str(d.get("code")), str(d.get("message"))))
@@ -154,10 +159,13 @@ class AgentSession:
         for f in self._feeds:
             f.fail(exc)
 
-    def _spawn(self, coro: Awaitable[Any]) -> None:
+    def _spawn(self, coro: Awaitable[Any], request_id: str | None = None) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if request_id is not None:
+            self._deciding[request_id] = task
+            task.add_done_callback(lambda _t: self._deciding.pop(request_id, None))
 
     def _raise_in_streams(self, exc: BaseException) -> None:
         for f in self._feeds:
@@ -167,7 +175,7 @@ class AgentSession:
         if self.role == "observer" or req.request_id in self._answered:
             return
         self._answered.add(req.request_id)
-        self._spawn(self._decide(req, self.permission if callback is ... else callback))
+        self._spawn(self._decide(req, self.permission if callback is ... else callback), req.request_id)
 
     async def _decide(self, req: PermissionRequest, callback: PermissionCallback | None) -> None:
         ids = [c.id for c in req.choices or ()]
@@ -210,7 +218,7 @@ class AgentSession:
         if self.role == "observer" or req.request_id in self._answered or req.kind == "notify":
             return
         self._answered.add(req.request_id)
-        self._spawn(self._answer_ui(req, self.ui if callback is ... else callback))
+        self._spawn(self._answer_ui(req, self.ui if callback is ... else callback), req.request_id)
 
     async def _answer_ui(self, req: UiRequest, callback: UiCallback | None) -> None:
         value: Any = None
@@ -255,16 +263,10 @@ class AgentSession:
         except asyncio.TimeoutError:
             raise ShardTimeout(f"no sync from the agent within {timeout} s") from None
 
-    async def events(self) -> AsyncIterator[Event]:
-        """Every event of this agent from now on, until the connection ends (then it
-        raises ``ConnectionClosed``) or the loop is left."""
-        feed = Feed(self.conn.loop)
-        self._feeds.append(feed)
-        try:
-            while True:
-                yield await feed.next()
-        finally:
-            self._feeds.remove(feed)
+    def events(self) -> EventStream:
+        """Every event of this agent from the moment of the call, until the connection
+        ends (then it raises ``ConnectionClosed``) or the stream is closed."""
+        return EventStream(self._feeds, self.conn.loop)
 
     async def prompt(
         self,
@@ -287,7 +289,7 @@ class AgentSession:
         feed = Feed(loop)
         self._feeds.append(feed)
         deadline = None if timeout is None else loop.time() + timeout
-        finished = False
+        accepted = finished = False
         try:
             await self._call(
                 "prompt",
@@ -298,6 +300,7 @@ class AgentSession:
                 },
                 timeout=timeout,
             )
+            accepted = True
             wait_for_ours = streaming_behavior == "follow_up"
             items = feed.items
             while True:
@@ -321,14 +324,23 @@ class AgentSession:
                     finished = True
                     return
         finally:
-            self._feeds.remove(feed)
-            if not finished and not self.conn.closed and self.role != "observer":
-                self._spawn(self._abort_quietly())
+            try:
+                if accepted and not finished and not self.conn.closed and self.role != "observer":
+                    await self._abort_and_wait(feed)
+            finally:
+                self._feeds.remove(feed)
 
-    async def _abort_quietly(self) -> None:
+    async def _abort_and_wait(self, feed: Feed, timeout: float = 30.0) -> None:
+        """Aborts an abandoned turn and waits (bounded) until the agent is idle again, so
+        the next command finds it free."""
         try:
-            await self._call("abort", {}, timeout=30)
-        except ShardError as e:
+            await self._call("abort", {}, timeout=timeout)
+            deadline = self.conn.loop.time() + timeout
+            while self.status != "idle":
+                ev = await asyncio.wait_for(feed.next(), max(deadline - self.conn.loop.time(), 0))
+                if isinstance(ev, Event) and ev._d["type"] == "turn_end":
+                    break
+        except (ShardError, asyncio.TimeoutError) as e:
             log.debug("abort after an abandoned turn: %s", e)
 
     async def run(

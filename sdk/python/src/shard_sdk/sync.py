@@ -87,6 +87,10 @@ def iterate(agen: AsyncIterator[T]) -> Iterator[T]:
             run(aclose())
 
 
+async def _on_loop(make: Any) -> Any:
+    return make()
+
+
 def query(prompt: str, **kwargs: Any) -> Iterator[Event]:
     """``shard_sdk.query`` as a blocking iterator (same arguments)."""
     return iterate(_async_query(prompt, **kwargs))
@@ -132,7 +136,7 @@ class AgentSession(_Wrapper):
 
     def events(self) -> Iterator[Event]:
         """Every event of the agent from now on."""
-        return iterate(self._inner.events())
+        return iterate(run(_on_loop(self._inner.events)))
 
     def close(self) -> None:
         """Closes what the session owns (see ``AgentSession.close``)."""
@@ -180,7 +184,7 @@ class ShardClient(_Wrapper):
 
     def events(self) -> Iterator[Event]:
         """``ShardClient.events``."""
-        return iterate(self._inner.events())
+        return iterate(run(_on_loop(self._inner.events)))
 
     def close(self) -> None:
         """``ShardClient.close``."""

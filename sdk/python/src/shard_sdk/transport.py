@@ -39,6 +39,9 @@ class Transport:
         """What the peer said on the side (an agent's standard error), for error messages."""
         return ""
 
+    async def ended(self) -> None:
+        """Called once the stream ended: lets ``diagnostics`` see how (bounded wait)."""
+
 
 class StreamTransport(Transport):
     """An asyncio stream pair: a unix socket, or pipes."""
@@ -130,6 +133,14 @@ class ProcessTransport(Transport):
     async def write(self, data: bytes) -> None:
         self._stdin.write(data)
         await self._stdin.drain()
+
+    async def ended(self) -> None:
+        # Standard output closes a moment before the exit status is known.
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.proc.wait()), 2)
+        if self._stderr_task is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._stderr_task), 1)
 
     def diagnostics(self) -> str:
         text = b"".join(self._stderr_tail).decode("utf-8", "replace").strip()
