@@ -21,6 +21,11 @@ from .errors import ConnectionClosed, ShardError, ShardTimeout
 from .transport import Transport
 from .wire import COMMAND_FIELDS, EVENT_CLASSES, ROUTED_EVENT_TYPES, Hello
 
+SESSION_HOOK_TYPES = frozenset(
+    {"status", "sync", "permission_request", "ui_request", "permission_resolved", "ui_resolved", "error"}
+)
+"""Per-agent events a session acts on itself (state, requests) besides queueing them."""
+
 if TYPE_CHECKING:
     from .session import AgentSession
 
@@ -47,6 +52,12 @@ class Feed:
         self.items.append(item)
         w = self._waiter
         if w is not None and not w.done():
+            w.set_result(None)
+
+    def wake(self) -> None:
+        """Wakes the consumer after items were appended directly."""
+        w = self._waiter
+        if w is not None and not w.done() and self.items:
             w.set_result(None)
 
     def fail(self, exc: BaseException) -> None:
@@ -304,15 +315,36 @@ class Connection:
                     messages.append(json.loads(line))
                 except ValueError as e:
                     log.warning("dropped an undecodable line: %s", e)
-        dispatch = self._dispatch
+        # The hot path (a per-agent event for an attached session) is inlined: streaming
+        # is bounded by per-event interpreter work. Consumers are woken once per batch;
+        # none runs before this returns anyway.
+        sessions = self.sessions
+        classes = EVENT_CLASSES
+        routed = ROUTED_EVENT_TYPES
+        hooks = SESSION_HOOK_TYPES
+        fed = False
         for m in messages:
-            if type(m) is dict:
-                dispatch(m)
-            else:
+            if type(m) is not dict:
                 log.warning("dropped a line that is not a JSON object")
+                continue
+            t = m.get("type")
+            if t in routed:
+                s = sessions.get(m.get("agent_id"))
+                if s is not None:
+                    ev = classes[t](m)
+                    if t in hooks:
+                        s._observe(t, ev)
+                    for f in s._feeds:
+                        f.items.append(ev)
+                    fed = True
+                    continue
+            self._dispatch(m, t)
+        if fed:
+            for s in list(sessions.values()):
+                for f in s._feeds:
+                    f.wake()
 
-    def _dispatch(self, m: dict[str, Any]) -> None:
-        t = m.get("type")
+    def _dispatch(self, m: dict[str, Any], t: Any) -> None:
         if t == "response":
             fut = self._pending.get(m.get("id"))  # type: ignore[arg-type]
             if fut is not None:

@@ -10,7 +10,7 @@ import logging
 from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, Union
 
 from ._base import Event
-from .connection import Connection, EventStream, Feed
+from .connection import SESSION_HOOK_TYPES, Connection, EventStream, Feed
 from .errors import ConnectionClosed, ShardError, ShardTimeout
 from .wire import (
     AttachRole,
@@ -121,9 +121,15 @@ class AgentSession:
     # ----- incoming ---------------------------------------------------------------------
     def _feed(self, ev: Event) -> None:
         t = ev._d["type"]
-        if t == "message_delta":
-            pass
-        elif t == "status":
+        if t in SESSION_HOOK_TYPES:
+            self._observe(t, ev)
+        for f in self._feeds:
+            f.push(ev)
+
+    def _observe(self, t: str, ev: Event) -> None:
+        """What the session itself does with an event (the connection calls this for the
+        types in ``SESSION_HOOK_TYPES`` only)."""
+        if t == "status":
             self.status = ev._d.get("status")
         elif t == "sync":
             self._on_sync(ev)  # type: ignore[arg-type]
@@ -138,8 +144,6 @@ class AgentSession:
         elif t == "error" and ev._d.get("fatal") and not self._ready.done():
             d = ev._d
             self._ready.set_exception(ShardError(str(d.get("code")), str(d.get("message"))))
-        for f in self._feeds:
-            f.push(ev)
 
     def _on_sync(self, s: Sync) -> None:
         self.sync = s
