@@ -6,10 +6,7 @@ demand: streaming 200k events a second leaves no room for eager conversion of ev
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
-
-T = TypeVar("T", bound="WireObject")
-
+from typing import Any, Callable
 
 class WireObject:
     """A protocol object: each field is an attribute, ``None`` when absent.
@@ -19,6 +16,7 @@ class WireObject:
     """
 
     __slots__ = ("_d",)
+    _d: Any  # the decoded JSON object; typed loosely so field reads keep their declared types
 
     def __init__(self, data: dict[str, Any]) -> None:
         self._d = data
@@ -69,11 +67,13 @@ class Event(WireObject):
         return self._d.get("agent_id")
 
 
-def _obj(cls: type[T], v: Any) -> T | None:
+# The helpers return Any: the generated property's annotation says what the field is
+# (``None`` only for optional fields), which is what editors and type checkers show.
+def _obj(cls: type[WireObject], v: Any) -> Any:
     return None if v is None else cls(v)
 
 
-def _list(wrap: Callable[[Any], Any], v: Any) -> list[Any] | None:
+def _list(wrap: Callable[[Any], Any], v: Any) -> Any:
     return None if v is None else [wrap(x) for x in v]
 
 

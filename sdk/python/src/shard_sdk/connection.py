@@ -135,7 +135,7 @@ class Connection:
     """A live connection. Sessions register under their ``agent_id`` (``None`` for a
     direct ``shard agent`` connection, whose events carry no id)."""
 
-    def __init__(self, transport: Transport, hello: Hello, rest: list[dict[str, Any]]) -> None:
+    def __init__(self, transport: Transport, hello: Hello, rest: list[bytes]) -> None:
         self.transport = transport
         self.hello = hello
         self.loop = asyncio.get_running_loop()
@@ -185,7 +185,7 @@ class Connection:
                 raise ShardError(str(first.get("code")), str(first.get("message")))
             raise ShardError("HANDSHAKE_FAILED", "the server did not start with hello")
         early = [rest] if rest else []
-        return cls(transport, Hello(first), early)  # type: ignore[arg-type]
+        return cls(transport, Hello(first), early)
 
     # ----- sending --------------------------------------------------------------------
     @property
@@ -351,7 +351,7 @@ class Connection:
                 if not fut.done():
                     fut.set_result(m)
                 return
-        ev = EVENT_CLASSES.get(t, Event)(m)  # type: ignore[arg-type]
+        ev = EVENT_CLASSES.get(t, Event)(m)
         if t in ROUTED_EVENT_TYPES:
             s = self.sessions.get(m.get("agent_id"))
             if s is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import AsyncIterator, Mapping, Sequence
+from typing import AsyncGenerator, Mapping, Sequence
 
 from ._base import Event
 from .client import ShardClient
@@ -28,7 +28,7 @@ async def query(
     home: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[Event, None]:
     """Runs ``prompt`` on a private ``shard agent`` (found via ``shard_binary``,
     ``$SHARD_BINARY`` or ``PATH``) and yields its events; the iterator ends after
     ``turn_end`` and the agent exits.

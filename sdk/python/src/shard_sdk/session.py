@@ -7,7 +7,7 @@ import asyncio
 import dataclasses
 import inspect
 import logging
-from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, Union
+from typing import Any, AsyncGenerator, Awaitable, Callable, Sequence, Union
 
 from ._base import Event
 from .connection import SESSION_HOOK_TYPES, Connection, EventStream, Feed
@@ -43,7 +43,7 @@ UiCallback = Callable[[UiRequest], Union[UiValue, None, Awaitable[Union[UiValue,
 """Answers a UI request (``select``/``confirm``/``input``/``editor``): a string, a list of
 strings, or ``None`` to dismiss; directly or as an awaitable."""
 
-ImageInput = Union[Image, dict]
+ImageInput = Union[Image, "dict[str, Any]"]
 
 
 class CallbackError(ShardError):
@@ -279,7 +279,7 @@ class AgentSession:
         images: Sequence[ImageInput] | None = None,
         streaming_behavior: str | None = None,
         timeout: float | None = None,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Sends a prompt and streams the agent's events until the turn ends.
 
         The iterator ends after ``turn_end``. With ``streaming_behavior="follow_up"`` it
@@ -481,7 +481,7 @@ class AgentSession:
             while True:
                 ev = await asyncio.wait_for(feed.next(), timeout)
                 if ev.type == "sync":
-                    return ev  # type: ignore[return-value]
+                    return ev
         except asyncio.TimeoutError:
             raise ShardTimeout(f"no sync within {timeout} s") from None
         finally:

@@ -77,7 +77,7 @@ def iterate(agen: AsyncIterator[T]) -> Iterator[T]:
     try:
         while True:
             try:
-                item = run(agen.__anext__())  # type: ignore[arg-type]
+                item = run(agen.__anext__())
             except StopAsyncIteration:
                 return
             yield item
