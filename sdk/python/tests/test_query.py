@@ -216,3 +216,27 @@ def test_typed_commands_on_a_direct_agent(shard_binary: str, sandbox: Sandbox) -
         assert client.conn.transport.proc.returncode == 0
 
     arun(main())
+
+
+def test_compaction_and_history(shard_binary: str, sandbox: Sandbox) -> None:
+    async def main() -> None:
+        script = sandbox.script([{"text": "one " * 50}], [{"text": "two " * 50}], [{"text": "SUMMARY"}])
+        client = await ShardClient.spawn(cwd=sandbox.work, script=script, home=sandbox.home)
+        try:
+            agent = client.agent
+            await agent.run("a")
+            await agent.run("b")
+            with pytest.raises(ShardError) as e:
+                await agent.compact(keep_recent_tokens=0)
+            assert e.value.code == "INVALID_REQUEST"
+            done = await agent.compact(keep_recent_tokens=1)
+            assert done.compacted and done.tokens_after < done.tokens_before
+            snap = await agent.request_sync()
+            first = snap.live_window.messages[0]
+            assert "earlier part of this conversation" in first.content[0].text
+            page = await agent.history(snap.live_window.messages[1].id)
+            assert [m["id"] for m in page["messages"]] == [first.id]
+        finally:
+            await client.close()
+
+    arun(main())
