@@ -129,10 +129,13 @@ class ShardClient:
         permission: PermissionCallback | None = None,
         ui: UiCallback | None = None,
         timeout: float | None = 30.0,
+        wait_ready: bool = True,
     ) -> ShardClient:
         """Starts a private ``shard agent`` (no daemon) and waits until it is ready; its
         session is ``client.agent``. ``script`` selects the offline ``scripted`` provider.
-        Closing the client ends the agent's input: it finishes, persists and exits."""
+        Closing the client ends the agent's input: it finishes, persists and exits.
+        ``wait_ready=False`` returns after ``hello``: commands sent at once queue in the
+        agent's input, and a start failure surfaces from the first of them."""
         binary = find_binary(shard_binary)
         args = ["--cwd", os.fspath(cwd)]
         if script is not None:
@@ -161,11 +164,12 @@ class ShardClient:
             raise
         client = cls(conn, local=True)
         client.agent = AgentSession(conn, None, permission=permission, ui=ui, owner=client)
-        try:
-            await client.agent.wait_ready(timeout)
-        except BaseException:
-            await client.close()
-            raise
+        if wait_ready:
+            try:
+                await client.agent.wait_ready(timeout)
+            except BaseException:
+                await client.close()
+                raise
         return client
 
     @property

@@ -51,6 +51,9 @@ async def query(
         shard_binary=shard_binary,
         permission=permission,
         ui=ui,
+        # The prompt waits in the agent's input while it starts; a start failure is
+        # raised from it.
+        wait_ready=False,
     )
     assert client.agent is not None
     try:

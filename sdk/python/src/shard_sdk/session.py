@@ -383,7 +383,13 @@ class AgentSession:
             raise ShardError("NOT_ATTACHED", "this session was detached")
         if self.agent_id is not None:
             fields = {"agent_id": self.agent_id, **fields}
-        return await self.conn.call(type_, fields, timeout)
+        try:
+            return await self.conn.call(type_, fields, timeout)
+        except ConnectionClosed:
+            # An agent that failed to start said why before it closed: raise that.
+            if self._ready.done() and not self._ready.cancelled() and self._ready.exception() is not None:
+                raise self._ready.exception() from None  # type: ignore[misc]
+            raise
 
     async def steer(
         self,
