@@ -122,7 +122,7 @@ def start_daemon(binary: str, home: str) -> subprocess.Popen[bytes]:
     return p
 
 
-async def daemon_stream(binary: str, deltas: int, runs: int) -> tuple[list[float], list[bytes]]:
+async def daemon_stream(binary: str, deltas: int, runs: int) -> tuple[list[float], list[float], list[bytes]]:
     tmp = tempfile.mkdtemp(prefix="shard-pysdk-ev-")
     home, work = os.path.join(tmp, "home"), os.path.join(tmp, "work")
     os.makedirs(home, mode=0o700)
@@ -132,6 +132,7 @@ async def daemon_stream(binary: str, deltas: int, runs: int) -> tuple[list[float
     Path(script).write_text(json.dumps({"turns": [turn]}))
     d = start_daemon(binary, home)
     rates: list[float] = []
+    cpu_rates: list[float] = []
     recorded: list[bytes] = []
     try:
         client = await ShardClient.connect(home=home)
@@ -141,24 +142,25 @@ async def daemon_stream(binary: str, deltas: int, runs: int) -> tuple[list[float
             agent = await client.create_agent(cwd=work, script=script)
             session = await client.attach(agent)
             n = 0
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             async for ev in session.prompt("stream"):
                 if ev.type == "message_delta":
                     n += 1
                 if i == 0:
                     recorded.append(json.dumps(ev.to_dict(), separators=(",", ":")).encode())
-            dt = time.perf_counter() - t0
+            dt, dc = time.perf_counter() - t0, time.process_time() - c0
             if n != deltas:
                 raise SystemExit(f"expected {deltas} deltas, got {n}")
             if i > 0:
                 rates.append(n / dt)
+                cpu_rates.append(n / dc)
             await client.kill(agent)
         await client.close()
     finally:
         d.terminate()
         d.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    return rates, recorded
+    return rates, cpu_rates, recorded
 
 
 REPLAY = r'''
@@ -189,13 +191,13 @@ while True:
 '''
 
 
-async def replay_stream(recorded: list[bytes], runs: int) -> list[float]:
+async def replay_stream(recorded: list[bytes], runs: int) -> tuple[list[float], list[float]]:
     tmp = tempfile.mkdtemp(prefix="shard-pysdk-replay-")
     sock = os.path.join(tmp, "daemon.sock")
     lines = os.path.join(tmp, "lines.jsonl")
     Path(lines).write_bytes(b"\n".join(recorded) + b"\n")
     deltas = sum(1 for r in recorded if b'"message_delta"' in r)
-    rates = []
+    rates, cpu_rates = [], []
     try:
         for _ in range(runs):
             p = subprocess.Popen([sys.executable, "-c", REPLAY, sock, lines], stdout=subprocess.PIPE)
@@ -205,18 +207,19 @@ async def replay_stream(recorded: list[bytes], runs: int) -> list[float]:
             agent_id = json.loads(recorded[0]).get("agent_id") or "agent-x"
             session = await client.attach(agent_id)
             n = 0
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             async for ev in session.prompt("stream"):
                 if ev.type == "message_delta":
                     n += 1
             rates.append(n / (time.perf_counter() - t0))
+            cpu_rates.append(n / (time.process_time() - c0))
             assert n == deltas
             await client.close()
             p.wait()
             os.unlink(sock)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return rates
+    return rates, cpu_rates
 
 
 def main() -> None:
@@ -229,12 +232,14 @@ def main() -> None:
           f"query() wall {q['sdk_wall_ms']:.1f} ms -> overhead {q['sdk_wall_ms'] - q['raw_wall_ms']:+.1f} ms "
           f"(min {q['raw_wall_min']:.1f} / {q['sdk_wall_min']:.1f}); driver CPU raw {q['raw_cpu_ms']:.1f} ms, "
           f"query() {q['sdk_cpu_ms']:.1f} ms -> {q['sdk_cpu_ms'] - q['raw_cpu_ms']:+.1f} ms")
-    rates, recorded = asyncio.run(daemon_stream(binary, deltas, 3))
-    print(f"session.prompt via a real daemon, {deltas} deltas: {statistics.median(rates):,.0f} events/s "
-          f"(runs: {', '.join(f'{r:,.0f}' for r in rates)})")
-    replay = asyncio.run(replay_stream(recorded, 3))
-    print(f"session.prompt, SDK alone (replayed lines), {len(recorded)} events: {statistics.median(replay):,.0f} "
-          f"events/s (runs: {', '.join(f'{r:,.0f}' for r in replay)})")
+    def fmt(rs: list[float]) -> str:
+        return f"{statistics.median(rs):,.0f} events/s (runs: {', '.join(f'{r:,.0f}' for r in rs)})"
+
+    rates, cpu_rates, recorded = asyncio.run(daemon_stream(binary, deltas, 3))
+    print(f"session.prompt via a real daemon, {deltas} deltas: wall {fmt(rates)}; per CPU second of the SDK {fmt(cpu_rates)}")
+    replay, replay_cpu = asyncio.run(replay_stream(recorded, 3))
+    print(f"session.prompt, SDK alone (replayed lines), {len(recorded)} events: wall {fmt(replay)}; "
+          f"per CPU second {fmt(replay_cpu)}")
 
 
 if __name__ == "__main__":

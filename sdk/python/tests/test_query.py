@@ -235,7 +235,7 @@ def test_compaction_and_history(shard_binary: str, sandbox: Sandbox) -> None:
             first = snap.live_window.messages[0]
             assert "earlier part of this conversation" in first.content[0].text
             page = await agent.history(snap.live_window.messages[1].id)
-            assert [m["id"] for m in page["messages"]] == [first.id]
+            assert [m.id for m in page.messages] == [first.id] and page.truncated_before is None
         finally:
             await client.close()
 

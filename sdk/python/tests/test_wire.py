@@ -150,3 +150,12 @@ def test_wrapped_objects_compare_and_print() -> None:
     assert a == wire.Usage({"input": 1, "output": 2})
     assert "Usage" in repr(a) and a.get("input") == 1 and a.to_dict() == {"input": 1, "output": 2}
     assert isinstance(a, WireObject)
+
+
+def test_wrapped_objects_copy_and_pickle() -> None:
+    import copy
+    import pickle
+
+    ev = wire.MessageDelta({"type": "message_delta", "message_id": "m", "block_index": 0, "kind": "text", "text_delta": "x"})
+    for clone in (copy.copy(ev), copy.deepcopy(ev), pickle.loads(pickle.dumps(ev))):
+        assert clone == ev and clone.text_delta == "x" and type(clone) is wire.MessageDelta

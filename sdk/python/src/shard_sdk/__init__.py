@@ -10,7 +10,15 @@ from ._base import Event, WireObject
 from .client import ShardClient, shard_home
 from .errors import ConnectionClosed, ShardError, ShardTimeout
 from .query import query
-from .session import AgentSession, CallbackError, PermissionCallback, TurnResult, UiCallback, deny_choice
+from .session import (
+    AgentSession,
+    CallbackError,
+    HistoryPage,
+    PermissionCallback,
+    TurnResult,
+    UiCallback,
+    deny_choice,
+)
 from .websocket import WebCredentials, enroll
 from .wire import PROTOCOL_VERSION, PermissionRequest, UiRequest
 
@@ -21,6 +29,7 @@ __all__ = [
     "CallbackError",
     "ConnectionClosed",
     "Event",
+    "HistoryPage",
     "PROTOCOL_VERSION",
     "PermissionCallback",
     "PermissionRequest",

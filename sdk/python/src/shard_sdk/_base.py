@@ -27,6 +27,10 @@ class WireObject:
             raise AttributeError(name)
         return self._d.get(name)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Copies and pickles (e.g. to hand events to another process) rebuild from the dict.
+        return (type(self), (self._d,))
+
     def to_dict(self) -> dict[str, Any]:
         """The message as decoded from the wire (the object's own storage; do not mutate)."""
         return self._d

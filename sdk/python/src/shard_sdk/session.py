@@ -9,7 +9,7 @@ import inspect
 import logging
 from typing import Any, AsyncGenerator, Awaitable, Callable, Sequence, Union
 
-from ._base import Event
+from ._base import Event, WireObject
 from .connection import SESSION_HOOK_TYPES, Connection, EventStream, Feed
 from .errors import ConnectionClosed, ShardError, ShardTimeout
 from .wire import (
@@ -60,6 +60,22 @@ def deny_choice(req: PermissionRequest) -> str:
         if c.intent == "deny":
             return c.id
     return "deny"
+
+
+class HistoryPage(WireObject):
+    """The data of ``session_op history`` (the schema has no named type for it)."""
+
+    __slots__ = ()
+
+    @property
+    def messages(self) -> list[Message]:
+        """The messages immediately before ``before``, oldest first."""
+        return [Message(m) for m in self._d.get("messages") or ()]
+
+    @property
+    def truncated_before(self) -> str | None:
+        """The page's first message id while older messages remain."""
+        return self._d.get("truncated_before")
 
 
 @dataclasses.dataclass
@@ -457,13 +473,11 @@ class AgentSession:
 
     async def history(
         self, before: str, *, max_bytes: int | None = None, timeout: float | None = 60.0
-    ) -> dict[str, Any]:
-        """``session_op history``: the page of messages before message ``before``
-        (``{"messages": [...], "truncated_before"?}``)."""
+    ) -> HistoryPage:
+        """``session_op history``: the page of messages before message ``before`` (e.g.
+        ``sync.live_window.truncated_before``, then each page's own)."""
         args = {"before": before, "max_bytes": max_bytes}
-        return await self._call(
-            "session_op", {"op": "history", "args": _compact(args)}, timeout
-        )
+        return HistoryPage(await self._call("session_op", {"op": "history", "args": _compact(args)}, timeout))
 
     async def compact(
         self, *, keep_recent_tokens: int | None = None, timeout: float | None = 300.0
