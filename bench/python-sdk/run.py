@@ -23,7 +23,6 @@ import importlib.util
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
