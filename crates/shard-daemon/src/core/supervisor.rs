@@ -188,7 +188,10 @@ async fn run_generation(
                     &agent_id,
                     epoch,
                     ExitInfo::default(),
-                    Some(format!("could not start the runtime: {e}")),
+                    Some(format!(
+                        "could not start the runtime: {}",
+                        crate::fdlimit::describe(&e)
+                    )),
                 );
                 return;
             }
