@@ -428,6 +428,8 @@ async fn idle_runtime_is_reaped_then_restored_on_attach() {
         let (_, mut e) = c.attach(&id, AttachRole::Interactive).await.unwrap();
         c.call(prompt(&id, "go")).await.unwrap();
         until(&mut e, |e| matches!(e, Event::TurnEnd(_))).await;
+        // An attached interactive client keeps the Runtime warm far longer.
+        c.detach(&id).await.unwrap();
     }
     orchestrator_until(
         &c,
