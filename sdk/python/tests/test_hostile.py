@@ -127,3 +127,10 @@ def test_a_frame_announcing_more_than_the_limit_is_refused_unread() -> None:
             await t.read()
 
     arun(main(), timeout=30)
+
+
+def test_a_fatal_error_before_the_close_is_in_the_reason() -> None:
+    too_slow = b'{"type":"error","code":"CLIENT_TOO_SLOW","message":"dropped: queue over its cap","fatal":true}\n'
+    got, end = collect([delta("one") + too_slow])
+    assert got == ["one"]
+    assert isinstance(end, ConnectionClosed) and "CLIENT_TOO_SLOW" in end.message

@@ -147,6 +147,7 @@ class Connection:
         self._write_lock = asyncio.Lock()
         self._closed: ConnectionClosed | None = None
         self._closing = False
+        self._last_error: str | None = None
         self._early = rest
         self._reader = asyncio.ensure_future(self._read_loop())
 
@@ -345,6 +346,10 @@ class Connection:
                     f.wake()
 
     def _dispatch(self, m: dict[str, Any], t: Any) -> None:
+        if t == "error" and m.get("fatal") and m.get("agent_id") is None:
+            # The server's last word before it closes (e.g. CLIENT_TOO_SLOW): kept for the
+            # error every waiter gets.
+            self._last_error = f"{m.get('code')}: {m.get('message')}"
         if t == "response":
             fut = self._pending.get(m.get("id"))  # type: ignore[arg-type]
             if fut is not None:
@@ -368,6 +373,8 @@ class Connection:
             f.push(ev)
 
     def _finish(self, why: str) -> None:
+        if self._last_error:
+            why += f" after a fatal error ({self._last_error})"
         diag = self.transport.diagnostics()
         exc = ConnectionClosed(why + (f" ({diag})" if diag else ""))
         self._closed = exc
