@@ -10,6 +10,7 @@ mod daemon;
 mod daemon_security;
 mod daemon_sessions;
 mod gate;
+mod gate_trust;
 mod harness;
 mod mcp;
 mod mock;
