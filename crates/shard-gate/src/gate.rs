@@ -198,10 +198,17 @@ impl Gate {
                 ),
             };
         }
+        // A `bash` line is walked once, for deny rules and the trusted-file check.
+        let walk = match (tool, args.get("command").and_then(Value::as_str)) {
+            ("bash", Some(line)) => Some(crate::resolve::walk(line)),
+            _ => None,
+        };
+        let commands = walk.as_ref().map(|w| w.commands.as_slice());
         let denied = if all.is_empty() {
-            self.denied(tool, args, None)
+            self.denied(tool, args, None, commands)
         } else {
-            all.iter().any(|p| self.denied(tool, args, Some(p)))
+            all.iter()
+                .any(|p| self.denied(tool, args, Some(p), commands))
         };
         if denied {
             return Decision::Refuse {
@@ -220,7 +227,8 @@ impl Gate {
             return Decision::Allow(Allowed::ReadOnly);
         }
         // A write to a file Shard or git trusts is never covered by a grant or a rule.
-        let trusted = trusted::touched(&self.workspace, tool, read_only, args);
+        let trusted =
+            trusted::touched_walked(&self.workspace, tool, read_only, args, walk.as_ref());
         let exact_args = self.grant_args(args, path.as_ref());
         if trusted.is_none() && grants::matches(grants, tool, &exact_args) {
             return Decision::Allow(Allowed::Grant);
@@ -313,8 +321,14 @@ impl Gate {
         if allowed { None } else { Some(why) }
     }
 
-    fn denied(&self, tool: &str, args: &Value, path: Option<&ResolvedPath>) -> bool {
-        if rules::denies(&self.deny, tool, args, path) {
+    fn denied(
+        &self,
+        tool: &str,
+        args: &Value,
+        path: Option<&ResolvedPath>,
+        commands: Option<&[crate::resolve::Effective]>,
+    ) -> bool {
+        if rules::denies_walked(&self.deny, tool, args, path, commands) {
             return true;
         }
         // Path rules of the read family bind the whole family.

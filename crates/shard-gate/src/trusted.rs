@@ -11,12 +11,13 @@
 //! (project agent definitions), `.mcp.json` (MCP servers Shard starts), `.gitmodules`
 //! (where `git submodule update` clones from and checks out to).
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use serde_json::Value;
 
-use crate::paths::Workspace;
-use crate::resolve::{self, Effective};
+use crate::paths::{self, Workspace};
+use crate::resolve::{self, Effective, Walk};
 
 /// Names whose path component makes a path trusted.
 const TRUSTED_NAMES: &[&str] = &[".git", ".shard", ".mcp.json", ".gitmodules"];
@@ -70,10 +71,20 @@ const READERS: &[&str] = &[
     "strings",
 ];
 
+/// Programs whose operands are names (subcommands, targets, packages) or the command a
+/// wrapper runs (looked at as a command of its own): their words are read for trusted
+/// names, but not looked up in the filesystem, which costs a system call per word on
+/// every granted build or test line.
+const NAMES_NOT_PATHS: &[&str] = &[
+    "cargo", "npm", "pnpm", "yarn", "make", "just", "go", "rustup", "gh", "pip", "pip3", "uv",
+    "timeout", "nice", "env", "nohup", "sudo", "doas", "xargs", "stdbuf", "setsid", "ionice",
+    "command", "exec", "builtin", "time",
+];
+
 /// True when a path component names a trusted file.
 fn trusted_component(c: &str) -> bool {
-    let folded = c.trim_end_matches(['.', ' ']).to_ascii_lowercase();
-    TRUSTED_NAMES.contains(&folded.as_str())
+    let name = c.trim_end_matches(['.', ' ']);
+    TRUSTED_NAMES.iter().any(|t| t.eq_ignore_ascii_case(name))
 }
 
 /// True when `text` mentions a trusted name as a component of some path in it: split at
@@ -113,36 +124,70 @@ fn mentions(text: &str) -> bool {
     })
 }
 
-/// True when `abs` (already resolved) has a trusted component.
-fn trusted_abs(abs: &Path) -> bool {
+/// True when `abs` (already resolved) has a trusted component below the longest prefix
+/// it shares with the cwd: a workspace that itself lies under a `.shard` folder (the
+/// daemon's workspaces in SHARD_HOME) does not make every path trusted.
+fn trusted_abs(cwd: &Path, abs: &Path) -> bool {
+    let mut here = cwd.components();
     abs.components()
+        .skip_while(|c| here.next() == Some(*c))
         .any(|c| trusted_component(&c.as_os_str().to_string_lossy()))
 }
 
-/// True when `text`, read as a path from the cwd, is or lies in a trusted location: by
-/// its spelling, or once `..` and symlinks are resolved (a link to `.git` made earlier).
+/// True when `text`, read as a path from the cwd, is or lies in a trusted location: as
+/// spelled (`..` removed by text) or as the kernel resolves it (a link to `.git` made
+/// earlier, `..` after a link). The kernel's walk starts at the cwd, already resolved: one
+/// `lstat` per component of `text`, not of the whole path.
 fn trusted_path(ws: &Workspace, text: &str) -> bool {
     if text.is_empty() {
         return false;
     }
-    mentions(text) || ws.resolve_all(text).iter().any(|p| trusted_abs(&p.abs))
+    let cwd = ws.cwd();
+    let path = Path::new(text);
+    // A relative spelling without `..` is all in `text`, which `mentions` read already.
+    let spelled = (path.is_absolute() || text.contains(".."))
+        && trusted_abs(cwd, &paths::lexical(&cwd.join(path)));
+    spelled || trusted_abs(cwd, &paths::real_from(cwd.to_path_buf(), path))
+}
+
+/// [`mentions`] in a word with the cwd's own spelling removed (a workspace may lie in a
+/// `.shard` folder: the daemon's workspaces are in SHARD_HOME).
+fn word_mentions(cwd: &str, word: &str) -> bool {
+    if cwd.len() > 1 && word.contains(cwd) {
+        mentions(&word.replace(cwd, "."))
+    } else {
+        mentions(word)
+    }
 }
 
 /// True when the directory `text` names holds a trusted entry now (`.` at the root of a
 /// repository holds `.git`): a recursive copy or an archive extracted there may write it.
 fn holds_trusted(ws: &Workspace, text: &str) -> bool {
-    ws.resolve_all(text)
-        .iter()
-        .any(|p| p.abs.is_dir() && TRUSTED_NAMES.iter().any(|n| p.abs.join(n).exists()))
+    let dir = paths::real_from(ws.cwd().to_path_buf(), Path::new(text));
+    TRUSTED_NAMES.iter().any(|n| dir.join(n).exists())
 }
 
 /// What a call may write that Shard or git trusts, for the prompt; `None` when nothing.
 pub fn touched(ws: &Workspace, tool: &str, read_only: bool, args: &Value) -> Option<String> {
+    touched_walked(ws, tool, read_only, args, None)
+}
+
+/// [`touched`] with the `bash` line already walked ([`resolve::walk`]).
+pub fn touched_walked(
+    ws: &Workspace,
+    tool: &str,
+    read_only: bool,
+    args: &Value,
+    walk: Option<&Walk>,
+) -> Option<String> {
     if tool == "bash" {
-        return args
-            .get("command")
-            .and_then(Value::as_str)
-            .and_then(|line| bash_touches(ws, line));
+        return match walk {
+            Some(w) => walk_touches(ws, w),
+            None => args
+                .get("command")
+                .and_then(Value::as_str)
+                .and_then(|line| bash_touches(ws, line)),
+        };
     }
     if read_only {
         return None;
@@ -155,16 +200,29 @@ pub fn touched(ws: &Workspace, tool: &str, read_only: bool, args: &Value) -> Opt
 /// words of a command that is not a known reader, a `git config` that sets something, or
 /// a recursive copy or extraction into a directory holding a trusted entry.
 pub fn bash_touches(ws: &Workspace, line: &str) -> Option<String> {
-    let walk = resolve::walk(line);
+    walk_touches(ws, &resolve::walk(line))
+}
+
+fn walk_touches(ws: &Workspace, walk: &Walk) -> Option<String> {
     for target in &walk.writes {
-        if target.dynamic || trusted_path(ws, &target.text) {
+        if target.dynamic || (target.text != "/dev/null" && trusted_path(ws, &target.text)) {
             return Some(target.text.clone());
         }
     }
-    walk.commands.iter().find_map(|c| command_touches(ws, c))
+    // A wrapper's words come again in the command it runs: each word is looked at once.
+    let mut seen: HashSet<&str> = HashSet::new();
+    let cwd = ws.cwd().to_string_lossy();
+    walk.commands
+        .iter()
+        .find_map(|c| command_touches(ws, &cwd, c, &mut seen))
 }
 
-fn command_touches(ws: &Workspace, cmd: &Effective) -> Option<String> {
+fn command_touches<'a>(
+    ws: &Workspace,
+    cwd: &str,
+    cmd: &'a Effective,
+    seen: &mut HashSet<&'a str>,
+) -> Option<String> {
     let (first, rest) = cmd.words.split_first()?;
     let name = resolve::base_name(first);
     if READERS.contains(&name) || (name == "find" && !find_writes(rest)) {
@@ -173,14 +231,28 @@ fn command_touches(ws: &Workspace, cmd: &Effective) -> Option<String> {
     if name == "git" {
         return git_touches(rest);
     }
-    if let Some(w) = rest.iter().find(|w| {
-        trusted_path(ws, w)
-            || w.split_once('=').is_some_and(|(_, v)| trusted_path(ws, v))
-            || mentions(w)
-    }) {
+    let lookup = !NAMES_NOT_PATHS.contains(&name);
+    if let Some(w) = rest
+        .iter()
+        .find(|w| seen.insert(w.as_str()) && word_touches(ws, cwd, w, lookup))
+    {
         return Some(w.clone());
     }
     recursive_into_trusted(ws, name, rest)
+}
+
+/// True when a word of a writing command names a trusted location. The filesystem is
+/// asked only about words that may be paths: not options, but an option's or an
+/// operand's value after `=` (`--output=…`, `of=…`).
+fn word_touches(ws: &Workspace, cwd: &str, w: &str, lookup: bool) -> bool {
+    if word_mentions(cwd, w) {
+        return true;
+    }
+    if !lookup {
+        return false;
+    }
+    let value = w.split_once('=').map(|(_, v)| v);
+    (!w.starts_with('-') && trusted_path(ws, w)) || value.is_some_and(|v| trusted_path(ws, v))
 }
 
 /// `find` writes files only with these actions (what `-exec` runs is a command of its own).

@@ -368,3 +368,22 @@ fn ordinary_writes_and_reads_of_trusted_files_are_not_held() {
         assert!(matches!(d, Decision::Allow(_)), "{line}: {d:?}");
     }
 }
+
+/// A workspace inside a `.shard` folder (the daemon's workspaces live in SHARD_HOME): its
+/// own files are not trusted ones, its `.git` still is.
+#[test]
+fn a_workspace_under_a_trusted_name_is_not_all_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = crate::paths::real(dir.path());
+    let cwd = root.join(".shard/workspaces/w1");
+    std::fs::create_dir_all(cwd.join(".git")).unwrap();
+    let ws = crate::paths::Workspace::new(&cwd, &[], &root.join("elsewhere"), None);
+    assert_eq!(crate::trusted::bash_touches(&ws, "echo x > out.txt"), None);
+    assert_eq!(crate::trusted::bash_touches(&ws, "cp a b"), None);
+    let abs = format!("cp a {}/b && echo x > {}/c", cwd.display(), cwd.display());
+    assert_eq!(crate::trusted::bash_touches(&ws, &abs), None);
+    let abs = format!("sed -i s/a/b/ {}/.git/config", cwd.display());
+    assert!(crate::trusted::bash_touches(&ws, &abs).is_some());
+    assert!(crate::trusted::bash_touches(&ws, "echo x > .git/config").is_some());
+    assert!(crate::trusted::bash_touches(&ws, "cp a ../../x/.git").is_some());
+}
