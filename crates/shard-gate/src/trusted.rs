@@ -181,13 +181,20 @@ pub fn touched_walked(
     walk: Option<&Walk>,
 ) -> Option<String> {
     if tool == "bash" {
-        return match walk {
+        let line = args.get("command").and_then(Value::as_str)?;
+        let found = match walk {
             Some(w) => walk_touches(ws, w),
-            None => args
-                .get("command")
-                .and_then(Value::as_str)
-                .and_then(|line| bash_touches(ws, line)),
+            None => bash_touches(ws, line),
         };
+        // A line the parser does not follow (`> .git/config`, `(…) > …`) is held when it
+        // names a trusted file anywhere: only an exact grant could cover it.
+        let opaque = || match walk {
+            Some(w) => w.commands.iter().any(|c| c.words.is_empty()),
+            None => resolve::effective(line).iter().any(|c| c.words.is_empty()),
+        };
+        return found.or_else(|| {
+            (opaque() && word_mentions(&ws.cwd().to_string_lossy(), line)).then(|| line.to_string())
+        });
     }
     if read_only {
         return None;

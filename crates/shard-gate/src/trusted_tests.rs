@@ -258,6 +258,9 @@ fn attack_trusted_files_always_ask() {
         "unzip evil.zip".into(),
         "python3 -c \"open('.git/config','w')\"".into(),
         "echo x > $'.git/config'".into(),
+        "> .git/config".into(),
+        "(echo x) > .git/hooks/pre-commit".into(),
+        "echo $(cat x) > .git/config".into(),
     ];
     for line in &writes {
         let args = bash(line);
