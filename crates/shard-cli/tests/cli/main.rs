@@ -11,6 +11,7 @@ mod daemon_limits;
 mod daemon_security;
 mod daemon_sessions;
 mod gate;
+mod gate_trust;
 mod harness;
 mod mcp;
 mod mock;
