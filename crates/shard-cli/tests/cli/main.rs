@@ -10,6 +10,7 @@ mod daemon;
 mod daemon_security;
 mod daemon_sessions;
 mod gate;
+mod git_outside;
 mod harness;
 mod mcp;
 mod mock;
