@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::daemon::{Daemon, home};
+use super::harness::Sandbox;
+use super::sandbox::{complete, run_bash};
 use super::workspaces::{
     create, empty_script, git, have_git, repo, shard_home, status, stop_agents,
 };
@@ -147,4 +149,70 @@ async fn agent_written_git_config_never_runs_in_the_daemon_and_git_gets_no_key()
     );
     assert!(!envs.contains(KEY), "a git child saw the provider key");
     assert!(!envs.contains("ANTHROPIC_API_KEY"), "{envs}");
+}
+
+/// A real `shard agent`: its `bash` cannot change the repository's config or hooks,
+/// though it commits.
+#[test]
+fn bash_in_the_agent_cannot_change_git_config_or_hooks_but_commits() {
+    if !have_git() {
+        return;
+    }
+    let sb = Sandbox::new();
+    sb.config("[permissions]\n");
+    git(&sb.work(), &["init", "-q", "-b", "main"]);
+    let config = sb.work().join(".git/config");
+    let before = std::fs::read_to_string(&config).unwrap();
+    let (hello, out) = run_bash(
+        &sb,
+        &["git config core.fsmonitor /bin/evil && echo CONFIG_SET; \
+             echo '#!/bin/sh' > .git/hooks/post-checkout && echo HOOK_WRITTEN; \
+             mv .git .git-old && echo MOVED; echo x > a.txt && git add a.txt && \
+             git -c user.name=A -c user.email=a@example.com commit -q -m agent && echo COMMITTED"],
+        &[],
+    );
+    if !complete(&hello) {
+        return;
+    }
+    for bad in ["CONFIG_SET", "HOOK_WRITTEN", "MOVED"] {
+        assert!(!out[0].contains(bad), "{bad}: {}", out[0]);
+    }
+    assert!(out[0].contains("COMMITTED"), "{}", out[0]);
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), before);
+    assert!(!sb.work().join(".git/hooks/post-checkout").exists());
+}
+
+/// A `.git` file and a git dir the model wrote, naming another repository as their
+/// common dir, make nothing of that repository writable to the next Runtime.
+#[test]
+fn a_forged_git_file_makes_no_other_repository_writable_to_the_next_runtime() {
+    if !have_git() {
+        return;
+    }
+    let sb = Sandbox::new();
+    sb.config("[permissions]\n");
+    let other = repo(sb.dir.path(), "other");
+    let other_git = std::fs::canonicalize(other.join(".git")).unwrap();
+    let forged = sb.work().join("forged");
+    std::fs::create_dir_all(&forged).unwrap();
+    std::fs::write(sb.work().join(".git"), "gitdir: forged\n").unwrap();
+    std::fs::write(
+        forged.join("commondir"),
+        format!("{}\n", other_git.display()),
+    )
+    .unwrap();
+    let hook = other_git.join("hooks/post-checkout");
+    let (hello, out) = run_bash(
+        &sb,
+        &[&format!(
+            "echo '#!/bin/sh' > {} && echo PLANTED",
+            hook.display()
+        )],
+        &[],
+    );
+    if !complete(&hello) {
+        return;
+    }
+    assert!(!out[0].contains("PLANTED"), "{}", out[0]);
+    assert!(!hook.exists());
 }

@@ -31,6 +31,8 @@ const OFF: &[&str] = &[
     "credential.helper=",
     "protocol.allow=never",
     "submodule.recurse=false",
+    // A submodule is a repository of its own, with its own config: never looked into.
+    "diff.ignoreSubmodules=all",
     "log.showSignature=false",
     "commit.gpgSign=false",
     "tag.gpgSign=false",
