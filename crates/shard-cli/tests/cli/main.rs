@@ -11,6 +11,7 @@ mod daemon_security;
 mod daemon_sessions;
 mod gate;
 mod git_outside;
+mod hard_links;
 mod harness;
 mod mcp;
 mod mock;
