@@ -168,8 +168,8 @@ pub fn resolve(
             out.skipped.push(Skipped {
                 name: name.clone(),
                 reason: format!(
-                    "{} is not approved (new or changed); run `shard mcp approve` in this \
-                     project to start its servers",
+                    "{} is not approved (new, or it or a project file its servers run \
+                     changed); run `shard mcp approve` in this project to start its servers",
                     project.path.display()
                 ),
             });

@@ -35,6 +35,9 @@ pub struct StartContext {
     pub env_remove: Arc<Vec<String>>,
     /// Process groups to kill if the Runtime dies (ARCHITECTURE §16 item 15).
     pub processes: ProcessTracker,
+    /// The tool sandbox stdio servers run in (docs/mcp.md); `None` refuses every server
+    /// that is to be sandboxed rather than run it outside.
+    pub sandbox: Option<Arc<shard_sandbox::Sandbox>>,
 }
 
 /// Shared between a server's task and its tools.
@@ -364,13 +367,23 @@ async fn connect(
                 cmd.env_remove(k);
             }
             cmd.envs(env);
-            cmd.current_dir(
-                cwd.as_ref()
-                    .map(|c| ctx.cwd.join(c))
-                    .unwrap_or_else(|| ctx.cwd.clone()),
-            );
+            let dir = cwd
+                .as_ref()
+                .map(|c| ctx.cwd.join(c))
+                .unwrap_or_else(|| ctx.cwd.clone());
+            cmd.current_dir(&dir);
+            // Set before the sandbox's setup runs (std applies it first), so the process
+            // outside the namespaces leads the group the Runtime kills.
+            cmd.process_group(0);
+            if shared.spec.sandboxed {
+                let Some(sandbox) = &ctx.sandbox else {
+                    return Err("no tool sandbox is available to run this server in".into());
+                };
+                sandbox
+                    .apply(cmd.as_std_mut(), &dir)
+                    .map_err(|e| format!("cannot start `{command}` in the sandbox: {e}"))?;
+            }
             let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
-            wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
             wrap.wrap(process_wrap::tokio::KillOnDrop);
             let (transport, child_stderr) = rmcp::transport::TokioChildProcess::builder(wrap)
                 .stderr(std::process::Stdio::piped())

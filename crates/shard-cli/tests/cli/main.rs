@@ -14,6 +14,7 @@ mod git_outside;
 mod hard_links;
 mod harness;
 mod mcp;
+mod mcp_sandbox;
 mod mock;
 mod provider_errors;
 mod run;
