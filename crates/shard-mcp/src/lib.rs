@@ -11,6 +11,7 @@
 pub mod approval;
 pub mod config;
 pub mod content;
+mod limit;
 pub mod server;
 pub mod tool;
 

@@ -95,3 +95,32 @@ fn only_the_users_config_runs_a_server_outside_the_sandbox() {
     assert_ne!(rows[0]["state"], "ready", "{rows}");
     assert!(rows.to_string().contains("config.toml"), "{rows}");
 }
+
+/// A result over the size limit fails the call at once (the server's timeout here is an
+/// hour; the harness waits 30 s for each event), and the server comes back.
+#[test]
+fn a_result_over_the_size_limit_is_an_error_at_once() {
+    let sb = Sandbox::new();
+    let Some(script) = server_script(&sb) else {
+        return;
+    };
+    sb.config(&format!(
+        "[mcp.servers.t]\ncommand = \"python3\"\nargs = [\"{}\"]\nread_only = true\ntimeout_secs = 3600\n",
+        script.display()
+    ));
+    let s = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("big", "mcp__t__big", json!({"bytes": 17 * 1024 * 1024})),
+            tool_turn("small", "mcp__t__big", json!({"bytes": 10})),
+            text_turn("done")
+        ]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&s), &[]);
+    a.until(|v| v["type"] == "tools_changed" && v["server"]["state"] == "ready");
+    let (results, _) = turn(&mut a, |_| "allow");
+    assert!(a.finish().success());
+    let big = &results[0];
+    assert_eq!(big["is_error"], true, "{big}");
+    assert!(text_of(big).contains("limit"), "{big}");
+}
