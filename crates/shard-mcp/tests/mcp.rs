@@ -50,6 +50,8 @@ fn stdio_spec(name: &str, env: BTreeMap<String, String>, timeout: Duration) -> S
         timeout,
         secret_vars: vec![],
         secret_values: vec![],
+        // These tests are about the protocol; the sandbox has its own (docs/security.md).
+        sandboxed: false,
     }
 }
 
@@ -58,6 +60,7 @@ fn ctx(dir: &std::path::Path, remove: Vec<String>) -> StartContext {
         cwd: dir.to_path_buf(),
         env_remove: Arc::new(remove),
         processes: Default::default(),
+        sandbox: None,
     }
 }
 
@@ -258,6 +261,7 @@ async fn http_server_with_headers() {
         timeout: Duration::from_secs(20),
         secret_vars: vec![],
         secret_values: vec![],
+        sandboxed: false,
     };
     let (tx, mut rx) = mpsc::channel(16);
     let mgr = McpManager::start(vec![spec], ctx(dir.path(), vec![]), tx);

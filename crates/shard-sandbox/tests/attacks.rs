@@ -37,10 +37,14 @@ impl Env {
         self.dir.path().join("outside")
     }
     fn sandbox(&self, config: SandboxConfig) -> Sandbox {
+        self.sandbox_at(config, &self.work())
+    }
+    /// A sandbox whose one workspace root is `root`.
+    fn sandbox_at(&self, config: SandboxConfig, root: &Path) -> Sandbox {
         Sandbox::new(
             &config,
             SandboxSpec {
-                workspace_roots: vec![self.work()],
+                workspace_roots: vec![root.to_path_buf()],
                 hidden: vec![self.home()],
                 visible: Vec::new(),
                 temp_parent: None,
@@ -75,6 +79,10 @@ macro_rules! both {
         }
     };
 }
+
+/// Repository files git trusts and writable roots taken from `.git` files.
+#[path = "attacks/git.rs"]
+mod git;
 
 fn run(via: Via, sb: &Sandbox, cwd: &Path, script: &str) -> Output {
     match via {

@@ -140,6 +140,9 @@ fn edit_file(path: &Path, shown: &str, ops: &[NamedOp]) -> ToolOutput {
     if !meta.is_file() {
         return ToolOutput::error(format!("{shown} is not a regular file."));
     }
+    if let Some(why) = crate::util::hard_linked(&meta, shown) {
+        return ToolOutput::error(why);
+    }
     if meta.len() > MAX_EDIT_BYTES {
         return ToolOutput::error(format!(
             "{shown} is {} bytes, over the {MAX_EDIT_BYTES}-byte edit limit; use bash (e.g. sed) instead.",

@@ -258,7 +258,15 @@ pub fn search(
                 pending_break: false,
                 cancel,
             };
-            if let Err(err) = searcher.search_path(&matcher, entry.path(), &mut sink) {
+            // Opened once, and skipped when it has other names (`util::hard_linked`).
+            let searched = std::fs::File::open(entry.path()).and_then(|file| {
+                let meta = file.metadata()?;
+                if crate::util::hard_linked(&meta, "").is_some() {
+                    return Err(io::Error::other("the file has several hard links"));
+                }
+                searcher.search_file(&matcher, &file, &mut sink)
+            });
+            if let Err(err) = searched {
                 tracing::debug!(path = %entry.path().display(), %err, "grep skipped a file");
             }
             if sink.count == 0 {

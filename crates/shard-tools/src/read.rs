@@ -119,6 +119,15 @@ fn read_file(req: &ReadRequest) -> ToolOutput {
         Ok(f) => f,
         Err(e) => return ToolOutput::error(format!("Cannot open {shown}: {e}")),
     };
+    // Checked on the open file: what was opened is what is read.
+    match file.metadata() {
+        Ok(m) => {
+            if let Some(why) = crate::util::hard_linked(&m, shown) {
+                return ToolOutput::error(why);
+            }
+        }
+        Err(e) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),
+    }
     let mut sniff = vec![0u8; 8192];
     let n = match read_up_to(&mut file, &mut sniff) {
         Ok(n) => n,

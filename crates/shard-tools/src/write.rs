@@ -61,6 +61,11 @@ fn write_file(path: &Path, shown: &str, content: String) -> ToolOutput {
                 "{shown} is not a regular file; write only replaces files."
             ));
         }
+        Ok(m) => {
+            if let Some(why) = crate::util::hard_linked(&m, shown) {
+                return ToolOutput::error(why);
+            }
+        }
         _ => {}
     }
     let old = match std::fs::read(&target) {

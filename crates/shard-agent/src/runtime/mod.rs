@@ -16,7 +16,6 @@ mod sync;
 mod tool_calls;
 mod tools;
 mod turn;
-mod worktree;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -133,10 +132,10 @@ fn start_sandbox(
     let cwd = opts.cwd.clone();
     let home = opts.shard_home.clone();
     std::thread::spawn(move || {
-        let mut workspace_roots = vec![cwd.clone()];
-        workspace_roots.extend(worktree::common_dir(&cwd));
+        // A linked worktree's common git dir is added by the sandbox itself, once git's
+        // back-link verifies (docs/sandbox.md).
         let spec = shard_sandbox::SandboxSpec {
-            workspace_roots,
+            workspace_roots: vec![cwd.clone()],
             hidden: vec![home.clone()],
             visible: vec![tool_output],
             temp_parent: None,

@@ -8,7 +8,7 @@ use crate::harness::*;
 use serde_json::{Value, json};
 
 /// A private copy of the test server, so each test can find its own process by path.
-fn server_script(sb: &Sandbox) -> Option<PathBuf> {
+pub(super) fn server_script(sb: &Sandbox) -> Option<PathBuf> {
     let ok = std::process::Command::new("python3")
         .arg("--version")
         .output()
@@ -19,7 +19,11 @@ fn server_script(sb: &Sandbox) -> Option<PathBuf> {
     }
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../shard-mcp/tests/servers/mcp_test_server.py");
-    let dst = sb.dir.path().join("mcp_test_server.py");
+    // Inside the workspace: servers run in the tool sandbox, where the host's /tmp (which
+    // holds the test's directory) is not visible.
+    let dir = sb.work().join(".srv");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dst = dir.join("mcp_test_server.py");
     std::fs::copy(src, &dst).unwrap();
     Some(dst)
 }
@@ -58,7 +62,7 @@ impl Drop for ServerChild {
 }
 
 /// `shard mcp list --json` for the sandbox's work directory.
-fn mcp_list(sb: &Sandbox) -> Value {
+pub(super) fn mcp_list(sb: &Sandbox) -> Value {
     let cwd = sb.work();
     let out = shard(
         sb,
@@ -69,7 +73,10 @@ fn mcp_list(sb: &Sandbox) -> Value {
 
 /// Sends one prompt and collects (results, permission requests) until `turn_end`,
 /// answering requests with `answer`.
-fn turn(a: &mut Agent, answer: impl Fn(&Value) -> &'static str) -> (Vec<Value>, Vec<Value>) {
+pub(super) fn turn(
+    a: &mut Agent,
+    answer: impl Fn(&Value) -> &'static str,
+) -> (Vec<Value>, Vec<Value>) {
     a.send(prompt("go"));
     let mut results = Vec::new();
     let mut requests = Vec::new();
@@ -98,7 +105,7 @@ fn seen_or_until(a: &mut Agent, pred: impl Fn(&Value) -> bool) -> Value {
     }
 }
 
-fn text_of(r: &Value) -> String {
+pub(super) fn text_of(r: &Value) -> String {
     r["content"]["text"]
         .as_str()
         .or(r["content"]["message"].as_str())

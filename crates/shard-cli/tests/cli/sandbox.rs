@@ -20,7 +20,11 @@ fn result_text(v: &Value) -> String {
 
 /// Runs one scripted `bash` call per command (each allowed when asked) and returns the
 /// results in order.
-fn run_bash(sb: &Sandbox, commands: &[&str], envs: &[(&str, &str)]) -> (Value, Vec<String>) {
+pub(super) fn run_bash(
+    sb: &Sandbox,
+    commands: &[&str],
+    envs: &[(&str, &str)],
+) -> (Value, Vec<String>) {
     let mut turns: Vec<Value> = commands
         .iter()
         .enumerate()
@@ -55,7 +59,7 @@ fn caps(hello: &Value) -> Vec<String> {
 }
 
 /// True when this machine's sandbox is complete; prints why a test is skipped otherwise.
-fn complete(hello: &Value) -> bool {
+pub(super) fn complete(hello: &Value) -> bool {
     let caps = caps(hello);
     let missing: Vec<&String> = caps
         .iter()

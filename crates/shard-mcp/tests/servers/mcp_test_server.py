@@ -25,6 +25,8 @@ TOOLS = [
     {"name": "hang", "description": "Never answers.", "inputSchema": {"type": "object"}},
     {"name": "add_tool", "description": "Adds the tool `extra`.", "inputSchema": {"type": "object"}},
     {"name": "image", "description": "Returns a tiny image.", "inputSchema": {"type": "object"}},
+    {"name": "big", "description": "Returns that many bytes of text.",
+     "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
 ]
 EXTRA = {"name": "extra", "description": "Added later.", "inputSchema": {"type": "object"}}
 
@@ -67,6 +69,8 @@ def handle(msg, notify):
             with open(args["file"], "w") as f:
                 f.write(args["text"])
             result = text("wrote " + args["file"])
+        elif name == "big":
+            result = text("x" * int(args.get("bytes", 0)))
         elif name == "env":
             result = text(os.environ.get(args.get("name", ""), "<unset>"))
         elif name == "crash":
