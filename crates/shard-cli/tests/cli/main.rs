@@ -19,6 +19,7 @@ mod run_terminal;
 mod runtime;
 mod sandbox;
 mod subagents;
+mod trust;
 mod tui;
 mod workspaces;
 
