@@ -382,3 +382,74 @@ async fn an_answer_is_checked_again_when_it_arrives() {
     assert!(t.is_error, "{t:?}");
     assert!(!marker.exists(), "the tool ran on the exited peer's answer");
 }
+
+// ---------------------------------------------------------- what was streamed stays
+
+/// A Runtime killed with `kill -9` while its answer streams: the text and the tool call
+/// clients already got come back as an interrupted assistant message (the call answered
+/// as interrupted), and the next request — here to the Anthropic API mock — carries them
+/// validly.
+#[test]
+fn a_killed_runtime_keeps_what_it_streamed() {
+    use crate::harness::{Agent, Sandbox, prompt, transcript};
+    use crate::mock::{self, MockApi};
+    use crate::runtime::{SID, env_refs};
+    const STREAMED: &str = "Streamed before the kill.";
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [{"steps": [
+            {"text": STREAMED, "chunk_chars": 5},
+            {"tool_call": {"id": "t1", "name": "read", "args": {"path": "notes.txt"}}},
+            {"delay_ms": 60000},
+        ]}]}),
+    );
+    let mut a = Agent::spawn(&sb, Some(&script), &["--session", SID]);
+    a.until_type("sync");
+    a.send(prompt("go"));
+    a.until(|v| v["type"] == "message_delta" && v.get("args_delta").is_some());
+    a.child.kill().unwrap(); // SIGKILL
+    a.child.wait().unwrap();
+    drop(a);
+
+    let api = MockApi::start(vec![]);
+    let env = api.env();
+    let flags = [
+        "--session",
+        SID,
+        "--provider",
+        "anthropic",
+        "--model",
+        "claude-haiku-4-5",
+    ];
+    let mut b = Agent::spawn_env(&sb, None, &flags, &env_refs(&env));
+    let sync = b.until_type("sync");
+    let window = sync["live_window"]["messages"].to_string();
+    assert!(window.contains(STREAMED), "{sync}");
+    assert!(
+        window.contains("notes.txt") && window.contains("interrupted"),
+        "{sync}"
+    );
+    b.send(prompt("go on"));
+    b.until_type("turn_end");
+    assert!(b.finish().success());
+    let requests = api.requests();
+    assert_eq!(requests.len(), 1);
+    let body = &requests[0].body;
+    mock::assert_anthropic_pairs(body);
+    let assistant = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .unwrap_or_else(|| panic!("no assistant message: {body}"));
+    assert_eq!(assistant["content"][0]["text"], STREAMED, "{body}");
+    assert_eq!(assistant["content"][1]["type"], "tool_use", "{body}");
+    let entries = transcript(&sb.session_file(SID));
+    let kept = entries
+        .iter()
+        .find(|e| e["type"] == "message" && e["message"]["role"] == "assistant")
+        .expect("the interrupted message is in the transcript");
+    assert_eq!(kept["aborted"], true);
+    assert_eq!(kept["stop_reason"], "interrupted");
+}
