@@ -213,6 +213,9 @@ fn peer_helper() {
     }
     let input = OwnedFd::from(s.try_clone().unwrap());
     let output = OwnedFd::from(s);
+    // Not waited for on purpose: the holder outlives this process, and the test ends its
+    // process group by the pid written below.
+    #[allow(clippy::zombie_processes)]
     let holder = StdCommand::new("bash")
         // A background command's stdin is /dev/null in a script: read a copy instead.
         .args([
