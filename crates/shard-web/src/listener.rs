@@ -334,7 +334,7 @@ mod tests {
 
     #[test]
     fn at_a_cap_the_oldest_idle_connection_makes_room() {
-        let r = Registry::new(2, 3);
+        let r = Registry::new(2, 2);
         let a: IpAddr = "127.0.0.1".parse().unwrap();
         let b: IpAddr = "127.0.0.2".parse().unwrap();
         let a1 = r.admit(a).unwrap();
@@ -343,7 +343,7 @@ mod tests {
         a1.busy_since.store(5, Ordering::Release);
         let a3 = r.admit(a).unwrap();
         assert!(a2.close.is_cancelled() && !a1.close.is_cancelled());
-        // Total cap 3: b's first goes in by closing the oldest idle one (a3).
+        // Total cap 2: b's first goes in by closing the oldest idle one (a3).
         let _b1 = r.admit(b).unwrap();
         assert!(a3.close.is_cancelled());
         assert_eq!(r.pending(), 2);
