@@ -152,7 +152,8 @@ async fn serve(opts: RuntimeOptions) -> ExitCode {
     {
         tracing::warn!(%err, "cannot overwrite keys in the initial environment");
     }
-    let writer = tokio::spawn(write_events(tokio::io::stdout(), event_rx));
+    let journal = Some(runtime.stream_journal());
+    let writer = tokio::spawn(write_events(tokio::io::stdout(), event_rx, journal));
     let reader = if daemon_managed() {
         // Under a daemon, end of input means the daemon is gone (or deliberately done
         // with this Runtime, which it only is when idle or after an abort): abort the turn

@@ -25,6 +25,14 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
             refused.join(", ")
         )));
     }
+    // A parent gives its child its clients' requests, its tools and its policies; only
+    // the daemon's own subagent machinery may name one, never a client.
+    if c.parent_agent_id.is_some() {
+        return Err(ProtocolError::new(
+            ErrorCode::PermissionDenied,
+            "parent_agent_id is set by the daemon's subagent machinery (subagent.create), not by clients",
+        ));
+    }
     let cwd = match tokio::fs::canonicalize(&c.cwd).await {
         Ok(p) if tokio::fs::metadata(&p).await.is_ok_and(|m| m.is_dir()) => p,
         _ => return Err(invalid(format!("cwd {:?} is not a directory", c.cwd))),
@@ -53,7 +61,7 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
         tools: c.tools,
         skills: c.skills,
         headless_policy: c.headless_policy.unwrap_or_default(),
-        parent_agent_id: c.parent_agent_id,
+        parent_agent_id: None,
         created_at: ids::now_millis(),
         adopted: c.session_id.is_some(),
         started: false,

@@ -16,6 +16,7 @@ pub mod config;
 pub mod door;
 pub mod error;
 mod http;
+mod listener;
 mod pages;
 pub mod secret;
 pub mod store;
@@ -86,10 +87,10 @@ impl WebDoor {
             .await
             .map_err(|e| WebError::io("store task", std::io::Error::other(e)))??;
         let addr = SocketAddr::new(cfg.bind, cfg.port);
-        let listener = tokio::net::TcpListener::bind(addr)
+        let tcp = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| WebError::io(format!("binding {addr}"), e))?;
-        let bound = listener
+        let bound = tcp
             .local_addr()
             .map_err(|e| WebError::io("reading the bound address", e))?;
         let (tx, rx) = mpsc::channel(64);
@@ -99,16 +100,9 @@ impl WebDoor {
         daemon.add_transport(Box::new(WebTransport { rx, addr: bound }));
         let handle: ShutdownHandle = daemon.shutdown_handle();
         tokio::spawn(admin::serve(admin, Arc::clone(&d), handle));
-        let app = http::router(Arc::clone(&d)).into_make_service_with_connect_info::<SocketAddr>();
-        let stop = d.stop.clone();
-        tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { stop.cancelled().await })
-                .await;
-            if let Err(e) = served {
-                tracing::error!(error = %e, "the web door stopped");
-            }
-        });
+        let app = http::router(Arc::clone(&d));
+        let registry = listener::Registry::new(listener::MAX_PER_PEER, listener::MAX_PENDING);
+        tokio::spawn(listener::serve(tcp, app, registry, d.stop.clone()));
         let info = WebInfo {
             port: bound.port(),
             url: d.local_url.clone(),

@@ -10,6 +10,8 @@ mod fork;
 mod mcp;
 mod partial;
 mod permissions;
+#[cfg(test)]
+mod recovery_tests;
 mod serve;
 mod start;
 mod sync;
@@ -381,6 +383,12 @@ impl Runtime {
     /// environment block.
     pub fn secret_env_vars(&self) -> &[String] {
         &self.env_remove
+    }
+
+    /// The journal the event writer keeps of the message being streamed (see
+    /// `shard_session::streaming`), for this Runtime's session.
+    pub fn stream_journal(&self) -> shard_session::streaming::StreamJournal {
+        shard_session::streaming::StreamJournal::new(self.session.dir())
     }
 
     /// The session id.

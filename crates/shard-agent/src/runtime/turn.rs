@@ -6,15 +6,15 @@ use futures::StreamExt;
 use shard_ai::{ErrorKind, ModelRequest, ProviderError, StopReason, StreamEvent};
 use shard_protocol::ErrorCode;
 use shard_protocol::event::{
-    DeltaKind, ErrorEvent, Event, MessageComplete, MessageDelta, StatusEvent, TurnEnd, TurnStart,
-    UsageEvent, UserMessage,
+    ErrorEvent, Event, MessageComplete, MessageDelta, StatusEvent, TurnEnd, TurnStart, UsageEvent,
+    UserMessage,
 };
 use shard_protocol::ids;
 use shard_protocol::types::{AgentStatus, Message, Role, Usage};
 use shard_session::{EntryKind, MessageEntry};
 use tokio_util::sync::CancellationToken;
 
-use super::partial::{PartialBlock, PartialMessage};
+use super::partial::PartialMessage;
 use super::tool_calls::CallRequest;
 use super::{Runtime, UserInput};
 use crate::hooks::{HookOutcome, ModelCallView, SharedContext};
@@ -439,80 +439,7 @@ impl Runtime {
     }
 
     fn apply_delta(&mut self, ev: StreamEvent) -> Option<MessageDelta> {
-        let partial = self.streaming.as_mut()?;
-        let message_id = partial.message_id.clone();
-        let delta = |block_index: usize, kind: DeltaKind| MessageDelta {
-            agent_id: None,
-            message_id: message_id.clone(),
-            block_index: block_index as u32,
-            kind,
-            text_delta: None,
-            tool_call_id: None,
-            name: None,
-            args_delta: None,
-        };
-        match ev {
-            StreamEvent::TextDelta { index, text } => {
-                let i = partial.slot(index, || PartialBlock::Text(String::new()));
-                if let PartialBlock::Text(t) = &mut partial.blocks[i] {
-                    t.push_str(&text);
-                }
-                Some(MessageDelta {
-                    text_delta: Some(text),
-                    ..delta(i, DeltaKind::Text)
-                })
-            }
-            StreamEvent::ThinkingDelta { index, text } => {
-                let i = partial.slot(index, || PartialBlock::Thinking {
-                    text: String::new(),
-                    signature: None,
-                });
-                if let PartialBlock::Thinking { text: t, .. } = &mut partial.blocks[i] {
-                    t.push_str(&text);
-                }
-                Some(MessageDelta {
-                    text_delta: Some(text),
-                    ..delta(i, DeltaKind::Thinking)
-                })
-            }
-            StreamEvent::ThinkingSignature { index, signature } => {
-                let i = partial.slot(index, || PartialBlock::Thinking {
-                    text: String::new(),
-                    signature: None,
-                });
-                if let PartialBlock::Thinking { signature: s, .. } = &mut partial.blocks[i] {
-                    *s = Some(signature);
-                }
-                None
-            }
-            StreamEvent::ToolCallStart { index, id, name } => {
-                let i = partial.slot(index, || PartialBlock::ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    args_json: String::new(),
-                });
-                Some(MessageDelta {
-                    tool_call_id: Some(id),
-                    name: Some(name),
-                    ..delta(i, DeltaKind::ToolCall)
-                })
-            }
-            StreamEvent::ToolCallArgsDelta { index, json } => {
-                let i = partial.slot(index, || PartialBlock::ToolCall {
-                    id: String::new(),
-                    name: String::new(),
-                    args_json: String::new(),
-                });
-                if let PartialBlock::ToolCall { args_json, .. } = &mut partial.blocks[i] {
-                    args_json.push_str(&json);
-                }
-                Some(MessageDelta {
-                    args_delta: Some(json),
-                    ..delta(i, DeltaKind::ToolCall)
-                })
-            }
-            _ => None,
-        }
+        self.streaming.as_mut()?.apply(ev)
     }
 }
 

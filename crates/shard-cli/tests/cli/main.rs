@@ -24,6 +24,7 @@ mod run_terminal;
 mod runtime;
 mod sandbox;
 mod subagents;
+mod trust;
 mod tui;
 mod workspaces;
 

@@ -5,6 +5,7 @@
 
 mod browser;
 mod harness;
+mod held;
 mod nginx;
 
 use std::io::{Read, Write};
