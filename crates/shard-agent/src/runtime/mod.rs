@@ -419,6 +419,8 @@ impl Runtime {
                 code: ErrorCode::SessionCorrupt,
                 message,
                 fatal: Some(false),
+                kind: None,
+                retry_after_ms: None,
             }))
             .await;
         }

@@ -13,6 +13,7 @@ mod gate;
 mod harness;
 mod mcp;
 mod mock;
+mod new_models;
 mod provider_errors;
 mod run;
 mod run_terminal;

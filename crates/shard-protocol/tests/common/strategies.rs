@@ -454,6 +454,8 @@ pub fn event() -> impl Strategy<Value = Event> {
                     code: ErrorCode::parse(&code),
                     message,
                     fatal,
+                    kind: None,
+                    retry_after_ms: None,
                 })
             }
         ),
