@@ -6,6 +6,7 @@
 mod browser;
 mod harness;
 mod nginx;
+mod port;
 
 use std::io::{Read, Write};
 
