@@ -589,6 +589,8 @@ export type ContentBlock = ({
   duration_ms?: (number | null);
   /** Additive (§16 item 2): the result's render descriptor. */
   render?: (RenderDescriptor | null);
+  /** Additive: images that come with a text result (an MCP tool answering text and a screenshot); the model sees both. */
+  images?: (Image[] | null);
 } | {
   type: "thinking";
   /** Reasoning text (or its summary). */
@@ -915,6 +917,8 @@ export type ToolResultEvent = {
   duration_ms?: (number | null);
   /** Result render. */
   render?: (RenderDescriptor | null);
+  /** Additive: images that come with the result beside `content` (an MCP tool answering text and a screenshot); the model saw them too. */
+  images?: (Image[] | null);
 };
 
 /** Token usage and cost of one provider call or of a whole turn. */

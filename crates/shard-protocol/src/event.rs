@@ -430,6 +430,10 @@ pub struct ToolResultEvent {
     /// Result render.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub render: Option<RenderDescriptor>,
+    /// Additive: images that come with the result beside `content` (an MCP tool
+    /// answering text and a screenshot); the model saw them too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<Vec<crate::types::Image>>,
 }
 
 /// `turn_end`.
