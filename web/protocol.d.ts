@@ -589,6 +589,8 @@ export type ContentBlock = ({
   duration_ms?: (number | null);
   /** Additive (§16 item 2): the result's render descriptor. */
   render?: (RenderDescriptor | null);
+  /** Additive: images that come with a text result (an MCP tool answering text and a screenshot); the model sees both. */
+  images?: (Image[] | null);
 } | {
   type: "thinking";
   /** Reasoning text (or its summary). */
@@ -915,6 +917,8 @@ export type ToolResultEvent = {
   duration_ms?: (number | null);
   /** Result render. */
   render?: (RenderDescriptor | null);
+  /** Additive: images that come with the result beside `content` (an MCP tool answering text and a screenshot); the model saw them too. */
+  images?: (Image[] | null);
 };
 
 /** Token usage and cost of one provider call or of a whole turn. */
@@ -982,7 +986,10 @@ export type CompactionEvent = {
 };
 
 /** Error code; the registry is extensible, so clients accept other strings. */
-export type ErrorCode = ("INVALID_REQUEST" | "NOT_FOUND" | "NOT_ATTACHED" | "PERMISSION_DENIED" | "PROTOCOL_ERROR" | "TIMEOUT" | "RUNTIME_START_FAILED" | "SESSION_CORRUPT" | "INTERNAL_ERROR" | "PROVIDER_ERROR" | "TOOL_ERROR" | "CONFLICT" | "PROVIDER_AUTH" | "PROVIDER_RATE_LIMITED" | "PROVIDER_OVERLOADED" | "CONTEXT_WINDOW_EXCEEDED" | "PROVIDER_INVALID_REQUEST" | "PROVIDER_UNREACHABLE" | string);
+export type ErrorCode = ("INVALID_REQUEST" | "NOT_FOUND" | "NOT_ATTACHED" | "PERMISSION_DENIED" | "PROTOCOL_ERROR" | "TIMEOUT" | "RUNTIME_START_FAILED" | "SESSION_CORRUPT" | "INTERNAL_ERROR" | "PROVIDER_ERROR" | "TOOL_ERROR" | "CONFLICT" | string);
+
+/** Kind of a PROVIDER_ERROR; extensible, so clients accept other strings. */
+export type ProviderErrorKind = ("auth" | "rate_limited" | "overloaded" | "context_window_exceeded" | "invalid_request" | "network" | "server" | string);
 
 /** `error`. */
 export type ErrorEvent = {
@@ -994,6 +1001,10 @@ export type ErrorEvent = {
   message: string;
   /** The agent cannot continue. */
   fatal?: (boolean | null);
+  /** Additive, on `PROVIDER_ERROR`: what kind of provider failure it was. */
+  kind?: (ProviderErrorKind | null);
+  /** Additive, on `PROVIDER_ERROR` of kind `rate_limited`: the wait the provider asked for, in milliseconds, when it named one. */
+  retry_after_ms?: (number | null);
 };
 
 /** `permission_resolved`. */
@@ -1311,6 +1322,8 @@ export type AgentsData = {
 export type AgentCreated = {
   /** New agent. */
   agent_id: string;
+  /** Additive: one line the user should see, e.g. that the chosen model is not in the catalog (its price is unknown and its context window assumed). */
+  notice?: (string | null);
 };
 
 /** `agent.attach`. */
@@ -1442,6 +1455,8 @@ export type SetModelData = {
   active: ModelDescriptor;
   /** When it applies. */
   effective: Effective;
+  /** Additive: one line the user should see, e.g. that the model is not in the catalog (its price is unknown and its context window assumed). */
+  notice?: (string | null);
 };
 
 /** `list_reasoning_levels`. */

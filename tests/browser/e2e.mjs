@@ -207,6 +207,20 @@ test("a mode switch made in one context appears in the other", async () => {
   await b.ctx.close();
 });
 
+test("a provider failure shows PROVIDER_ERROR with its kind and what to do", async () => {
+  const { page: pg, ctx } = await page();
+  const script = d.script("limited", [{ steps: [{ error: "slow down", kind: "rate_limited", status: 429, retry_after_ms: 2500 }] }]);
+  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "limited" });
+  await openAgent(pg, "limited");
+  await prompt(pg).fill("go");
+  await prompt(pg).press("Enter");
+  const note = pg.locator(".pane.active .log").getByText("Error (PROVIDER_ERROR, rate_limited): slow down");
+  await note.waitFor();
+  const text = await note.textContent();
+  assert.ok(text?.includes("wait, then prompt again") && text.includes("retry in 3 s"), String(text));
+  await ctx.close();
+});
+
 test("a prompt typed in one context appears in the other before the answer, once in each", async () => {
   const a = await page();
   const b = await page();

@@ -40,7 +40,8 @@ pub enum SubagentAction {
 /// One task of a batch.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct SubagentTaskArg {
-    /// Agent definition name (`general` or a `.shard/agents/NAME.md`).
+    /// An agent definition's name, or any label: a name no definition has makes a
+    /// `general` child known by that name.
     pub name: String,
     /// What the child should do; include everything it needs to know.
     pub task: String,
@@ -231,7 +232,8 @@ impl TypedTool for SubagentTool {
     const DESCRIPTION: &'static str = "Delegate work to background subagents that run in \
         parallel with you. `action`: `create` (`task`, optional `name` of an agent \
         definition — `general` is built in, others are .shard/agents/NAME.md — or `tasks` \
-        [{name, task}] with `strategy` parallel/chain), `wait` (`handles`, `mode` any/all, \
+        [{name, task}] with `strategy` parallel/chain; a `name` that is no definition \
+        makes a `general` child called so), `wait` (`handles`, `mode` any/all, \
         `timeout` seconds), `steer` (`target`, `message`), `relaunch` (`target`, `task`), \
         `status` (`targets`), `stop` (`handle`). Each finished run's report arrives as a \
         message; you need not wait. Tasks must be self-contained.";

@@ -129,6 +129,9 @@ fn run_inner(args: RunArgs) -> anyhow::Result<ExitCode> {
     if !resuming && let Some(why) = prepared.model_problem() {
         return Err(usage(why));
     }
+    if let Some(n) = prepared.model_notice() {
+        eprintln!("shard run: {n}");
+    }
     let rt = common::tokio_runtime()?;
     let how = How {
         json: args.json,

@@ -75,11 +75,13 @@ enum Commands {
     Protocol(cmd_protocol::ProtocolArgs),
 }
 
+#[allow(unsafe_code)]
 fn main() -> ExitCode {
     // Started by a Runtime as its tool sandbox's zygote (docs/sandbox.md): serve, and
     // nothing else of the CLI runs in that process.
     #[cfg(target_os = "linux")]
-    if let Some(code) = shard_sandbox::zygote::main_if_asked() {
+    // SAFETY: first thing in `main`, before anything starts a thread.
+    if let Some(code) = unsafe { shard_sandbox::zygote::main_if_asked() } {
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
     // This binary can serve as the zygote of the Runtimes it runs.
@@ -89,7 +91,9 @@ fn main() -> ExitCode {
     // environment block, which is then overwritten, and the process becomes
     // non-dumpable, so no other process — root included — reads a key from
     // /proc/PID/environ or /proc/PID/mem (issue 10 §5).
-    shard_sandbox::hardening::detach_environment();
+    // SAFETY: still single-threaded: nothing before this line starts a thread (the
+    // zygote check above returns before any is started, or never comes back).
+    unsafe { shard_sandbox::hardening::detach_environment() };
     shard_sandbox::hardening::harden(&[]);
     let cli = Cli::parse();
     match cli.command {

@@ -232,6 +232,14 @@ impl Client {
         Ok(self.send_request(create).await?.agent_id)
     }
 
+    /// `agent.create`; returns the whole answer (the id and any notice for the user).
+    pub async fn create_with_notice(
+        &self,
+        create: AgentCreate,
+    ) -> Result<shard_protocol::responses::AgentCreated, ClientError> {
+        self.send_request(create).await
+    }
+
     /// `agent.attach`, subscribing first so the `sync` and everything after it land in
     /// the returned receiver.
     pub async fn attach(

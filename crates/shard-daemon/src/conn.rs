@@ -41,6 +41,8 @@ pub(crate) async fn refuse(mut out: Box<dyn FrameSink>, code: ErrorCode, message
         code,
         message,
         fatal: Some(true),
+        kind: None,
+        retry_after_ms: None,
     });
     let _ = tokio::time::timeout(WRITER_DRAIN, async {
         out.write_frame(&frame(&ev)).await?;

@@ -70,9 +70,7 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
     // An unknown mode, provider or model is one clear error, and nothing is created
     // (issue 9 item 7): the Runtime's own check says what would work.
     let spec = crate::core::launch_spec_for_check(&shared.cfg, &manifest);
-    if let Err(why) = shared.launcher.check(&spec).await {
-        return Err(invalid(why));
-    }
+    let notice = shared.launcher.check(&spec).await.map_err(invalid)?;
     shared.reserve_agent(&manifest)?;
     if let Err(e) = shared.store.save(&manifest).await {
         tracing::error!(error = %e, "could not write a manifest");
@@ -96,6 +94,7 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
     };
     let data = serde_json::to_value(AgentCreated {
         agent_id: agent_id.clone(),
+        notice,
     })
     .ok();
     if let Err(e) = &result

@@ -430,6 +430,10 @@ pub struct ToolResultEvent {
     /// Result render.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub render: Option<RenderDescriptor>,
+    /// Additive: images that come with the result beside `content` (an MCP tool
+    /// answering text and a screenshot); the model saw them too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<Vec<crate::types::Image>>,
 }
 
 /// `turn_end`.
@@ -487,6 +491,13 @@ pub struct ErrorEvent {
     /// The agent cannot continue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fatal: Option<bool>,
+    /// Additive, on `PROVIDER_ERROR`: what kind of provider failure it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<crate::error::ProviderErrorKind>,
+    /// Additive, on `PROVIDER_ERROR` of kind `rate_limited`: the wait the provider
+    /// asked for, in milliseconds, when it named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
 }
 
 /// `permission_request`.

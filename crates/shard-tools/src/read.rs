@@ -204,6 +204,7 @@ fn read_image(req: &ReadRequest, mut file: File, head: &[u8], mime: &str, size: 
         exit_code: None,
         duration_ms: None,
         render: None,
+        images: Vec::new(),
     }
 }
 

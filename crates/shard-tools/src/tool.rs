@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use shard_protocol::types::{RenderDescriptor, ToolResultContent};
+use shard_protocol::types::{Image, RenderDescriptor, ToolResultContent};
 use tokio_util::sync::CancellationToken;
 
 /// Size and time bounds shared by the tools.
@@ -165,6 +165,8 @@ pub struct ToolContext {
     pub output_dir: PathBuf,
     /// The active model accepts images (else `read` describes an image instead).
     pub accepts_images: bool,
+    /// The largest decoded image the active model takes, in bytes.
+    pub image_max_bytes: usize,
     /// The sandbox `bash` runs its commands in (docs/sandbox.md).
     pub sandbox: Arc<shard_sandbox::Sandbox>,
     /// What `grep`, `find` and `ls` may show.
@@ -183,6 +185,7 @@ impl ToolContext {
             processes: ProcessTracker::default(),
             output_dir: output_dir.into(),
             accepts_images: true,
+            image_max_bytes: 5 * 1024 * 1024,
             sandbox: Arc::new(shard_sandbox::Sandbox::off()),
             path_filter: PathFilter::default(),
         }
@@ -202,6 +205,8 @@ pub struct ToolOutput {
     pub duration_ms: Option<u64>,
     /// Result render for clients.
     pub render: Option<RenderDescriptor>,
+    /// Images beside a text `content`, already within the model's limits.
+    pub images: Vec<Image>,
 }
 
 impl ToolOutput {
@@ -213,6 +218,7 @@ impl ToolOutput {
             exit_code: None,
             duration_ms: None,
             render: None,
+            images: Vec::new(),
         }
     }
 
@@ -226,6 +232,7 @@ impl ToolOutput {
             exit_code: None,
             duration_ms: None,
             render: None,
+            images: Vec::new(),
         }
     }
 

@@ -31,7 +31,7 @@ use shard_daemon::transport::{Connection, Transport};
 use shard_daemon::{Daemon, ShutdownHandle};
 use tokio::sync::mpsc;
 
-pub use config::{DEFAULT_PORT, Mode, WebConfig, WebOptions};
+pub use config::{DEFAULT_PORT, Mode, PORT_RETRIES, WebConfig, WebOptions};
 pub use error::WebError;
 pub use http::{COOKIE_PLAIN, COOKIE_SECURE, SUBPROTOCOL};
 
@@ -50,6 +50,57 @@ impl Transport for WebTransport {
     fn describe(&self) -> String {
         format!("websocket:http://{}/ws", self.addr)
     }
+}
+
+/// Binds the door's port: the configured one, else (default port only) the next free
+/// of the [`config::PORT_RETRIES`] after it, as Jupyter does. A taken explicit port is
+/// [`WebError::PortTaken`]; no bindable port at all is [`WebError::NoFreePort`].
+async fn bind(cfg: &WebConfig) -> Result<tokio::net::TcpListener, WebError> {
+    let first = cfg.port;
+    let last = first.saturating_add(cfg.port_retries);
+    let mut last_error = String::new();
+    for port in first..=last {
+        let addr = SocketAddr::new(cfg.bind, port);
+        match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => {
+                if port != first {
+                    tracing::info!(taken = first, port, "the default web port is taken");
+                }
+                return Ok(l);
+            }
+            Err(e) if cfg.port_retries == 0 && e.kind() == std::io::ErrorKind::AddrInUse => {
+                return Err(WebError::PortTaken(port));
+            }
+            Err(e) if cfg.port_retries == 0 => {
+                return Err(WebError::io(format!("binding {addr}"), e));
+            }
+            Err(e) => last_error = e.to_string(),
+        }
+    }
+    Err(WebError::NoFreePort {
+        first,
+        last,
+        last_error,
+    })
+}
+
+/// Writes `SHARD_HOME/daemon.json` (owner-only) for a daemon serving without its web
+/// door: `{"pid", "web": null, "web_error"}`, so `shard web` can say why there is no
+/// link instead of only that nothing answers.
+pub fn write_doorless_daemon_json(home: &Path, why: &str) -> Result<(), WebError> {
+    let v = serde_json::json!({
+        "pid": std::process::id(),
+        "web": serde_json::Value::Null,
+        "web_error": why,
+    });
+    let bytes = serde_json::to_vec_pretty(&v)
+        .map_err(|e| WebError::io("daemon.json", std::io::Error::other(e)))?;
+    store::write_atomic(&home.join("daemon.json"), &bytes)
+}
+
+/// Removes `SHARD_HOME/daemon.json` (a doorless daemon's, at exit).
+pub fn remove_daemon_json(home: &Path) {
+    let _ = std::fs::remove_file(home.join("daemon.json"));
 }
 
 /// What a started door tells its caller (and `daemon.json`).
@@ -86,10 +137,7 @@ impl WebDoor {
         let store = tokio::task::spawn_blocking(move || store::SecurityStore::open(&h))
             .await
             .map_err(|e| WebError::io("store task", std::io::Error::other(e)))??;
-        let addr = SocketAddr::new(cfg.bind, cfg.port);
-        let tcp = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| WebError::io(format!("binding {addr}"), e))?;
+        let tcp = bind(&cfg).await?;
         let bound = tcp
             .local_addr()
             .map_err(|e| WebError::io("reading the bound address", e))?;
@@ -121,13 +169,14 @@ impl WebDoor {
         &self.info
     }
 
-    /// Writes `SHARD_HOME/daemon.json` (owner-only): `{"pid", "url", "port"}` and
-    /// `public_url` in remote mode.
+    /// Writes `SHARD_HOME/daemon.json` (owner-only): `{"pid", "url", "port", "web"}`
+    /// (`web` is the URL again: the door is up) and `public_url` in remote mode.
     pub fn write_daemon_json(&self) -> Result<(), WebError> {
         let mut v = serde_json::json!({
             "pid": std::process::id(),
             "url": self.info.url,
             "port": self.info.port,
+            "web": self.info.url,
         });
         if let Some(p) = &self.info.public_url {
             v["public_url"] = serde_json::Value::String(p.clone());

@@ -278,6 +278,7 @@ impl Runtime {
             previous,
             active,
             effective: Effective::NextProviderCall,
+            notice: self.models.notice(),
         };
         self.emit(Event::ok(id, name, to_value(&data))).await;
     }

@@ -142,6 +142,7 @@ impl Runtime {
                     exit_code: None,
                     duration_ms: None,
                     render: None,
+                    images: None,
                 },
             )))
             .await;

@@ -426,6 +426,8 @@ impl Runtime {
                 code: ErrorCode::SessionCorrupt,
                 message,
                 fatal: Some(false),
+                kind: None,
+                retry_after_ms: None,
             }))
             .await;
         }
@@ -644,6 +646,12 @@ impl Runtime {
             // Inside the session's folder: removed with it, bounded per session.
             output_dir: self.session.dir().join("tool-output"),
             accepts_images: self.models.active().is_ok_and(|a| a.info.supports_images),
+            image_max_bytes: self
+                .models
+                .active()
+                .ok()
+                .and_then(|a| shard_ai::image_limits(&a.info))
+                .map_or(0, |l| l.max_bytes),
             sandbox: self.sandbox.clone(),
             path_filter: {
                 let gate = self.gate.clone();

@@ -4,13 +4,13 @@
 
 use futures::StreamExt;
 use shard_ai::{ErrorKind, ModelRequest, ProviderError, StopReason, StreamEvent};
-use shard_protocol::ErrorCode;
 use shard_protocol::event::{
     ErrorEvent, Event, MessageComplete, MessageDelta, StatusEvent, TurnEnd, TurnStart, UsageEvent,
     UserMessage,
 };
 use shard_protocol::ids;
 use shard_protocol::types::{AgentStatus, Message, Role, Usage};
+use shard_protocol::{ErrorCode, ProviderErrorKind};
 use shard_session::{EntryKind, MessageEntry};
 use tokio_util::sync::CancellationToken;
 
@@ -53,9 +53,17 @@ enum Call {
 enum StreamOutcome {
     Done(StopReason),
     Aborted,
-    /// The protocol code of the failure (one per provider error kind), its message, and
-    /// whether the provider said the context does not fit its window.
-    Failed(ErrorCode, String, bool),
+    /// The model call failed (always `PROVIDER_ERROR` on the wire).
+    Failed(Failure),
+}
+
+/// A failed model call as the `error` event reports it.
+struct Failure {
+    message: String,
+    kind: Option<ProviderErrorKind>,
+    retry_after_ms: Option<u64>,
+    /// The provider said the context does not fit its window.
+    overflow: bool,
 }
 
 impl Runtime {
@@ -151,6 +159,8 @@ impl Runtime {
             code,
             message,
             fatal: Some(false),
+            kind: None,
+            retry_after_ms: None,
         }))
         .await;
     }
@@ -309,16 +319,21 @@ impl Runtime {
             };
             match ev {
                 None => {
-                    break StreamOutcome::Failed(
-                        ErrorCode::ProviderError,
-                        "the model's stream ended before it finished".into(),
-                        false,
-                    );
+                    break StreamOutcome::Failed(Failure {
+                        message: "the model's stream ended before it finished".into(),
+                        kind: Some(ProviderErrorKind::Network),
+                        retry_after_ms: None,
+                        overflow: false,
+                    });
                 }
                 Some(Err(ProviderError::Cancelled)) => break StreamOutcome::Aborted,
                 Some(Err(e)) => {
-                    let overflow = e.kind() == Some(ErrorKind::ContextWindowExceeded);
-                    break StreamOutcome::Failed(e.error_code(), e.to_string(), overflow);
+                    break StreamOutcome::Failed(Failure {
+                        message: e.to_string(),
+                        kind: e.wire_kind(),
+                        retry_after_ms: e.kind().and_then(|k| k.retry_after_ms()),
+                        overflow: e.kind() == Some(ErrorKind::ContextWindowExceeded),
+                    });
                 }
                 Some(Ok(StreamEvent::Done { stop_reason })) => {
                     break StreamOutcome::Done(stop_reason);
@@ -352,7 +367,7 @@ impl Runtime {
         let (stop_reason, error) = match outcome {
             StreamOutcome::Done(r) => (Some(r), None),
             StreamOutcome::Aborted => (None, None),
-            StreamOutcome::Failed(code, e, overflow) => (None, Some((code, e, overflow))),
+            StreamOutcome::Failed(f) => (None, Some(f)),
         };
         let (blocks, calls) = partial.finish();
         let stop_text = match (&stop_reason, &error) {
@@ -407,8 +422,8 @@ impl Runtime {
             }))
             .await;
         }
-        if let Some((code, e, overflow)) = error {
-            let retry = overflow
+        if let Some(failure) = error {
+            let retry = failure.overflow
                 && self.config.compaction.enabled
                 && self.turn.as_ref().is_some_and(|t| !t.overflow_retried);
             if retry {
@@ -422,7 +437,15 @@ impl Runtime {
                     return Call::Again;
                 }
             }
-            self.emit_error(code, e).await;
+            self.emit(Event::Error(ErrorEvent {
+                agent_id: None,
+                code: ErrorCode::ProviderError,
+                message: failure.message,
+                fatal: Some(false),
+                kind: failure.kind,
+                retry_after_ms: failure.retry_after_ms,
+            }))
+            .await;
             return Call::Stop;
         }
         match stop_reason {

@@ -18,6 +18,7 @@ mod harness;
 mod mcp;
 mod mcp_sandbox;
 mod mock;
+mod new_models;
 mod provider_errors;
 mod run;
 mod run_terminal;

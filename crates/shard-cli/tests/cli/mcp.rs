@@ -585,3 +585,67 @@ fn third_party_http_server() {
     assert!(text_of(&results[0]).contains("over http"), "{}", results[0]);
     assert!(a.finish().success());
 }
+
+#[test]
+fn a_result_with_text_and_images_reaches_the_model_and_clients_as_both() {
+    let sb = Sandbox::new();
+    let Some(script) = server_script(&sb) else {
+        return;
+    };
+    user_server(&sb, &script, "");
+    let api = crate::mock::MockApi::start(vec![
+        crate::mock::anthropic_tool("toolu_1", "mcp__t__screenshot", json!({})),
+        crate::mock::anthropic_text("I see it"),
+    ]);
+    let env = api.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut a = Agent::spawn_env(&sb, None, &["--provider", "anthropic"], &env);
+    ready(&mut a);
+    let (results, _) = turn(&mut a, |_| "allow");
+    // Clients: the text as content, the images beside it; the TIFF is described.
+    let r = &results[0];
+    assert_eq!(r["is_error"], false, "{r}");
+    let text = text_of(r);
+    assert!(text.starts_with("Page title: Example"), "{text}");
+    assert!(text.contains("[image: image/tiff, not shown:"), "{text}");
+    let images = r["images"].as_array().unwrap();
+    assert_eq!(images.len(), 2, "{r}");
+    assert_eq!(images[0]["mime_type"], "image/png");
+    assert_eq!(images[1]["mime_type"], "image/gif");
+    // The model: one tool_result with both images and the text.
+    let seen = api.requests();
+    assert_eq!(seen.len(), 2);
+    let body = &seen[1].body;
+    crate::mock::assert_anthropic_pairs(body);
+    let result = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["type"] == "tool_result")
+        .unwrap();
+    let parts = result["content"].as_array().unwrap();
+    let kinds: Vec<&str> = parts.iter().map(|p| p["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, vec!["image", "image", "text"], "{result}");
+    assert_eq!(parts[0]["source"]["data"], "iVBORw0KGgo=");
+    assert_eq!(parts[1]["source"]["media_type"], "image/gif");
+    assert!(
+        parts[2]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Page title: Example")
+    );
+    // A resumed session sends them again: they were saved with the result.
+    let transcript = std::fs::read_to_string(
+        std::fs::read_dir(sb.home().join("sessions"))
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path()
+            .join("session.jsonl"),
+    )
+    .unwrap();
+    assert!(transcript.contains("R0lGODlhAQABAAAAACw="));
+    assert!(a.finish().success());
+}

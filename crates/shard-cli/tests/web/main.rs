@@ -7,6 +7,7 @@ mod browser;
 mod harness;
 mod held;
 mod nginx;
+mod port;
 
 use std::io::{Read, Write};
 

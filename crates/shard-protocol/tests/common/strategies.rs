@@ -162,6 +162,7 @@ fn block() -> impl Strategy<Value = ContentBlock> {
                     exit_code,
                     duration_ms: None,
                     render,
+                    images: None,
                 }
             }),
         (text(), opt_text())
@@ -407,6 +408,7 @@ pub fn event() -> impl Strategy<Value = Event> {
                         exit_code,
                         duration_ms,
                         render,
+                        images: None,
                     }))
                 }
             ),
@@ -454,6 +456,8 @@ pub fn event() -> impl Strategy<Value = Event> {
                     code: ErrorCode::parse(&code),
                     message,
                     fatal,
+                    kind: None,
+                    retry_after_ms: None,
                 })
             }
         ),
