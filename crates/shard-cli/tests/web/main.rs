@@ -6,6 +6,8 @@
 mod browser;
 mod harness;
 mod nginx;
+#[path = "../../../../tests/support/skip.rs"]
+mod skip;
 
 use std::io::{Read, Write};
 
