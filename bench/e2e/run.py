@@ -101,7 +101,7 @@ def main():
             f.write(os.environ["SHARD_BENCH_CONFIG"])
     env = dict(os.environ, SHARD_HOME=home, ANTHROPIC_API_KEY="sk-bench", ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}")
     env.pop("OPENAI_API_KEY", None)
-    walls, cpus, rss, to_first, to_exit = [], [], [], [], []
+    walls, cpus, rss, to_first, to_exit, pipes_closed = [], [], [], [], [], []
     timefile = os.path.join(tmp, "time.txt")
     for _ in range(RUNS):
         wrap = os.environ.get("SHARD_BENCH_WRAP", "").split()
@@ -110,9 +110,22 @@ def main():
         timed = ["/usr/bin/time", "-o", timefile, "-f", "%e %U %S %M"]
         stamps.clear()
         t0 = time.perf_counter()
-        p = subprocess.run(wrap + timed + [BIN, "run", "--yes", "--provider", "anthropic", "--model", "claude-sonnet-4-5", "summarize notes.txt"],
-                           cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p = subprocess.Popen(wrap + timed + [BIN, "run", "--yes", "--provider", "anthropic", "--model", "claude-sonnet-4-5", "summarize notes.txt"],
+                             cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        outs = {}
+
+        def drain(name, f):
+            outs[name] = f.read()
+            stamps["eof_" + name] = time.perf_counter()
+        readers = [threading.Thread(target=drain, args=(n, f)) for n, f in (("stdout", p.stdout), ("stderr", p.stderr))]
+        for r in readers:
+            r.start()
+        p.wait()
         ended = time.perf_counter()
+        for r in readers:
+            r.join()
+        p.stdout, p.stderr = outs["stdout"], outs["stderr"]
+        pipes_closed.append((max(stamps["eof_stdout"], stamps["eof_stderr"]) - stamps["last_response"]) * 1000)
         wall = ended - t0
         if p.returncode != 0:
             print(p.stderr.decode()[-2000:]); sys.exit(1)
@@ -129,6 +142,7 @@ def main():
     print(f"peak_rss_mb max={max(rss):.1f}")
     print("start_to_first_request_ms " + " ".join(f"{x:.1f}" for x in to_first) + f" (median {statistics.median(to_first):.1f})")
     print("last_response_to_exit_ms " + " ".join(f"{x:.1f}" for x in to_exit) + f" (median {statistics.median(to_exit):.1f})")
+    print("last_response_to_output_closed_ms " + " ".join(f"{x:.1f}" for x in pipes_closed) + f" (median {statistics.median(pipes_closed):.1f})")
     print(f"first_request_bytes={first_request_sizes[0]}")
     server.shutdown()
     shutil.rmtree(tmp, ignore_errors=True)
