@@ -4,6 +4,9 @@
 //! and the server gets only the environment it should.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../../tests/support/skip.rs"]
+mod skip;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,7 +33,7 @@ fn python() -> Option<&'static str> {
     if ok {
         Some("python3")
     } else {
-        eprintln!("skipped: python3 is not installed");
+        skip::skip("python3 is not installed");
         None
     }
 }

@@ -24,35 +24,45 @@ pub const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
 /// Candidate search for a failed match looks at most at this many lines.
 const CANDIDATE_SCAN_LINES: usize = 50_000;
 
-/// Arguments of `edit`.
+/// Arguments of `edit`. The fields carry no schema description: the tool's description
+/// states every rule once.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct EditArgs {
     /// File to edit: relative to the working directory, absolute, or starting with `~/`.
+    #[schemars(description = "")]
     pub path: String,
     /// Exact text to replace, copied from the file (whitespace included). It must occur
     /// exactly once unless `replace_all` is set. Omit it when giving `edits`.
+    #[schemars(description = "")]
     #[serde(default)]
     pub old_string: Option<String>,
     /// The replacement text.
+    #[schemars(description = "")]
     #[serde(default)]
     pub new_string: Option<String>,
     /// Replace every occurrence of `old_string`.
+    #[schemars(description = "")]
     #[serde(default)]
     pub replace_all: bool,
     /// Several replacements applied together (all or nothing), each matched against the
     /// original file; they must not overlap. Use instead of `old_string`/`new_string`.
+    #[schemars(description = "")]
     #[serde(default)]
     pub edits: Option<Vec<EditOp>>,
 }
 
 /// One replacement of a multi-edit.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(description = "")]
 pub struct EditOp {
     /// Exact text to replace.
+    #[schemars(description = "")]
     pub old_string: String,
     /// The replacement text.
+    #[schemars(description = "")]
     pub new_string: String,
     /// Replace every occurrence.
+    #[schemars(description = "")]
     #[serde(default)]
     pub replace_all: bool,
 }
@@ -64,10 +74,9 @@ pub struct EditTool;
 impl TypedTool for EditTool {
     type Args = EditArgs;
     const NAME: &'static str = "edit";
-    const DESCRIPTION: &'static str = "Replace exact text in a file. `old_string` must match the file exactly \
-        (whitespace included) and only once, unless `replace_all` is true. For several changes to one file, \
-        pass `edits: [{old_string, new_string}]`: all are matched against the original file and applied \
-        together, or none is. Line endings, BOM and untouched bytes are kept.";
+    const DESCRIPTION: &'static str = "Replace exact text in a file. `old_string` must match exactly (whitespace \
+        too) and once, unless `replace_all`. For several changes to one file, give `edits`: each matched \
+        against the original file, none overlapping; all apply or none.";
     const READ_ONLY: bool = false;
 
     fn run<'a>(&'a self, args: EditArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {

@@ -32,11 +32,14 @@ const COUNT_TOTAL_MAX: u64 = 16 * 1024 * 1024;
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadArgs {
     /// File to read: relative to the working directory, absolute, or starting with `~/`.
+    #[schemars(description = "")]
     pub path: String,
     /// First line to show, 1-based (default 1).
+    #[schemars(description = "First line, from 1.")]
     #[serde(default)]
     pub offset: Option<u64>,
     /// Most lines to show (default and maximum 2000).
+    #[schemars(description = "")]
     #[serde(default)]
     pub limit: Option<u64>,
 }
@@ -48,9 +51,9 @@ pub struct ReadTool;
 impl TypedTool for ReadTool {
     type Args = ReadArgs;
     const NAME: &'static str = "read";
-    const DESCRIPTION: &'static str = "Read a text file with numbered lines (at most 2000 lines or 50 KB per call; \
-        the result says which offset to continue from). Lines over 2000 characters are cut. Images (PNG, JPEG, \
-        GIF, WebP) are returned as images. Binary files are refused.";
+    const DESCRIPTION: &'static str = "Read a file with line numbers, at most 2000 lines or 50 KB per call (the \
+        result says where to continue); lines over 2000 chars are cut. PNG, JPEG, GIF, WebP come back as \
+        images.";
     const READ_ONLY: bool = true;
 
     fn run<'a>(&'a self, args: ReadArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {

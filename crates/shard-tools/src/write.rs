@@ -20,8 +20,10 @@ use crate::util::blocking;
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteArgs {
     /// File to write: relative to the working directory, absolute, or starting with `~/`.
+    #[schemars(description = "")]
     pub path: String,
     /// The complete new content of the file.
+    #[schemars(description = "")]
     pub content: String,
 }
 
@@ -32,9 +34,8 @@ pub struct WriteTool;
 impl TypedTool for WriteTool {
     type Args = WriteArgs;
     const NAME: &'static str = "write";
-    const DESCRIPTION: &'static str = "Create a file or replace its whole content. Parent directories are \
-        created; the replacement is atomic and keeps the file's permissions. Prefer edit for changes to part \
-        of an existing file.";
+    const DESCRIPTION: &'static str = "Create a file, or replace its whole content; parent directories are \
+        created. To change part of a file, use edit.";
     const READ_ONLY: bool = false;
 
     fn run<'a>(&'a self, args: WriteArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {

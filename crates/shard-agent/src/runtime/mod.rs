@@ -44,7 +44,7 @@ pub use start::{Prepared, prepare, validate_choice};
 use start::{restore_choices, session_start_error};
 pub use tools::{RuntimeGone, ToolChange, ToolsHandle};
 
-use crate::ask::{AskUser, UiAsk, UiHandle};
+use crate::ask::{UiAsk, UiHandle};
 
 /// What the actor waits for next: a transport input, or a message from its own parts.
 pub(crate) enum Next {
@@ -288,16 +288,13 @@ impl Runtime {
         restore_choices(&opts, &mut session, &mut modes, &mut models);
 
         let (internal_tx, internal) = mpsc::channel(INTERNAL_QUEUE);
-        let mut tools = shard_tools::builtin_tools();
-        tools.push(Arc::new(shard_tools::Typed::new(AskUser::new(
-            UiHandle::new(internal_tx.clone()),
-        ))));
-        // Offered only under a daemon (issue 16): it forwards to `subagent.*`.
-        // Its description lists the agent definitions there are now (two small dirs).
-        if let Some(sub) = crate::subagent::SubagentTool::from_env() {
+        // `subagent` is offered only under a daemon: it forwards to `subagent.*`. Its
+        // description lists the agent definitions there are now (two small dirs).
+        let subagent = crate::subagent::SubagentTool::from_env().map(|sub| {
             let defs = shard_protocol::definitions::list_blocking(&opts.shard_home, &opts.cwd);
-            tools.push(Arc::new(crate::subagent::Subagent::new(sub, &defs)));
-        }
+            crate::subagent::Subagent::new(sub, &defs)
+        });
+        let tools = crate::tool_budget::first_tools(UiHandle::new(internal_tx.clone()), subagent);
         let tools = tools::Tools::new(tools, opts.tools.clone(), internal_tx);
 
         let env_remove = config.child_env_remove(mcp_plan.secret_vars());

@@ -92,10 +92,6 @@ impl Runtime {
     }
 
     pub(crate) async fn run_turn(&mut self, input: UserInput) {
-        // The sandbox's zygote starts with the first turn (a no-op after it), while the
-        // model answers: an agent that is only created costs no process, and a burst of
-        // creates is not doubled by zygote starts (docs/sandbox.md).
-        self.sandbox.prewarm();
         let turn_id = ids::new_id(ids::TURN);
         self.turn = Some(TurnState {
             cancel: CancellationToken::new(),
@@ -313,10 +309,19 @@ impl Runtime {
         let message_id = ids::new_id(ids::ENTRY);
         self.streaming = Some(PartialMessage::new(message_id.clone()));
         let mut usage: Option<Usage> = None;
+        let mut first = true;
         let outcome = loop {
             let Some(ev) = self.serve_while(stream.next(), Runtime::cancelled).await else {
                 break StreamOutcome::Aborted;
             };
+            if std::mem::take(&mut first) {
+                // The sandbox's zygote starts once the model is answering (a no-op after
+                // the first time): its fork and set-up never delay the request itself,
+                // and the rest of the answer hides them. An agent that is only created
+                // costs no process, and a burst of creates starts no zygotes
+                // (docs/sandbox.md).
+                self.sandbox.prewarm();
+            }
             match ev {
                 None => {
                     break StreamOutcome::Failed(Failure {

@@ -24,6 +24,8 @@ mod run;
 mod run_terminal;
 mod runtime;
 mod sandbox;
+#[path = "../../../../tests/support/skip.rs"]
+mod skip;
 mod subagents;
 mod trust;
 mod tui;

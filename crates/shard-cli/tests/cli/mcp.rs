@@ -14,7 +14,7 @@ pub(super) fn server_script(sb: &Sandbox) -> Option<PathBuf> {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("skipped: python3 is not installed");
+        crate::skip::skip("python3 is not installed");
         return None;
     }
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -462,7 +462,9 @@ fn have(programs: &[&str]) -> bool {
         })
         .collect();
     if !missing.is_empty() {
-        eprintln!("skipped: not installed: {missing:?} (.ci/run installs them from npm and PyPI)");
+        crate::skip::skip(&format!(
+            "not installed: {missing:?} (.ci/run installs them from npm and PyPI)"
+        ));
     }
     missing.is_empty()
 }

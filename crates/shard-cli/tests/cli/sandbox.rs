@@ -66,7 +66,9 @@ pub(super) fn complete(hello: &Value) -> bool {
         .filter(|c| c.starts_with("sandbox-missing:"))
         .collect();
     if !caps.contains(&"sandbox".to_string()) || !missing.is_empty() {
-        eprintln!("skipped: the kernel's sandbox is incomplete here: {caps:?}");
+        crate::skip::skip(&format!(
+            "the kernel's sandbox is incomplete here: {caps:?}"
+        ));
         return false;
     }
     true
@@ -345,7 +347,7 @@ fn required_refuses_bash_when_namespaces_are_unavailable() {
         .status()
         .is_ok_and(|s| s.success());
     if !works {
-        eprintln!("skipped: `unshare --user` with a namespace limit is not available here");
+        crate::skip::skip("`unshare --user` with a namespace limit is not available here");
         return;
     }
     let sb = Sandbox::new();

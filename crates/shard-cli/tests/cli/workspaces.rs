@@ -20,7 +20,7 @@ pub(super) fn have_git() -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("skipped: `git` is not installed (Debian package: git)");
+        crate::skip::skip("`git` is not installed (Debian package: git)");
     }
     ok
 }

@@ -8,6 +8,8 @@ mod harness;
 mod held;
 mod nginx;
 mod port;
+#[path = "../../../../tests/support/skip.rs"]
+mod skip;
 
 use std::io::{Read, Write};
 
