@@ -943,6 +943,8 @@ export type TurnEnd = {
   turn_id: string;
   /** Total usage of the turn. */
   usage?: (Usage | null);
+  /** Additive (0.1.x): how the turn ended — the last model call's stop (`end_turn`, `max_tokens`, `refusal`, …), `aborted`, or `error`. Editor bridges (ACP) answer a prompt with it. */
+  stop_reason?: (string | null);
 };
 
 /** `usage`. */

@@ -443,6 +443,11 @@ pub struct TurnEnd {
     /// Total usage of the turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// Additive (0.1.x): how the turn ended — the last model call's stop (`end_turn`,
+    /// `max_tokens`, `refusal`, …), `aborted`, or `error`. Editor bridges (ACP) answer a
+    /// prompt with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
 }
 
 /// `usage`.
