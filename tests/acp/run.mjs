@@ -300,6 +300,57 @@ const scenarios = {
     await c.close();
   },
 
+  /** An editor offering fs: reads and writes go through it (unsaved buffers), after the gate. */
+  async editor_files() {
+    const sb = sandbox();
+    writeFileSync(join(sb.work, "doc.txt"), "disk text\n");
+    const script = sb.script("s.json", [
+      tool("r1", "read", { path: "doc.txt" }),
+      { steps: [{ text: "Buffer: {{tool_result:r1}}" }, { usage: { input: 1, output: 1 } }] },
+      tool("e1", "edit", { path: "doc.txt", old_string: "unsaved", new_string: "edited" }),
+      text("Edited."),
+      tool("w1", "write", { path: "new.txt", content: "new file\n" }),
+      text("Written."),
+      tool("w2", "write", { path: "secret.txt", content: "no\n" }),
+      text("Refused."),
+    ]);
+    const buffers = new Map([[join(sb.work, "doc.txt"), "unsaved buffer text\n"]]);
+    const reads = [];
+    const writes = [];
+    let answer = allowOnce;
+    const c = startAcp(sb, ["--no-daemon", "--provider", "scripted", "--script", script], {
+      permission: (p) => answer(p),
+      readTextFile: (p) => {
+        reads.push(p);
+        if (!buffers.has(p.path)) throw new Error(`no buffer for ${p.path}`);
+        return { content: buffers.get(p.path) };
+      },
+      writeTextFile: (p) => {
+        writes.push(p);
+        buffers.set(p.path, p.content);
+        return {};
+      },
+    });
+    await initialize(c, { fs: { readTextFile: true, writeTextFile: true } });
+    const { sessionId } = await c.agent.request("session/new", { cwd: sb.work, mcpServers: [] });
+    await c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "read doc" }] });
+    check(agentText(c, sessionId).includes("unsaved buffer text"), `the model read the editor's buffer: ${agentText(c, sessionId)}`);
+    eq(reads[0].path, join(sb.work, "doc.txt"), "read by absolute path");
+    eq(reads[0].sessionId, sessionId, "read names the session");
+    await c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "edit doc" }] });
+    eq(buffers.get(join(sb.work, "doc.txt")), "edited buffer text\n", "the edit went to the buffer");
+    eq(readFileSync(join(sb.work, "doc.txt"), "utf8"), "disk text\n", "the disk file is untouched");
+    await c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "write new" }] });
+    eq(buffers.get(join(sb.work, "new.txt")), "new file\n", "the write went to the editor");
+    check(!existsSync(join(sb.work, "new.txt")), "nothing written to disk");
+    answer = rejectOnce;
+    const before = writes.length;
+    await c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "write secret" }] });
+    eq(writes.length, before, "a denied write never reaches the editor");
+    check(!buffers.has(join(sb.work, "secret.txt")), "no secret buffer");
+    await c.close();
+  },
+
   /** With a daemon: the session is a daemon agent that another client lists and answers. */
   async daemon() {
     const sb = sandbox();

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 use shard_client::Client;
-use shard_protocol::command::{SessionOp, SessionOpArgs, SessionOpKind};
+use shard_protocol::command::{ClientFiles, SessionOp, SessionOpArgs, SessionOpKind};
 use shard_protocol::event::Sync;
 use shard_protocol::responses::{ListModesData, SessionHistoryData};
 use shard_protocol::types::Message;
@@ -19,7 +19,7 @@ use tokio::sync::{OnceCell, oneshot};
 use crate::AcpConfig;
 use crate::link::{Events, Link, LinkError};
 use crate::rpc::{Peer, RpcError, code, params};
-use crate::session::{COMMANDS, Msg, Reopen, Session, SessionHandle};
+use crate::session::{COMMANDS, Msg, Reopen, Session, SessionHandle, Start};
 use crate::translate;
 
 /// The server's shared state; each field is touched without awaiting under a lock.
@@ -29,6 +29,8 @@ pub struct Server {
     sessions: Mutex<HashMap<String, SessionHandle>>,
     daemon: OnceCell<Option<Arc<Client>>>,
     auth: OnceCell<Option<String>>,
+    /// What the editor's `fs` capability offers.
+    files: Mutex<ClientFiles>,
 }
 
 impl Server {
@@ -40,6 +42,7 @@ impl Server {
             sessions: Mutex::default(),
             daemon: OnceCell::new(),
             auth: OnceCell::new(),
+            files: Mutex::default(),
         })
     }
 
@@ -168,7 +171,10 @@ impl Server {
 
     async fn initialize(self: &Arc<Self>, p: Option<Value>) -> Answer {
         let req: acp::InitializeRequest = params("initialize", p)?;
-        let _ = req.client_capabilities;
+        if let Ok(mut f) = self.files.lock() {
+            f.read = req.client_capabilities.fs.read_text_file;
+            f.write = req.client_capabilities.fs.write_text_file;
+        }
         let caps = acp::AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(
@@ -352,15 +358,22 @@ impl Server {
                 })
                 .collect(),
         );
-        let handle = Session::spawn(
-            id.clone(),
+        let files = self.files.lock().map(|f| f.clone()).unwrap_or_default();
+        if files.read || files.write {
+            link.call(Command::ClientFiles(files.clone()))
+                .await
+                .map_err(|e| RpcError::internal(format!("client_files: {e}")))?;
+        }
+        let start = Start {
+            id: id.clone(),
             cwd,
-            self.peer.clone(),
             reopen,
             link,
             events,
-            sync.mode.clone(),
-        );
+            mode: sync.mode.clone(),
+            files,
+        };
+        let handle = Session::spawn(start, self.peer.clone());
         if let Ok(mut s) = self.sessions.lock() {
             s.insert(id.clone(), handle);
         }

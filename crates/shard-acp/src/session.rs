@@ -9,17 +9,19 @@ use std::time::Duration;
 
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::{Map, Value};
-use shard_protocol::command::{AgentTarget, PermissionResponse};
+use shard_protocol::command::{AgentTarget, ClientFiles};
 use shard_protocol::command::{Prompt, SessionOp, SessionOpKind, SetMode, UiResponse};
-use shard_protocol::event::{DeltaKind, PendingRequest, PermissionRequest};
-use shard_protocol::types::{ContentBlock, PermissionDecision};
-use shard_protocol::{Command, Event, PermissionAnswer};
+use shard_protocol::event::{DeltaKind, PendingRequest};
+use shard_protocol::types::ContentBlock;
+use shard_protocol::{Command, Event};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::link::{AgentSpec, Events, Link};
 use crate::rpc::{Peer, RpcError, code};
 use crate::translate::{self, ShardPrompt};
+
+mod requests;
 
 /// How long a cancelled prompt may wait for its turn to end before it answers
 /// `cancelled` anyway (ACP clients expect the answer promptly; the turn's last events
@@ -49,6 +51,15 @@ pub enum Msg {
         request_id: String,
         /// The editor's answer; `None` for `cancelled` or a failed request.
         option_id: Option<String>,
+    },
+    /// The editor answered a file request.
+    FileAnswered {
+        /// The Shard request.
+        request_id: String,
+        /// The text of a read.
+        content: Option<String>,
+        /// Why it failed.
+        error: Option<String>,
     },
     /// The daemon reported that the agent's Runtime died.
     RuntimeDied(String),
@@ -97,6 +108,24 @@ struct Turn {
     own_message_seen: bool,
 }
 
+/// What a session task starts with.
+pub struct Start {
+    /// The Shard session id (also the ACP `sessionId`).
+    pub id: String,
+    /// The session's working directory.
+    pub cwd: PathBuf,
+    /// How to reopen the agent.
+    pub reopen: Reopen,
+    /// The open link.
+    pub link: Link,
+    /// Its events, the first `sync` taken out.
+    pub events: Events,
+    /// The mode that `sync` named.
+    pub mode: String,
+    /// The editor's file offer.
+    pub files: ClientFiles,
+}
+
 /// The session task's state.
 pub struct Session {
     id: String,
@@ -112,35 +141,29 @@ pub struct Session {
     turn: Option<Turn>,
     mode: String,
     tx: mpsc::UnboundedSender<Msg>,
+    files: ClientFiles,
 }
 
 impl Session {
     /// Starts the task for an open link; returns its handle.
-    pub fn spawn(
-        id: String,
-        cwd: PathBuf,
-        peer: Peer,
-        reopen: Reopen,
-        link: Link,
-        events: Events,
-        mode: String,
-    ) -> SessionHandle {
+    pub fn spawn(start: Start, peer: Peer) -> SessionHandle {
         let (tx, rx) = mpsc::unbounded_channel();
-        let agent_id = link.agent_id().map(str::to_string);
+        let agent_id = start.link.agent_id().map(str::to_string);
         let session = Session {
-            id,
-            cwd,
+            id: start.id,
+            cwd: start.cwd,
             peer,
-            reopen,
-            link: Some(link),
-            events: Some(events),
+            reopen: start.reopen,
+            link: Some(start.link),
+            events: Some(start.events),
             calls: HashMap::new(),
             order: Vec::new(),
             blocks: HashMap::new(),
             asked: HashMap::new(),
             turn: None,
-            mode,
+            mode: start.mode,
             tx: tx.clone(),
+            files: start.files,
         };
         tokio::spawn(session.run(rx));
         SessionHandle { tx, agent_id }
@@ -153,6 +176,10 @@ impl Session {
                 msg = rx.recv() => match msg {
                     Some(Msg::Close(done)) => {
                         if let Some(link) = self.link.take() {
+                            if self.files.read || self.files.write {
+                                // The agent outlives this editor (daemon): withdraw the offer.
+                                let _ = link.call(Command::ClientFiles(ClientFiles::default())).await;
+                            }
                             link.close().await;
                         }
                         let _ = done.send(());
@@ -217,6 +244,11 @@ impl Session {
                 request_id,
                 option_id,
             } => self.answer_permission(request_id, option_id),
+            Msg::FileAnswered {
+                request_id,
+                content,
+                error,
+            } => self.file_answered(request_id, content, error),
             Msg::RuntimeDied(why) => self.on_died(why).await,
             Msg::Close(_) => {}
         }
@@ -471,6 +503,7 @@ impl Session {
                 }
             }
             Event::Sync(s) => self.on_sync(&s).await,
+            Event::FileRequest(r) => self.file_request(*r),
             Event::UiRequest(u) => {
                 // ACP v1 has no question dialog: the request is dismissed, which the
                 // model reads as "no answer".
@@ -487,6 +520,12 @@ impl Session {
     }
 
     async fn on_sync(&mut self, s: &shard_protocol::event::Sync) {
+        if self.files.read || self.files.write {
+            // A new Runtime generation starts without the offer.
+            if let Some(link) = &self.link {
+                let _ = link.send(Command::ClientFiles(self.files.clone()));
+            }
+        }
         if s.mode != self.mode {
             self.mode = s.mode.clone();
             self.update(acp::SessionUpdate::CurrentModeUpdate(
@@ -552,114 +591,6 @@ impl Session {
                 .raw_input(raw)
                 .content(diffs);
             self.update(acp::SessionUpdate::ToolCall(tc));
-        }
-    }
-
-    /// The announced call a permission request is about: the oldest unfinished call of
-    /// that tool with those arguments that was not asked about yet (the Runtime gates
-    /// calls in order), else the oldest of that tool.
-    fn call_for(&self, r: &PermissionRequest) -> Option<String> {
-        let open = |c: &&String| {
-            self.calls
-                .get(*c)
-                .is_some_and(|c| !c.finished && !c.asked && c.name == r.tool_name)
-        };
-        let exact = self.order.iter().filter(open).find(|id| {
-            self.calls
-                .get(*id)
-                .is_some_and(|c| Value::Object(c.args.clone()) == r.input)
-        });
-        exact.or_else(|| self.order.iter().find(open)).cloned()
-    }
-
-    fn ask_permission(&mut self, r: PermissionRequest) {
-        let tool_call_id = match self.call_for(&r) {
-            Some(id) => id,
-            None => {
-                // A request with no announced call (a delegated one): announce it now.
-                let id = r.request_id.clone();
-                let args = r.input.as_object().cloned().unwrap_or_default();
-                self.announce(&id, &r.tool_name, Some(&args));
-                id
-            }
-        };
-        if let Some(c) = self.calls.get_mut(&tool_call_id) {
-            c.asked = true;
-        }
-        let (name, args) = self
-            .calls
-            .get(&tool_call_id)
-            .map(|c| (c.name.clone(), c.args.clone()))
-            .unwrap_or_default();
-        let by_choice = r.choices.as_ref().is_some_and(|c| !c.is_empty());
-        let options = translate::permission_options(r.choices.as_deref(), &r.options);
-        let fields = acp::ToolCallUpdateFields::new()
-            .title(translate::tool_title(&name, &args))
-            .kind(translate::tool_kind(&name))
-            .status(acp::ToolCallStatus::Pending)
-            .locations(translate::tool_locations(&self.cwd, &name, &args))
-            .raw_input(Value::Object(args));
-        let request = acp::RequestPermissionRequest::new(
-            self.id.clone(),
-            acp::ToolCallUpdate::new(tool_call_id.clone(), fields),
-            options,
-        );
-        self.asked.insert(
-            r.request_id.clone(),
-            Asked {
-                tool_call_id,
-                by_choice,
-            },
-        );
-        let answer = self.peer.request("session/request_permission", &request);
-        let tx = self.tx.clone();
-        let request_id = r.request_id;
-        tokio::spawn(async move {
-            let option_id = match answer.await {
-                Ok(Ok(v)) => serde_json::from_value::<acp::RequestPermissionResponse>(v)
-                    .ok()
-                    .and_then(|r| match r.outcome {
-                        acp::RequestPermissionOutcome::Selected(s) => {
-                            Some(s.option_id.0.to_string())
-                        }
-                        _ => None,
-                    }),
-                _ => None,
-            };
-            let _ = tx.send(Msg::PermissionAnswered {
-                request_id,
-                option_id,
-            });
-        });
-    }
-
-    fn answer_permission(&mut self, request_id: String, option_id: Option<String>) {
-        // Already resolved (by another client, an abort, or a dead Runtime): too late.
-        let Some(asked) = self.asked.remove(&request_id) else {
-            return;
-        };
-        let answer = match option_id {
-            Some(id) if asked.by_choice => PermissionAnswer::Choice { choice_id: id },
-            Some(id) => PermissionAnswer::Decision {
-                decision: match id.as_str() {
-                    "allow" => PermissionDecision::Allow,
-                    "allow_always" => PermissionDecision::AllowAlways,
-                    _ => PermissionDecision::Deny,
-                },
-            },
-            None => PermissionAnswer::Decision {
-                decision: PermissionDecision::Deny,
-            },
-        };
-        tracing::debug!(tool_call = %asked.tool_call_id, "permission answered by the editor");
-        if let Some(link) = &self.link {
-            let _ = link.send(Command::PermissionResponse(PermissionResponse {
-                agent_id: None,
-                request_id,
-                answer,
-                reason: None,
-                source: None,
-            }));
         }
     }
 }

@@ -169,6 +169,8 @@ pub struct ToolContext {
     pub sandbox: Arc<shard_sandbox::Sandbox>,
     /// What `grep`, `find` and `ls` may show.
     pub path_filter: PathFilter,
+    /// The editor's files, when a client offers them (`read`, `write`, `edit` use it).
+    pub editor: Option<Arc<dyn crate::editor::EditorFiles>>,
 }
 
 impl ToolContext {
@@ -185,6 +187,7 @@ impl ToolContext {
             accepts_images: true,
             sandbox: Arc::new(shard_sandbox::Sandbox::off()),
             path_filter: PathFilter::default(),
+            editor: None,
         }
     }
 }

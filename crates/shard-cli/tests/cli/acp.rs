@@ -86,3 +86,8 @@ fn acp_runtime_death_fails_the_prompt_and_the_next_starts_anew() {
 fn acp_daemon_session_is_listed_and_answered_by_another_client() {
     scenario("daemon");
 }
+
+#[test]
+fn acp_editor_files_serve_reads_and_writes_after_the_gate() {
+    scenario("editor_files");
+}
