@@ -361,14 +361,20 @@ const scenarios = {
       const asked = new Promise((r) => (editorAsked = r));
       let editorAnswer;
       const answerLater = new Promise((r) => (editorAnswer = r));
+      const buffers = new Map();
       const c = startAcp(sb, ["--provider", "scripted", "--script", script], {
         permission: async (p) => {
           editorAsked(p);
           await answerLater;
           return rejectOnce(p);
         },
+        writeTextFile: (p) => {
+          buffers.set(p.path, p.content);
+          return {};
+        },
       });
-      await initialize(c);
+      // The editor serves writes: through the daemon they reach it too.
+      await initialize(c, { fs: { readTextFile: false, writeTextFile: true } });
       const { sessionId } = await c.agent.request("session/new", { cwd: sb.work, mcpServers: [] });
 
       // `shard ls` lists it.
@@ -390,7 +396,8 @@ const scenarios = {
       const won = await other.call({ type: "permission_response", agent_id: agent.agent_id, request_id: req.request_id, choice_id: allow.id });
       check(won.success, "the other client's answer");
       eq((await withTimeout(p, WAIT_MS, "the prompt")).stopReason, "end_turn", "the turn ended");
-      eq(readFileSync(join(sb.work, "shared.txt"), "utf8"), "from the daemon\n", "the first answer (allow) won");
+      eq(buffers.get(join(sb.work, "shared.txt")), "from the daemon\n", "the first answer (allow) won; the write reached the editor");
+      check(!existsSync(join(sb.work, "shared.txt")), "the editor, not the disk, took the write");
       editorAnswer(); // the editor's late reject changes nothing
       await other.until((e) => e.type === "turn_end");
       check(agentText(c, sessionId).includes("Done."), "the editor streamed the answer");

@@ -93,7 +93,7 @@ impl TypedTool for EditTool {
                 };
                 let (updated, out) = match edit_bytes(&original, &shown, &ops) {
                     Ok(r) => r,
-                    Err(out) => return out,
+                    Err(msg) => return ToolOutput::error(msg),
                 };
                 let text = String::from_utf8_lossy(&updated).into_owned();
                 return match editor.write(&path, text).await {
@@ -182,7 +182,7 @@ fn edit_file(path: &Path, shown: &str, ops: &[NamedOp]) -> ToolOutput {
     };
     let (updated, out) = match edit_bytes(&original, shown, ops) {
         Ok(r) => r,
-        Err(out) => return out,
+        Err(msg) => return ToolOutput::error(msg),
     };
     if let Err(e) = atomic_write(&target, &updated) {
         return ToolOutput::error(format!("Cannot write {shown}: {e}"));
@@ -191,13 +191,13 @@ fn edit_file(path: &Path, shown: &str, ops: &[NamedOp]) -> ToolOutput {
 }
 
 /// Applies the ops to `original`: the new bytes and the result to report once they are
-/// written, or the error result.
+/// written, or the error message.
 fn edit_bytes(
     original: &[u8],
     shown: &str,
     ops: &[NamedOp],
-) -> Result<(Vec<u8>, ToolOutput), ToolOutput> {
-    let plan = plan_edits(original, ops, shown).map_err(ToolOutput::error)?;
+) -> Result<(Vec<u8>, ToolOutput), String> {
+    let plan = plan_edits(original, ops, shown)?;
     let updated = apply(original, &plan);
     let mut lines: Vec<usize> = plan.iter().map(|r| r.line).collect();
     lines.dedup();
