@@ -35,6 +35,10 @@ export type ClientMessage = {
   type: "ui_response";
 } | AgentTarget & {
   type: "request_sync";
+} | ClientFiles & {
+  type: "client_files";
+} | FileResponse & {
+  type: "file_response";
 } | Empty & {
   type: "agent.list";
 } | {
@@ -213,6 +217,28 @@ export type UiResponse = {
   request_id: string;
   /** The answer; `null` dismisses. */
   value?: (UiValue | null);
+};
+
+/** `client_files` (additive, 0.1.x): which file operations an editor client serves. The Runtime keeps the offer until it is withdrawn (both false) or the Runtime ends. */
+export type ClientFiles = {
+  /** Routing id. */
+  agent_id?: (string | null);
+  /** Reads of text files go to the client (its unsaved buffers included). */
+  read: boolean;
+  /** Writes of text files go to the client. */
+  write: boolean;
+};
+
+/** `file_response` (additive, 0.1.x): the answer to a `file_request`: the file's text for a read, nothing for a write, or an error. */
+export type FileResponse = {
+  /** Routing id. */
+  agent_id?: (string | null);
+  /** The request answered. */
+  request_id: string;
+  /** The text of a read. */
+  content?: (string | null);
+  /** Why it failed. */
+  error?: (string | null);
 };
 
 /** A command with no payload. */
@@ -524,6 +550,8 @@ export type Event = (Hello & {
   type: "subagent_run_changed";
 } | UserMessage & {
   type: "user_message";
+} | FileRequest & {
+  type: "file_request";
 });
 
 /** `hello`. */
@@ -947,6 +975,8 @@ export type TurnEnd = {
   turn_id: string;
   /** Total usage of the turn. */
   usage?: (Usage | null);
+  /** Additive (0.1.x): how the turn ended — the last model call's stop (`end_turn`, `max_tokens`, `refusal`, …), `aborted`, or `error`. Editor bridges (ACP) answer a prompt with it. */
+  stop_reason?: (string | null);
 };
 
 /** `usage`. */
@@ -1310,6 +1340,23 @@ export type UserMessage = {
   message_id: string;
   /** The whole message (`role: "user"`, its text and images). */
   message: Message;
+};
+
+/** Which file operation a `file_request` asks for. */
+export type FileOp = ("read" | "write");
+
+/** `file_request` (additive, 0.1.x): after `client_files`, the Runtime's file tools ask the client for a file (its editor buffer, saved or not) or to write one, and wait for a `file_response` with the same `request_id`. Only after the permission gate allowed the tool call. */
+export type FileRequest = {
+  /** Routing id. */
+  agent_id?: (string | null);
+  /** Random request id. */
+  request_id: string;
+  /** What to do. */
+  op: FileOp;
+  /** Absolute path. */
+  path: string;
+  /** The new text (write). */
+  content?: (string | null);
 };
 
 /** `agent.list` and `agent.status`. */

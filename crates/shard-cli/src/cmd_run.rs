@@ -88,7 +88,7 @@ fn run_inner(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut opts = cmd_agent::options(&agent_args).map_err(|e| usage(format!("{e:#}")))?;
     // Everything checkable is checked before the prompt is read and before anything
     // is created.
-    if let Some(mode) = &args.choice.mode {
+    if let Some(mode) = &args.choice.model.mode {
         check_mode(&opts.shard_home, mode)?;
     }
     if let Some(id) = &args.choice.session {

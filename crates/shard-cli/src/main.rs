@@ -1,6 +1,7 @@
 //! `shard`: one binary for the agent Runtime, the daemon and the clients. Argument
 //! parsing and presentation only; the work lives in the library crates.
 
+mod cmd_acp;
 mod cmd_agent;
 mod cmd_attach;
 mod cmd_daemon;
@@ -49,6 +50,9 @@ struct Cli {
 enum Commands {
     /// Run one agent Runtime speaking the JSONL protocol on stdin/stdout.
     Agent(cmd_agent::AgentArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains,
+    /// Neovim); sessions are daemon agents when a daemon runs.
+    Acp(cmd_acp::AcpArgs),
     /// Send one prompt to an agent and print the answer.
     Run(cmd_run::RunArgs),
     /// Run the per-user daemon that keeps many agents.
@@ -99,6 +103,7 @@ fn main() -> ExitCode {
     match cli.command {
         None => tui::run(cli.tui),
         Some(Commands::Agent(args)) => cmd_agent::run(args),
+        Some(Commands::Acp(args)) => cmd_acp::run(args),
         Some(Commands::Run(args)) => cmd_run::run(args),
         Some(Commands::Daemon(args)) => cmd_daemon::daemon(args),
         Some(Commands::Ls(args)) => cmd_daemon::ls(args),

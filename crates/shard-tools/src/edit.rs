@@ -89,6 +89,36 @@ impl TypedTool for EditTool {
             };
             let path = paths::resolve(&ctx.cwd, &args.path);
             let shown = paths::display(&ctx.cwd, &path);
+            if let Some(editor) = &ctx.editor
+                && let Some(read) = editor.read(&path).await
+            {
+                let original = match read {
+                    Ok(text) => text.into_bytes(),
+                    Err(e) => {
+                        return ToolOutput::error(format!(
+                            "Cannot read {shown} in the editor: {e}"
+                        ));
+                    }
+                };
+                let (updated, out) = match edit_bytes(&original, &shown, &ops) {
+                    Ok(r) => r,
+                    Err(msg) => return ToolOutput::error(msg),
+                };
+                let text = String::from_utf8_lossy(&updated).into_owned();
+                return match editor.write(&path, text).await {
+                    Some(Err(e)) => {
+                        ToolOutput::error(format!("Cannot write {shown} in the editor: {e}"))
+                    }
+                    Some(Ok(())) => out,
+                    None => {
+                        blocking(move || match atomic_write(&path, &updated) {
+                            Ok(()) => out,
+                            Err(e) => ToolOutput::error(format!("Cannot write {shown}: {e}")),
+                        })
+                        .await
+                    }
+                };
+            }
             blocking(move || edit_file(&path, &shown, &ops)).await
         }
         .boxed()
@@ -162,14 +192,25 @@ fn edit_file(path: &Path, shown: &str, ops: &[NamedOp]) -> ToolOutput {
         Ok(b) => b,
         Err(e) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),
     };
-    let plan = match plan_edits(&original, ops, shown) {
-        Ok(p) => p,
+    let (updated, out) = match edit_bytes(&original, shown, ops) {
+        Ok(r) => r,
         Err(msg) => return ToolOutput::error(msg),
     };
-    let updated = apply(&original, &plan);
     if let Err(e) = atomic_write(&target, &updated) {
         return ToolOutput::error(format!("Cannot write {shown}: {e}"));
     }
+    out
+}
+
+/// Applies the ops to `original`: the new bytes and the result to report once they are
+/// written, or the error message.
+fn edit_bytes(
+    original: &[u8],
+    shown: &str,
+    ops: &[NamedOp],
+) -> Result<(Vec<u8>, ToolOutput), String> {
+    let plan = plan_edits(original, ops, shown)?;
+    let updated = apply(original, &plan);
     let mut lines: Vec<usize> = plan.iter().map(|r| r.line).collect();
     lines.dedup();
     let line_list = lines
@@ -185,16 +226,17 @@ fn edit_file(path: &Path, shown: &str, ops: &[NamedOp]) -> ToolOutput {
     };
     let mut text = format!("Edited {shown}: {n} {noun} (line {line_list}).");
     let (hunks, cut) = diff::hunks(
-        &String::from_utf8_lossy(&original),
+        &String::from_utf8_lossy(original),
         &String::from_utf8_lossy(&updated),
     );
     if cut {
         text.push_str(" (The diff shown to the user was shortened.)");
     }
-    ToolOutput::text(text).with_render(RenderDescriptor::Diff {
+    let out = ToolOutput::text(text).with_render(RenderDescriptor::Diff {
         path: shown.to_string(),
         hunks,
-    })
+    });
+    Ok((updated, out))
 }
 
 /// One planned replacement.

@@ -82,6 +82,21 @@ impl TypedTool for ReadTool {
                 accepts_images: ctx.accepts_images,
                 cancel: ctx.cancel.clone(),
             };
+            if let Some(editor) = &ctx.editor {
+                let p = req.path.clone();
+                let may = tokio::task::spawn_blocking(move || crate::editor::editor_may_read(&p));
+                if may.await.unwrap_or(false)
+                    && let Some(r) = editor.read(&req.path).await
+                {
+                    return match r {
+                        Ok(text) => blocking(move || read_text(&req, text)).await,
+                        Err(e) => ToolOutput::error(format!(
+                            "Cannot read {} in the editor: {e}",
+                            req.shown
+                        )),
+                    };
+                }
+            }
             blocking(move || read_file(&req)).await
         }
         .boxed()
@@ -151,6 +166,17 @@ fn read_file(req: &ReadRequest) -> ToolOutput {
         Ok(out) => out,
         Err(ReadError::Cancelled) => ToolOutput::error("read was cancelled"),
         Err(ReadError::Io(e)) => ToolOutput::error(format!("Cannot read {shown}: {e}")),
+    }
+}
+
+/// `read` of text an editor sent (its buffer, saved or not).
+fn read_text(req: &ReadRequest, text: String) -> ToolOutput {
+    let len = text.len() as u64;
+    let reader = BufReader::new(io::Cursor::new(text.into_bytes()));
+    match read_lines(req, reader, len) {
+        Ok(out) => out,
+        Err(ReadError::Cancelled) => ToolOutput::error("read was cancelled"),
+        Err(ReadError::Io(e)) => ToolOutput::error(format!("Cannot read {}: {e}", req.shown)),
     }
 }
 

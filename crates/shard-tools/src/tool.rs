@@ -171,6 +171,8 @@ pub struct ToolContext {
     pub sandbox: Arc<shard_sandbox::Sandbox>,
     /// What `grep`, `find` and `ls` may show.
     pub path_filter: PathFilter,
+    /// The editor's files, when a client offers them (`read`, `write`, `edit` use it).
+    pub editor: Option<Arc<dyn crate::editor::EditorFiles>>,
 }
 
 impl ToolContext {
@@ -188,6 +190,7 @@ impl ToolContext {
             image_max_bytes: 5 * 1024 * 1024,
             sandbox: Arc::new(shard_sandbox::Sandbox::off()),
             path_filter: PathFilter::default(),
+            editor: None,
         }
     }
 }

@@ -42,6 +42,21 @@ impl TypedTool for WriteTool {
         async move {
             let path = paths::resolve(&ctx.cwd, &args.path);
             let shown = paths::display(&ctx.cwd, &path);
+            if let Some(editor) = &ctx.editor {
+                let old = match editor.read(&path).await {
+                    Some(Ok(text)) => Some(text),
+                    _ => None,
+                };
+                let content = args.content.clone();
+                if let Some(r) = editor.write(&path, content).await {
+                    return match r {
+                        Ok(()) => report(&shown, old.as_deref().map(str::as_bytes), &args.content),
+                        Err(e) => {
+                            ToolOutput::error(format!("Cannot write {shown} in the editor: {e}"))
+                        }
+                    };
+                }
+            }
             blocking(move || write_file(&path, &shown, args.content)).await
         }
         .boxed()
@@ -77,15 +92,17 @@ fn write_file(path: &Path, shown: &str, content: String) -> ToolOutput {
     if let Err(e) = atomic_write(&target, content.as_bytes()) {
         return ToolOutput::error(format!("Cannot write {shown}: {e}"));
     }
-    let old_text = old
-        .as_deref()
-        .map(String::from_utf8_lossy)
-        .unwrap_or_default();
-    let (hunks, cut) = diff::hunks(&old_text, &content);
+    report(shown, old.as_deref(), &content)
+}
+
+/// The result of a write: what changed, with its diff.
+fn report(shown: &str, old: Option<&[u8]>, content: &str) -> ToolOutput {
+    let old_text = old.map(String::from_utf8_lossy).unwrap_or_default();
+    let (hunks, cut) = diff::hunks(&old_text, content);
     let lines = content.lines().count();
     let verb = if old.is_some() { "Replaced" } else { "Created" };
     let mut text = format!("{verb} {shown} ({} bytes, {lines} lines).", content.len());
-    if old.as_deref() == Some(content.as_bytes()) {
+    if old == Some(content.as_bytes()) {
         text = format!("{shown} already had this content; nothing changed.");
     }
     if cut {

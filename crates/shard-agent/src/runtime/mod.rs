@@ -6,6 +6,7 @@
 mod commands;
 mod compaction;
 mod context;
+mod editor;
 mod fork;
 mod mcp;
 mod partial;
@@ -213,6 +214,8 @@ pub struct Runtime {
     )>,
     eof: bool,
     sink_closed: bool,
+    /// The editor client's files (`client_files`).
+    editor: Arc<editor::EditorBridge>,
     /// MCP servers resolved at start, started when the Runtime runs.
     mcp_plan: Option<shard_mcp::Resolved>,
     /// The running MCP servers; stopped with the Runtime.
@@ -317,6 +320,7 @@ impl Runtime {
         }
 
         let cwd_for_prompt = opts.cwd.clone();
+        let editor = editor::EditorBridge::new(events.clone());
         let mut runtime = Runtime {
             opts,
             config,
@@ -352,6 +356,7 @@ impl Runtime {
             pending_ui: Vec::new(),
             eof: false,
             sink_closed: false,
+            editor,
             mcp_plan: Some(mcp_plan),
             mcp: None,
             live_window_budget,
@@ -656,6 +661,10 @@ impl Runtime {
                     gate.visible(tool, path, link)
                 }))
             },
+            editor: self
+                .editor
+                .offered()
+                .then(|| Arc::clone(&self.editor) as Arc<dyn shard_tools::EditorFiles>),
         }
     }
 

@@ -34,6 +34,8 @@ pub(crate) struct TurnState {
     usage: Usage,
     /// A `context_window_exceeded` refusal was answered by compacting once already.
     overflow_retried: bool,
+    /// How the last model call stopped (`turn_end.stop_reason`).
+    last_stop: Option<String>,
 }
 
 impl TurnState {
@@ -99,6 +101,7 @@ impl Runtime {
             aborted: false,
             usage: Usage::default(),
             overflow_retried: false,
+            last_stop: None,
         });
         self.set_status(AgentStatus::Streaming).await;
         self.emit(Event::TurnStart(TurnStart {
@@ -138,11 +141,17 @@ impl Runtime {
         }
         self.resolve_all_ui().await;
         self.drop_strict_steers(&turn_id).await;
-        let usage = self.turn.take().map(|t| t.usage);
+        let (usage, stop_reason) = match self.turn.take() {
+            Some(t) if t.aborted => (Some(t.usage), Some("aborted".to_string())),
+            Some(t) if failed => (Some(t.usage), Some("error".to_string())),
+            Some(t) => (Some(t.usage), t.last_stop),
+            None => (None, None),
+        };
         self.emit(Event::TurnEnd(TurnEnd {
             agent_id: None,
             turn_id,
             usage,
+            stop_reason,
         }))
         .await;
         self.set_status(AgentStatus::Idle).await;
@@ -380,6 +389,9 @@ impl Runtime {
             (None, Some(_)) => "error".to_string(),
             (None, None) => "aborted".to_string(),
         };
+        if let Some(t) = &mut self.turn {
+            t.last_stop = Some(stop_text.clone());
+        }
         let message = Message {
             id: message_id.clone(),
             role: Role::Assistant,

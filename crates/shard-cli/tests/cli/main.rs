@@ -3,6 +3,7 @@
 //! (`run`), and a real daemon with its clients (`daemon`). One test binary for the crate.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod acp;
 mod choices;
 mod commands;
 mod config;
