@@ -268,6 +268,7 @@ fn cut_off_result(id: &str, args: &str) -> ContentBlock {
         exit_code: None,
         duration_ms: None,
         render: None,
+        images: None,
     }
 }
 
