@@ -36,6 +36,8 @@ pub struct Config {
     pub workspaces: WorkspacesConfig,
     /// `[subagents]`: the daemon's launch limits for subagent jobs (docs/subagents.md).
     pub subagents: SubagentsConfig,
+    /// `[hosts.NAME]`: machines and containers the daemon runs Runtimes on (docs/hosts.md).
+    pub hosts: std::collections::BTreeMap<String, shard_gate::hosts::HostConfig>,
     /// The whole file as parsed, for readers of sections this crate does not own.
     #[serde(skip)]
     pub raw: toml::Table,
@@ -206,6 +208,11 @@ impl Config {
     /// Parses configuration text read from `path` (named in errors).
     pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         let mut config: Config = shard_gate::config::strict::parse(path, text)?;
+        shard_gate::hosts::check_all(&config.hosts).map_err(|message| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: None,
+            message,
+        })?;
         config.raw = shard_gate::config::strict::parse(path, text)?;
         Ok(config)
     }
@@ -249,7 +256,7 @@ mod tests {
         let cases = [
             (
                 "colour = \"red\"\n",
-                "config.toml:1: unknown key `colour` at the top level (expected one of: modes, permissions, headless, tools, providers, models, sandbox, compaction, mcp, workspaces, subagents)",
+                "config.toml:1: unknown key `colour` at the top level (expected one of: modes, permissions, headless, tools, providers, models, sandbox, compaction, mcp, workspaces, subagents, hosts)",
             ),
             (
                 "[[modes]]\nname = \"review\"\npromt = \"be terse\"\n",

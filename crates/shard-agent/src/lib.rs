@@ -9,6 +9,7 @@
 pub mod ask;
 pub mod compactor;
 pub mod config;
+pub mod forwarded;
 pub mod hooks;
 pub mod images;
 pub mod models;

@@ -56,6 +56,10 @@ pub struct AgentArgs {
     /// `agent.create` and scripts.
     #[arg(long)]
     pub check: bool,
+    /// Run as a daemon's Runtime on another host: the first input line is the daemon's
+    /// `runtime.settings` (keys, base URLs, policy, SHARD_HOME); end of input ends it.
+    #[arg(long, conflicts_with = "check")]
+    pub remote: bool,
 }
 
 /// `--headless-policy` values.
@@ -88,13 +92,7 @@ pub fn options(args: &AgentArgs) -> anyhow::Result<RuntimeOptions> {
         Some(c) => c.clone(),
         None => std::env::current_dir()?,
     };
-    let system_prompt = match &args.system_prompt_file {
-        Some(p) => Some(
-            std::fs::read_to_string(p)
-                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?,
-        ),
-        None => None,
-    };
+    let system_prompt = read_system_prompt(args)?;
     Ok(RuntimeOptions {
         shard_home,
         cwd,
@@ -110,12 +108,28 @@ pub fn options(args: &AgentArgs) -> anyhow::Result<RuntimeOptions> {
             .filter(|s| !s.is_empty()),
         tools: args.tools.clone(),
         system_prompt,
+        forwarded: None,
     })
+}
+
+/// The text of `--system-prompt-file`, if given.
+pub(crate) fn read_system_prompt(args: &AgentArgs) -> anyhow::Result<Option<String>> {
+    match &args.system_prompt_file {
+        Some(p) => {
+            Ok(Some(std::fs::read_to_string(p).map_err(|e| {
+                anyhow::anyhow!("cannot read {}: {e}", p.display())
+            })?))
+        }
+        None => Ok(None),
+    }
 }
 
 /// Runs `shard agent`.
 pub fn run(args: AgentArgs) -> ExitCode {
     common::init_logging();
+    if args.remote {
+        return crate::remote_agent::run(args);
+    }
     let opts = match options(&args) {
         Ok(o) => o,
         Err(e) => {
@@ -133,17 +147,19 @@ pub fn run(args: AgentArgs) -> ExitCode {
     if args.check {
         return rt.block_on(check(opts));
     }
-    let code = rt.block_on(serve(opts));
+    let code = rt.block_on(serve(opts, common::process_env(), daemon_managed()));
     // The stdin reader sits in a blocking read that only the peer can end; waiting for it
     // would keep a Runtime told to stop (SIGTERM, SIGINT) alive while its stdin is open.
     rt.shutdown_background();
     code
 }
 
-async fn serve(opts: RuntimeOptions) -> ExitCode {
+/// Serves one Runtime on stdio; `managed`: a daemon's, which aborts and exits at end of
+/// input.
+pub(crate) async fn serve(opts: RuntimeOptions, env: EnvLookup, managed: bool) -> ExitCode {
     let (event_tx, event_rx) = mpsc::channel::<Event>(1024);
     let (input_tx, input_rx) = mpsc::channel::<Input>(256);
-    let runtime = match Runtime::start(opts, common::process_env(), event_tx, input_rx) {
+    let runtime = match Runtime::start(opts, env, event_tx, input_rx) {
         Ok(r) => r,
         Err(e) => return report_start_failure(e).await,
     };
@@ -154,7 +170,7 @@ async fn serve(opts: RuntimeOptions) -> ExitCode {
     }
     let journal = Some(runtime.stream_journal());
     let writer = tokio::spawn(write_events(tokio::io::stdout(), event_rx, journal));
-    let reader = if daemon_managed() {
+    let reader = if managed {
         // Under a daemon, end of input means the daemon is gone (or deliberately done
         // with this Runtime, which it only is when idle or after an abort): abort the turn
         // at once and exit, so no provider call or tool runs unattended (issue 10 §7). A
@@ -226,8 +242,16 @@ impl shard_daemon::SettingsCheck for InProcessCheck {
             agent_id: None,
             tools: spec.tools.clone(),
             system_prompt,
+            forwarded: None,
         };
         check_settings(opts, common::process_env()).map_err(|e| e.to_string())
+    }
+
+    fn forwarded(
+        &self,
+        spec: &shard_daemon::LaunchSpec,
+    ) -> Result<shard_protocol::remote::RuntimeSettings, String> {
+        crate::cmd_hosts::forwarded_settings(spec)
     }
 }
 
@@ -279,7 +303,7 @@ async fn forward_signals(inputs: mpsc::Sender<Input>) {
     let _ = inputs.send(Input::Eof).await;
 }
 
-async fn report_start_failure(e: StartError) -> ExitCode {
+pub(crate) async fn report_start_failure(e: StartError) -> ExitCode {
     let code = match &e {
         StartError::Session { code, .. } => code.clone(),
         StartError::Config(_) | StartError::Cwd(..) => ErrorCode::InvalidRequest,

@@ -103,6 +103,7 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
         }
     };
     let mut cfg = DaemonConfig::new(home);
+    cfg.hosts = agent_cfg.hosts.clone();
     cfg.workspaces_root = match agent_cfg.workspaces.root_path() {
         Ok(r) => r,
         Err(e) => {
@@ -301,8 +302,8 @@ pub fn ls(args: LsArgs) -> ExitCode {
         }
         let _ = writeln!(
             out,
-            "{:<32} {:<24} {:<9} {:<12} {:<6} {:<28} CWD",
-            "AGENT", "STATUS", "RUNTIME", "NAME", "MODE", "MODEL"
+            "{:<32} {:<24} {:<9} {:<12} {:<6} {:<28} {:<10} CWD",
+            "AGENT", "STATUS", "RUNTIME", "NAME", "MODE", "MODEL", "HOST"
         );
         for a in agents {
             let rt = serde_json::to_value(a.runtime_state)
@@ -317,13 +318,14 @@ pub fn ls(args: LsArgs) -> ExitCode {
             };
             let _ = writeln!(
                 out,
-                "{:<32} {:<24} {:<9} {:<12} {:<6} {:<28} {}",
+                "{:<32} {:<24} {:<9} {:<12} {:<6} {:<28} {:<10} {}",
                 a.agent_id,
                 status_str(a.status),
                 rt,
                 a.name.unwrap_or_else(|| "-".into()),
                 a.mode.unwrap_or_else(|| "-".into()),
                 model,
+                a.host.unwrap_or_else(|| "-".into()),
                 a.cwd
             );
         }

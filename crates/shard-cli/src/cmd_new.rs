@@ -12,9 +12,13 @@ use crate::cmd_daemon::with_client;
 /// Arguments of `shard new`.
 #[derive(Args, Debug)]
 pub struct NewArgs {
-    /// Working directory (default: the current directory).
+    /// Working directory (default: the current directory); with --host, a path on the
+    /// host (required).
     #[arg(long)]
     cwd: Option<PathBuf>,
+    /// Run the agent on this `[hosts.NAME]` of config.toml (docs/hosts.md).
+    #[arg(long)]
+    host: Option<String>,
     /// Display name.
     #[arg(long)]
     name: Option<String>,
@@ -47,12 +51,20 @@ pub struct NewArgs {
 
 /// Runs `shard new`: prints the new agent's id on stdout.
 pub fn new(args: NewArgs) -> ExitCode {
-    let cwd = match crate::common::canonical_cwd(args.cwd.clone()) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("shard new: {e}");
+    let cwd = match (&args.host, &args.cwd) {
+        // A path on the host, checked there.
+        (Some(_), Some(c)) => c.clone(),
+        (Some(h), None) => {
+            eprintln!("shard new: --host {h} needs --cwd PATH_ON_HOST");
             return ExitCode::from(crate::common::EXIT_USAGE);
         }
+        (None, _) => match crate::common::canonical_cwd(args.cwd.clone()) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("shard new: {e}");
+                return ExitCode::from(crate::common::EXIT_USAGE);
+            }
+        },
     };
     let (provider, model) = crate::common::provider_and_model(
         args.script.as_deref(),
@@ -78,6 +90,7 @@ pub fn new(args: NewArgs) -> ExitCode {
             definition_name: None,
             display_name: None,
             names: None,
+            host: args.host.clone(),
         };
         let id = match c.create_with_notice(create).await {
             Ok(created) => {

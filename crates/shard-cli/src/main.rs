@@ -5,6 +5,7 @@ mod cmd_acp;
 mod cmd_agent;
 mod cmd_attach;
 mod cmd_daemon;
+mod cmd_hosts;
 mod cmd_info;
 mod cmd_mcp;
 mod cmd_new;
@@ -14,6 +15,7 @@ mod cmd_web;
 mod cmd_ws;
 mod common;
 mod prompter;
+mod remote_agent;
 mod run_print;
 mod tui;
 
@@ -77,6 +79,8 @@ enum Commands {
     Ws(cmd_ws::WsArgs),
     /// Protocol tools.
     Protocol(cmd_protocol::ProtocolArgs),
+    /// Hosts agents run on (config.toml [hosts.NAME]): list them, install shard on one.
+    Hosts(cmd_hosts::HostsArgs),
 }
 
 #[allow(unsafe_code)]
@@ -116,5 +120,6 @@ fn main() -> ExitCode {
         Some(Commands::Mcp(args)) => cmd_mcp::run(args),
         Some(Commands::Ws(args)) => cmd_ws::ws(args),
         Some(Commands::Protocol(args)) => cmd_protocol::run(args),
+        Some(Commands::Hosts(args)) => cmd_hosts::run(args),
     }
 }

@@ -44,6 +44,8 @@ pub struct DaemonConfig {
     /// so on a small machine a burst of starts at once is not faster than a few at a time,
     /// and it starves the daemon's own threads of CPU (docs/performance.md).
     pub max_concurrent_starts: usize,
+    /// `[hosts.NAME]` of `config.toml`: where agents created with `host` run.
+    pub hosts: std::collections::BTreeMap<String, shard_gate::hosts::HostConfig>,
 }
 
 impl DaemonConfig {
@@ -65,6 +67,7 @@ impl DaemonConfig {
             launch_limits: crate::jobs::LaunchLimits::default(),
             workspaces_root: None,
             max_concurrent_starts: default_concurrent_starts(),
+            hosts: Default::default(),
         }
     }
 

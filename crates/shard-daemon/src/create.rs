@@ -33,17 +33,24 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
             "parent_agent_id is set by the daemon's subagent machinery (subagent.create), not by clients",
         ));
     }
-    let cwd = match tokio::fs::canonicalize(&c.cwd).await {
-        Ok(p) if tokio::fs::metadata(&p).await.is_ok_and(|m| m.is_dir()) => p,
-        _ => return Err(invalid(format!("cwd {:?} is not a directory", c.cwd))),
+    let cwd = match &c.host {
+        // A path on the host: its Runtime checks it there.
+        Some(host) => crate::hosts::check_create(&shared.cfg, host, &c.cwd).map_err(invalid)?,
+        None => match tokio::fs::canonicalize(&c.cwd).await {
+            Ok(p) if tokio::fs::metadata(&p).await.is_ok_and(|m| m.is_dir()) => p,
+            _ => return Err(invalid(format!("cwd {:?} is not a directory", c.cwd))),
+        },
     };
     if let Some(sid) = &c.session_id {
         if !ids::is_valid(ids::SESSION, sid) {
             return Err(invalid("session_id is not a valid session id"));
         }
-        check_session(shared, sid)
-            .await
-            .map_err(|(code, msg)| ProtocolError::new(code, msg))?;
+        // A host's sessions live on the host; its Runtime adopts or refuses them there.
+        if c.host.is_none() {
+            check_session(shared, sid)
+                .await
+                .map_err(|(code, msg)| ProtocolError::new(code, msg))?;
+        }
     }
     let agent_id = ids::new_id(ids::AGENT);
     let manifest = AgentManifest {
@@ -66,6 +73,7 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
         adopted: c.session_id.is_some(),
         started: false,
         system_prompt_file: None,
+        host: c.host,
     };
     // An unknown mode, provider or model is one clear error, and nothing is created
     // (issue 9 item 7): the Runtime's own check says what would work.

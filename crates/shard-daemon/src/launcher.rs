@@ -43,6 +43,8 @@ pub struct LaunchSpec {
     pub token: String,
     /// Runtime generation.
     pub epoch: u64,
+    /// The `[hosts.NAME]` the Runtime runs on; `None`: this machine.
+    pub host: Option<String>,
 }
 
 /// How a Runtime process ended.
@@ -107,6 +109,18 @@ pub trait SettingsCheck: Send + Sync {
     /// `Err` says what is wrong and what would work, in the Runtime's own words; `Ok`
     /// holds the notice owed for a model the catalog lacks.
     fn check(&self, spec: &LaunchSpec) -> Result<Option<String>, String>;
+
+    /// What a Runtime on another host is sent before anything else (`runtime.settings`):
+    /// provider keys and base URLs, the daemon's policy tables. Blocking, like
+    /// [`check`](Self::check). The default forwards nothing.
+    fn forwarded(
+        &self,
+        spec: &LaunchSpec,
+    ) -> Result<shard_protocol::remote::RuntimeSettings, String> {
+        Ok(shard_protocol::remote::RuntimeSettings::new(
+            spec.agent_id.clone(),
+        ))
+    }
 }
 
 /// Spawns `<exe> agent …` as a child process in its own process group, stderr to
@@ -188,19 +202,7 @@ impl RuntimeLauncher for ProcessLauncher {
     }
 
     async fn launch(&self, spec: &LaunchSpec) -> std::io::Result<LaunchedRuntime> {
-        let logs = spec.home.join("logs");
-        let logs2 = logs.clone();
-        tokio::task::spawn_blocking(move || crate::fsutil::ensure_private_dir(&logs2))
-            .await
-            .map_err(std::io::Error::other)??;
-        let log = tokio::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(logs.join(format!("{}.log", spec.agent_id)))
-            .await?
-            .into_std()
-            .await;
+        let log = open_agent_log(&spec.home, &spec.agent_id).await?;
         let mut cmd = tokio::process::Command::new(&self.exe);
         cmd.args(Self::args(spec))
             .current_dir(&spec.cwd)
@@ -227,24 +229,47 @@ impl RuntimeLauncher for ProcessLauncher {
             .take()
             .ok_or_else(|| std::io::Error::other("child has no stdout"))?;
         let pid = child.id();
-        let exit = Box::pin(async move {
-            use std::os::unix::process::ExitStatusExt;
-            match child.wait().await {
-                Ok(st) => ExitInfo {
-                    code: st.code(),
-                    signal: st.signal(),
-                },
-                Err(e) => {
-                    tracing::warn!(error = %e, "waiting for a runtime failed");
-                    ExitInfo::default()
-                }
-            }
-        });
+        let exit = Box::pin(wait_exit(child));
         Ok(LaunchedRuntime {
             pid,
             stdin: Box::pin(stdin),
             stdout: Box::pin(stdout),
             exit,
         })
+    }
+}
+
+/// Opens `SHARD_HOME/logs/<agent_id>.log` (owner-only) for a Runtime's stderr.
+pub(crate) async fn open_agent_log(
+    home: &std::path::Path,
+    agent_id: &str,
+) -> std::io::Result<std::fs::File> {
+    let logs = home.join("logs");
+    let logs2 = logs.clone();
+    tokio::task::spawn_blocking(move || crate::fsutil::ensure_private_dir(&logs2))
+        .await
+        .map_err(std::io::Error::other)??;
+    Ok(tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(logs.join(format!("{agent_id}.log")))
+        .await?
+        .into_std()
+        .await)
+}
+
+/// How a Runtime's process ended, once it has.
+pub(crate) async fn wait_exit(mut child: tokio::process::Child) -> ExitInfo {
+    use std::os::unix::process::ExitStatusExt;
+    match child.wait().await {
+        Ok(st) => ExitInfo {
+            code: st.code(),
+            signal: st.signal(),
+        },
+        Err(e) => {
+            tracing::warn!(error = %e, "waiting for a runtime failed");
+            ExitInfo::default()
+        }
     }
 }

@@ -21,6 +21,7 @@ mod create;
 pub mod error;
 pub mod fdlimit;
 mod fsutil;
+pub mod hosts;
 mod jobs;
 pub mod launcher;
 pub mod lines;

@@ -60,6 +60,10 @@ pub struct AgentManifest {
     /// definition body, issue 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt_file: Option<String>,
+    /// The `[hosts.NAME]` its Runtime runs on (its session lives there); `None`: this
+    /// machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Reads and writes manifests; every id is validated before it touches a path.
@@ -156,6 +160,7 @@ mod tests {
             adopted: false,
             started: true,
             system_prompt_file: None,
+            host: None,
         }
     }
 

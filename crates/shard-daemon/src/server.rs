@@ -65,7 +65,14 @@ impl Daemon {
             None => std::env::current_exe()
                 .map_err(|e| DaemonError::io("finding the shard executable", e))?,
         };
-        Self::bind_with_launcher(config, Arc::new(ProcessLauncher::new(exe, settings))).await
+        let local = Arc::new(ProcessLauncher::new(exe, Arc::clone(&settings)));
+        let launcher = crate::hosts::HostsLauncher::new(
+            local,
+            config.hosts.clone(),
+            config.home.clone(),
+            settings,
+        );
+        Self::bind_with_launcher(config, Arc::new(launcher)).await
     }
 
     /// Like [`bind`](Daemon::bind) with another way to start Runtimes.

@@ -12,6 +12,7 @@
 pub mod config;
 pub mod gate;
 pub mod grants;
+pub mod hosts;
 pub mod paths;
 pub mod prompt;
 pub mod resolve;

@@ -16,6 +16,7 @@ pub mod ids;
 pub mod jobs;
 pub mod orchestrator;
 pub mod permission;
+pub mod remote;
 pub mod responses;
 pub mod schema;
 pub mod types;

@@ -75,6 +75,10 @@ pub struct AgentCreate {
     /// Daemon-set: alias pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub names: Option<Vec<String>>,
+    /// Additive: a `[hosts.NAME]` of the daemon's `config.toml` to run the Runtime on
+    /// (over SSH or a command prefix); `cwd` is then a path on that host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl AgentCreate {

@@ -421,6 +421,9 @@ pub struct AgentInfo {
     /// Additive (§16 item 2): the agent's session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// Additive: the `[hosts.NAME]` its Runtime runs on; absent for the daemon's machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// Format hint of a permission detail.

@@ -93,6 +93,9 @@ pub struct RuntimeOptions {
     pub tools: Option<Vec<String>>,
     /// Replaces the base system prompt (managed children).
     pub system_prompt: Option<String>,
+    /// A Runtime on another host: the daemon's forwarded configuration tables, combined
+    /// with the host's own file (`crate::forwarded`).
+    pub forwarded: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// What the transport feeds the actor.

@@ -53,7 +53,13 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
     let live_window_budget =
         super::sync::live_window_budget(env(super::sync::LIVE_WINDOW_ENV).as_deref())
             .map_err(StartError::Config)?;
-    let config = Config::load(&opts.shard_home).map_err(|e| StartError::Config(e.to_string()))?;
+    let mut config =
+        Config::load(&opts.shard_home).map_err(|e| StartError::Config(e.to_string()))?;
+    if let Some(tables) = &opts.forwarded {
+        let daemon = crate::forwarded::daemon_config(tables)
+            .map_err(|e| StartError::Config(e.to_string()))?;
+        config = crate::forwarded::combine(config, daemon);
+    }
     let ai_config = config.ai_config();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let gate = Gate::new(

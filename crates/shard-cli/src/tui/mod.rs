@@ -187,6 +187,7 @@ async fn open_link(
                 definition_name: None,
                 display_name: None,
                 names: None,
+                host: None,
             };
             let id = link::create(&d.client, create).await?;
             link::attach(d, id, false, inbox.clone(), generation).await

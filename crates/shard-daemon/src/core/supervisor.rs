@@ -136,6 +136,7 @@ pub(crate) fn launch_spec(
         daemon_sock: cfg.socket_path(),
         token,
         epoch,
+        host: m.host.clone(),
     }
 }
 
