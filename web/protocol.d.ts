@@ -291,6 +291,8 @@ export type AgentCreate = {
   display_name?: (string | null);
   /** Daemon-set: alias pool. */
   names?: (string[] | null);
+  /** Additive: a `[hosts.NAME]` of the daemon's `config.toml` to run the Runtime on (over SSH or a command prefix); `cwd` is then a path on that host. */
+  host?: (string | null);
 };
 
 /** Attachment role. */
@@ -1249,6 +1251,8 @@ export type AgentInfo = {
   display_name?: (string | null);
   /** Additive (§16 item 2): the agent's session. */
   session_id?: (string | null);
+  /** Additive: the `[hosts.NAME]` its Runtime runs on; absent for the daemon's machine. */
+  host?: (string | null);
 };
 
 /** State of an agent's Runtime generation (ARCHITECTURE §16 item 3). */
