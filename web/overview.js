@@ -103,7 +103,7 @@ export class Overview {
         children.set(a.parent_agent_id, list);
       } else {
         const ws = this.workspaceOf.get(a.agent_id);
-        const project = ws?.repository_cwd ?? a.cwd;
+        const project = ws?.repository_cwd ?? (a.host ? `${a.host}:${a.cwd}` : a.cwd);
         const list = byProject.get(project) ?? [];
         list.push(a);
         byProject.set(project, list);

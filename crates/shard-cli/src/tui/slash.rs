@@ -362,7 +362,15 @@ pub fn reply(app: &mut App, purpose: Purpose, result: Result<Option<Value>, Stri
                         let name = a.name.as_deref().map(strip).unwrap_or_default();
                         (
                             a.agent_id.clone(),
-                            format!("{} {name} {}", a.agent_id, strip(&a.cwd)),
+                            format!(
+                                "{} {name} {}{}",
+                                a.agent_id,
+                                a.host
+                                    .as_deref()
+                                    .map(|h| format!("{}:", strip(h)))
+                                    .unwrap_or_default(),
+                                strip(&a.cwd)
+                            ),
                         )
                     })
                     .collect();
