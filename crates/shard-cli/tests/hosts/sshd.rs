@@ -191,7 +191,8 @@ pub fn processes_with(needle: &str) -> Vec<u32> {
         .collect()
 }
 
-fn parent_of(pid: u32) -> Option<u32> {
+/// The parent of `pid`.
+pub fn parent_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after = stat.rsplit_once(')')?.1;
     after.split_whitespace().nth(1)?.parse().ok()
