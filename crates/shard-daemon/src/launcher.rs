@@ -54,6 +54,8 @@ pub struct ExitInfo {
     pub code: Option<i32>,
     /// Signal, when it was killed by one.
     pub signal: Option<i32>,
+    /// What the launcher knows the end meant (a remote Runtime's connection was lost).
+    pub cause: Option<&'static str>,
 }
 
 impl ExitInfo {
@@ -64,10 +66,14 @@ impl ExitInfo {
 
     /// One line for `agent_exited.reason`.
     pub fn describe(&self) -> String {
-        match (self.code, self.signal) {
+        let how = match (self.code, self.signal) {
             (Some(c), _) => format!("exited with code {c}"),
             (None, Some(s)) => format!("killed by signal {s}"),
             _ => "exited".into(),
+        };
+        match self.cause {
+            Some(cause) => format!("{cause} ({how})"),
+            None => how,
         }
     }
 }
@@ -266,6 +272,7 @@ pub(crate) async fn wait_exit(mut child: tokio::process::Child) -> ExitInfo {
         Ok(st) => ExitInfo {
             code: st.code(),
             signal: st.signal(),
+            cause: None,
         },
         Err(e) => {
             tracing::warn!(error = %e, "waiting for a runtime failed");

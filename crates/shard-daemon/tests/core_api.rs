@@ -379,6 +379,7 @@ async fn starts_beyond_the_bound_wait_until_one_ends_or_is_ready() {
     let _ = exit.send(ExitInfo {
         code: Some(1),
         signal: None,
+        cause: None,
     });
     let mut second = tokio::time::timeout(T, s.runtimes.recv())
         .await

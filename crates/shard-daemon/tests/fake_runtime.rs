@@ -241,6 +241,7 @@ async fn no_responder_means_headless_deny_and_crash_reports_exit() {
         .send(ExitInfo {
             code: None,
             signal: Some(9),
+            cause: None,
         })
         .unwrap();
     loop {
@@ -342,6 +343,7 @@ async fn terminate_closes_stdin_at_once_when_idle_and_defers_when_active() {
         .send(ExitInfo {
             code: Some(0),
             signal: None,
+            cause: None,
         })
         .unwrap();
     loop {
@@ -389,6 +391,7 @@ async fn kill_aborts_then_ends_input_and_answers_after_the_exit() {
         .send(ExitInfo {
             code: Some(0),
             signal: None,
+            cause: None,
         })
         .unwrap();
     tokio::time::timeout(T, kill)
@@ -441,6 +444,7 @@ async fn start_failure_keeps_identity_and_adoption_is_checked() {
         .send(ExitInfo {
             code: Some(1),
             signal: None,
+            cause: None,
         })
         .unwrap();
     let r = tokio::time::timeout(T, fut).await.unwrap().unwrap();

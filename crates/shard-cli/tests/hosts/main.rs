@@ -371,6 +371,13 @@ async fn a_host_lost_mid_turn_fails_the_turn_keeps_what_was_written_and_restores
     let exited =
         orchestrator_until(&c, |v| v["type"] == "agent_exited" && v["agent_id"] == a).await;
     assert_eq!(exited["runtime_state"], "failed", "{exited}");
+    assert!(
+        exited["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the connection to its host was lost"),
+        "{exited}"
+    );
     // The far Runtime saw end of input and exited: nothing is left on the host.
     wait_for("the far Runtime to exit", || {
         far.iter().all(|p| {

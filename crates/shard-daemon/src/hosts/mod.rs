@@ -115,13 +115,13 @@ impl HostsLauncher {
             .map_err(|e| format!("cannot send the settings to host {name}: {e}"))?;
         let pid = child.id();
         let host = name.to_string();
+        let ssh = cfg.ssh.is_some();
         let exit = Box::pin(async move {
-            let info = crate::launcher::wait_exit(child).await;
-            if info.code == Some(255) {
-                tracing::warn!(
-                    host,
-                    "the Runtime's connection to its host ended (ssh exit 255)"
-                );
+            let mut info = crate::launcher::wait_exit(child).await;
+            // 255 is ssh's own failure: the channel, not the Runtime, ended.
+            if info.code == Some(255) && ssh {
+                tracing::warn!(host, "the connection to the Runtime's host was lost");
+                info.cause = Some("the connection to its host was lost");
             }
             info
         });
