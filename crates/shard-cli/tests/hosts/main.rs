@@ -62,6 +62,23 @@ impl World {
     fn sshd(&mut self) -> &mut Sshd {
         self.sshd.as_mut().unwrap()
     }
+    /// The far Runtimes of this test's agents (and their sandboxes' zygotes).
+    fn far_runtimes(&self) -> Vec<u32> {
+        let work = self.work().display().to_string();
+        processes_with("agent --remote")
+            .into_iter()
+            .filter(|p| !sshd::cmdline(*p).starts_with("ssh"))
+            .filter(|p| sshd::cmdline(*p).contains(&work))
+            .collect()
+    }
+    /// How many sessions the host holds.
+    fn host_sessions(&self) -> usize {
+        std::fs::read_dir(self.rhome().join("sessions"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("sess-"))
+            .count()
+    }
     /// `[hosts.box]` over the test server, plus `extra` lines of config.
     fn ssh_host(&self, shard: &str, extra: &str) {
         let s = self.sshd.as_ref().unwrap();
@@ -95,8 +112,13 @@ struct Daemon {
 
 impl Daemon {
     fn start(home: &Path) -> Daemon {
+        Daemon::start_with(home, &[])
+    }
+
+    fn start_with(home: &Path, extra: &[&str]) -> Daemon {
         let mut child = StdCommand::new(SHARD)
             .args(["daemon", "--port", "0"])
+            .args(extra)
             .env("SHARD_HOME", home)
             .env("SHARD_LOG", "shard_daemon=debug")
             .env("ANTHROPIC_API_KEY", FAKE_KEY)
@@ -256,12 +278,7 @@ async fn a_remote_agent_answers_over_one_shared_connection_and_keys_stay_in_memo
     // Two agents, one connection: one ssh master, one Runtime per agent behind it.
     let masters = processes_with(&format!("-M -S {}", w.home().join("hosts").display()));
     assert_eq!(masters.len(), 1, "{masters:?}");
-    let remote = processes_with("agent --remote");
-    let ours: Vec<u32> = remote
-        .into_iter()
-        .filter(|p| sshd::cmdline(*p).contains(&w.work().display().to_string()))
-        .filter(|p| !sshd::cmdline(*p).starts_with("ssh"))
-        .collect();
+    let ours = w.far_runtimes();
     // A Runtime's sandbox zygote is a fork with the same command line: count the tops.
     let tops = ours
         .iter()
@@ -360,11 +377,7 @@ async fn a_host_lost_mid_turn_fails_the_turn_keeps_what_was_written_and_restores
     let (_, mut ev) = c.attach(&a, AttachRole::Interactive).await.unwrap();
     c.call(prompt(&a, "remember this")).await.unwrap();
     until(&mut ev, |v| v["type"] == "message_delta").await;
-    let far = processes_with("agent --remote")
-        .into_iter()
-        .filter(|p| !sshd::cmdline(*p).starts_with("ssh"))
-        .filter(|p| sshd::cmdline(*p).contains(&w.work().display().to_string()))
-        .collect::<Vec<_>>();
+    let far = w.far_runtimes();
     // The far Runtime (and its sandbox's zygote, a fork with the same command line).
     assert!(!far.is_empty());
     w.sshd().stop();
@@ -406,11 +419,7 @@ async fn a_host_lost_mid_turn_fails_the_turn_keeps_what_was_written_and_restores
         std::fs::read_to_string(session_file(&w.rhome()))
             .is_ok_and(|t| t.contains("remember this") && t.contains("and now"))
     });
-    let sessions = std::fs::read_dir(w.rhome().join("sessions"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("sess-"))
-        .count();
+    let sessions = w.host_sessions();
     assert_eq!(sessions, 1, "restored on the same session");
 }
 
@@ -468,13 +477,7 @@ async fn agent_kill_leaves_nothing_running_on_the_host() {
     wait_for("the tool to start", || {
         !processes_with("sleep 417").is_empty()
     });
-    let work = w.work().display().to_string();
-    let far = || {
-        processes_with("agent --remote")
-            .into_iter()
-            .filter(|p| sshd::cmdline(*p).contains(&work))
-            .collect::<Vec<_>>()
-    };
+    let far = || w.far_runtimes();
     assert!(!far().is_empty());
     let kill: Command = serde_json::from_value(json!({"type":"agent.kill","agent_id":a})).unwrap();
     c.call(kill).await.unwrap();
@@ -590,4 +593,39 @@ fn podman_containers_are_command_hosts() {
     // A container needs an image with this shard in it, which the tests cannot download;
     // the command launcher itself is covered by the wrapper test above.
     skip::skip("no local container image holding this shard build");
+}
+
+/// Idle reaping ends a remote Runtime like a local one (end of input), and the next
+/// prompt starts a new generation on the same host and session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_remote_runtime_is_reaped_and_restored() {
+    let Some(w) = World::with_sshd() else { return };
+    w.ssh_host(SHARD, "");
+    let d = Daemon::start_with(
+        &w.home(),
+        &[
+            "--idle-runtime-timeout",
+            "1",
+            "--attached-idle-timeout",
+            "1",
+        ],
+    );
+    let c = d.client().await;
+    let s = w.script(
+        "s.json",
+        json!([{"steps":[{"text":"one"}]},{"steps":[{"text":"two"}]}]),
+    );
+    let a = c.create(w.create(&s)).await.unwrap();
+    let far = || w.far_runtimes();
+    let stopped = orchestrator_until(&c, |v| {
+        v["type"] == "agent_status_changed" && v["agent_id"] == a && v["runtime_state"] == "stopped"
+    })
+    .await;
+    assert!(stopped["detail"].is_null(), "a clean stop: {stopped}");
+    wait_for("the far Runtime to exit", || far().is_empty());
+    let (_, mut ev) = c.attach(&a, AttachRole::Interactive).await.unwrap();
+    c.call(prompt(&a, "again")).await.unwrap();
+    until(&mut ev, |v| v["type"] == "message_complete").await;
+    let sessions = w.host_sessions();
+    assert_eq!(sessions, 1);
 }
