@@ -547,6 +547,8 @@ export type LiveWindow = {
   compaction_index?: (number | null);
   /** Additive (§16 item 9): first entry id kept when older ones were cut. */
   truncated_before?: (string | null);
+  /** Additive: ids of the messages after which an aborted turn stopped, so a reloaded conversation says "interrupted" where the live one did. */
+  interrupted_after?: (string[] | null);
 };
 
 /** One message of the conversation; `id` equals its session entry id (§16 item 4). */
@@ -745,7 +747,7 @@ export type PermissionDetail = {
 };
 
 /** Format hint of a permission detail. */
-export type DetailFormat = ("text" | "command" | "path" | "code");
+export type DetailFormat = ("text" | "command" | "path" | "code" | "diff");
 
 /** A server-defined answer to a permission request. */
 export type PermissionChoice = {
@@ -943,6 +945,8 @@ export type TurnEnd = {
   turn_id: string;
   /** Total usage of the turn. */
   usage?: (Usage | null);
+  /** Additive: `true` when the turn was aborted (Esc, Ctrl-C, `abort`) rather than finished, so every client can say "interrupted" where it stopped. */
+  interrupted?: (boolean | null);
 };
 
 /** `usage`. */

@@ -12,6 +12,7 @@ mod cmd_run;
 mod cmd_web;
 mod cmd_ws;
 mod common;
+mod detail_text;
 mod prompter;
 mod run_print;
 mod tui;

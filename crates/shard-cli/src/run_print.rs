@@ -44,6 +44,12 @@ impl Printer {
         for change in changes {
             self.change(change, view);
         }
+        if let Event::TurnEnd(t) = ev
+            && t.interrupted == Some(true)
+        {
+            self.end_line();
+            self.stderr_line("■ interrupted");
+        }
         if let Event::Response(r) = ev
             && !r.success
             && let Some(err) = &r.error

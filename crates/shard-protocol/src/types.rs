@@ -431,6 +431,9 @@ pub enum DetailFormat {
     Path,
     /// Code.
     Code,
+    /// A unified diff (`---`/`+++` headers, `@@` hunks, ` `/`-`/`+` lines): what an
+    /// `edit` or `write` would change, shown before the person answers.
+    Diff,
 }
 
 /// Server-built presentation detail of a permission request.

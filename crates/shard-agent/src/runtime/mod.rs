@@ -659,6 +659,7 @@ impl Runtime {
         };
         if let (Some(context), shard_session::EntryKind::Message(m)) =
             (self.context.as_mut(), entry.kind)
+            && !m.message.content.is_empty()
         {
             context.push(Arc::new(m.message));
         }

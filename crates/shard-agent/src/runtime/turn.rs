@@ -126,6 +126,10 @@ impl Runtime {
                 }
             }
         }
+        let interrupted = self.turn.as_ref().is_some_and(|t| t.aborted);
+        if interrupted && let Err(e) = self.append_message(None, EntryKind::interruption()) {
+            tracing::error!(error = %e, "could not record the interruption");
+        }
         if let Err(e) = self.session.sync_data() {
             tracing::error!(error = %e, "could not sync the transcript");
         }
@@ -139,6 +143,7 @@ impl Runtime {
             agent_id: None,
             turn_id,
             usage,
+            interrupted: interrupted.then_some(true),
         }))
         .await;
         self.set_status(AgentStatus::Idle).await;

@@ -170,6 +170,7 @@ impl App {
         before: &str,
         page: shard_protocol::responses::SessionHistoryData,
     ) {
+        self.view.mark_interrupted(page.interrupted_after.as_ref());
         let added = self
             .view
             .prepend_history(before, page.messages, page.truncated_before);

@@ -172,7 +172,7 @@ pub fn tail_lines(
             break;
         }
         let m = &view.messages[i - 1];
-        let lines = match cache.by_id.get(&m.id) {
+        let mut lines = match cache.by_id.get(&m.id) {
             Some(l) => l.clone(),
             None => {
                 let l = wrap_all(message(m, view, theme, opts), w);
@@ -180,6 +180,15 @@ pub fn tail_lines(
                 l
             }
         };
+        // Outside the cache: a turn may be marked interrupted after its message was drawn.
+        if view.interrupted.contains(&m.id) {
+            let blank = lines.last().is_some_and(|l| l.width() == 0);
+            if blank {
+                lines.pop();
+            }
+            lines.push(Line::styled("■ interrupted", theme.error()));
+            lines.push(Line::default());
+        }
         push(lines, &mut chunks, &mut count);
     }
     let mut out = Vec::with_capacity(count);

@@ -137,6 +137,33 @@ fn a_permission_prompt_owns_the_keyboard_and_answers_with_its_accelerator() {
 }
 
 #[test]
+fn an_edit_permission_shows_its_diff_in_a_window_that_pages() {
+    let mut a = app();
+    a.apply(&sync());
+    let body: String = (0..30).map(|i| format!("+new {i}\n")).collect();
+    a.apply(&ev(
+        json!({"type": "permission_request", "request_id": "r2", "tool_name": "edit",
+        "input": {"path": "notes.txt"}, "prompt": "Allow edit on notes.txt?",
+        "options": ["allow", "deny"],
+        "details": [{"label": "diff", "format": "diff",
+            "value": format!("--- a/notes.txt\n+++ b/notes.txt\n@@ -1,1 +1,31 @@\n-old\n{body}")}],
+        "choices": [
+            {"id": "allow", "label": "Allow once", "accelerator": "y", "intent": "allow"},
+            {"id": "deny", "label": "Deny", "accelerator": "n", "intent": "deny"}
+        ]}),
+    ));
+    insta::assert_snapshot!(frame(&mut a, 60, 20));
+    a.key(key(KeyCode::PageDown));
+    let f = frame(&mut a, 60, 20);
+    assert!(!f.contains("--- a/notes.txt"), "{f}");
+    assert!(f.contains("[y] Allow once"), "{f}");
+    a.key(key(KeyCode::End));
+    let f = frame(&mut a, 60, 20);
+    assert!(f.contains("+new 29"), "{f}");
+    assert!(a.outbox.is_empty(), "scrolling answers nothing");
+}
+
+#[test]
 fn escape_denies_a_permission_prompt() {
     let mut a = app();
     a.apply(&permission());

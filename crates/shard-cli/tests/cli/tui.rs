@@ -528,3 +528,92 @@ fn continue_reopens_the_latest_session_of_the_directory() {
     let s = t.wait("remembered answer");
     assert!(s.contains("› remember this"), "{s}");
 }
+
+#[test]
+fn esc_leaves_interrupted_where_the_turn_stopped_also_after_continue() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            {"steps": [{"text": "half an answer"}, {"delay_ms": 60000}, {"text": " never"}]},
+            text_turn("the next answer")
+        ]}),
+    );
+    let mut args = scripted(&script);
+    args.push("--no-daemon");
+    let t = Tmux::start(&sb, &args, 80, 24);
+    t.wait("type a prompt");
+    t.type_text("main", "go");
+    t.keys(&["Enter"]);
+    t.wait("half an answer");
+    t.keys(&["Escape"]);
+    let s = t.wait("■ interrupted");
+    let (partial, mark) = (
+        s.find("half an answer").unwrap(),
+        s.find("■ interrupted").unwrap(),
+    );
+    assert!(partial < mark, "{s}");
+    t.type_text("main", "again");
+    t.keys(&["Enter"]);
+    t.wait("the next answer");
+    t.keys(&["C-c"]);
+    t.keys(&["C-c"]);
+    t.wait("SHARD-EXIT=0");
+    drop(t);
+    args.push("--continue");
+    let t = Tmux::start(&sb, &args, 80, 24);
+    let s = t.wait("the next answer");
+    let at = |w: &str| s.find(w).unwrap_or_else(|| panic!("no {w} in {s}"));
+    assert!(at("half an answer") < at("■ interrupted"), "{s}");
+    assert!(at("■ interrupted") < at("› again"), "{s}");
+    assert_eq!(s.matches("■ interrupted").count(), 1, "{s}");
+}
+
+#[test]
+fn a_write_permission_shows_its_diff_first_and_pgdn_scrolls_it() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let content: String = (0..100).map(|i| format!("row {i}\n")).collect();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("w", "write", json!({"path": "long.txt", "content": content})),
+            tool_turn("b", "bash", json!({"command": "echo once-only"})),
+            text_turn("done")
+        ]}),
+    );
+    let mut args = scripted(&script);
+    args.push("--no-daemon");
+    let t = Tmux::start(&sb, &args, 80, 30);
+    t.wait("type a prompt");
+    t.type_text("main", "write it");
+    t.keys(&["Enter"]);
+    let s = t.wait("[y]");
+    assert!(s.contains("+++ b/long.txt"), "{s}");
+    assert!(s.contains("+row 0"), "{s}");
+    assert!(!s.contains("+row 99"), "{s}");
+    assert!(s.contains("PgUp/PgDn scroll"), "{s}");
+    t.keys(&["NPage"]);
+    let s = t.wait_in("main", "the next page of the diff", |s| {
+        !s.contains("+row 0\n") && !s.contains("+row 0 ")
+    });
+    assert!(s.contains("[y]"), "the choices stay: {s}");
+    t.keys(&["End"]);
+    t.wait("+row 99");
+    t.keys(&["Home"]);
+    t.wait("+row 0");
+    t.type_text("main", "n");
+    // The bash permission shows its command once.
+    let s = t.wait("echo once-only");
+    let s = if s.contains("[y]") { s } else { t.wait("[y]") };
+    let dialog = &s[s.rfind("────").unwrap()..];
+    assert_eq!(dialog.matches("echo once-only").count(), 1, "{s}");
+    t.type_text("main", "y");
+    t.wait("done");
+    assert!(!sb.work().join("long.txt").exists(), "n denied the write");
+}
