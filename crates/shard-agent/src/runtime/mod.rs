@@ -216,6 +216,8 @@ pub struct Runtime {
     mcp_plan: Option<shard_mcp::Resolved>,
     /// The running MCP servers; stopped with the Runtime.
     mcp: Option<shard_mcp::McpManager>,
+    /// Servers the first model request still waits for, and until when.
+    mcp_waiting: Option<mcp::McpWait>,
     /// Byte budget of `sync.live_window`, the most a history page holds.
     live_window_budget: usize,
 }
@@ -355,6 +357,7 @@ impl Runtime {
             eof: false,
             sink_closed: false,
             mcp_plan: Some(mcp_plan),
+            mcp_waiting: None,
             mcp: None,
             live_window_budget,
         };

@@ -103,6 +103,9 @@ impl Runtime {
         }))
         .await;
         let mut failed = !self.ensure_context().await || !self.append_user(&input).await;
+        if !failed {
+            self.wait_for_mcp().await;
+        }
         let mut iterations = 0;
         while !failed && !self.cancelled() {
             iterations += 1;

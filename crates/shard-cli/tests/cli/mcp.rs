@@ -578,3 +578,65 @@ fn third_party_http_server() {
     assert!(text_of(&results[0]).contains("over http"), "{}", results[0]);
     assert!(a.finish().success());
 }
+
+#[test]
+fn shard_run_waits_for_its_servers_before_the_first_request() {
+    let sb = Sandbox::new();
+    let Some(script) = server_script(&sb) else {
+        return;
+    };
+    user_server(&sb, &script, "read_only_tools = [\"echo\"]\n");
+    let s = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("e1", "mcp__t__echo", json!({"text": "from the first call"})),
+            text_turn("done")
+        ]}),
+    );
+    let out = shard(
+        &sb,
+        &[
+            "run",
+            "--provider",
+            "scripted",
+            "--script",
+            s.to_str().unwrap(),
+            "go",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("no tool named"), "{stderr}");
+    assert!(stderr.contains("from the first call"), "{stderr}");
+}
+
+#[test]
+fn a_late_or_failing_server_is_reported_and_the_turn_goes_on() {
+    let sb = Sandbox::new();
+    sb.config(
+        "[mcp]\nstartup_timeout = 1\n\
+         [mcp.servers.slow]\ncommand = \"sleep\"\nargs = [\"600\"]\n\
+         [mcp.servers.broken]\ncommand = \"false\"\n",
+    );
+    let s = sb.script("s.json", json!({"turns": [text_turn("answered anyway")]}));
+    let out = shard(
+        &sb,
+        &[
+            "run",
+            "--provider",
+            "scripted",
+            "--script",
+            s.to_str().unwrap(),
+            "go",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("answered anyway"), "{stdout}");
+    assert!(
+        stderr.contains("mcp: server `slow` is late: not ready after 1 s"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("mcp: server `broken` failed"), "{stderr}");
+}
