@@ -128,7 +128,32 @@ fn agent_args(args: &TuiArgs, home: &std::path::Path) -> anyhow::Result<AgentArg
         let cwd = a.cwd.clone().map_or_else(std::env::current_dir, Ok)?;
         a.session = Some(common::latest_session(home, &cwd)?);
     }
+    if let Some(id) = a.session.clone()
+        && let Some(why) = common::unopenable(home, &id)
+    {
+        if !offer_new_session(&id, &why) {
+            return Err(usage(format!("session {id} cannot be opened: {why}")));
+        }
+        a.session = None;
+    }
     Ok(a)
+}
+
+/// One line saying why the session cannot be opened, and the offer of a new one (Enter
+/// or `y` accepts), asked before the screen is taken.
+fn offer_new_session(id: &str, why: &str) -> bool {
+    use std::io::{BufRead, Write};
+    let mut err = std::io::stderr();
+    let _ = write!(
+        err,
+        "shard: session {id} cannot be opened: {why}. Start a new session instead? [Y/n] "
+    );
+    let _ = err.flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+        return false;
+    }
+    matches!(line.trim().to_ascii_lowercase().as_str(), "" | "y" | "yes")
 }
 
 /// Opens a link on `source` for `session` (None: a new one; `Some(None)` keeps the

@@ -617,3 +617,42 @@ fn a_write_permission_shows_its_diff_first_and_pgdn_scrolls_it() {
     t.wait("done");
     assert!(!sb.work().join("long.txt").exists(), "n denied the write");
 }
+
+#[test]
+fn continue_on_a_gone_transcript_offers_a_new_session() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [text_turn("first answer"), text_turn("fresh answer")]}),
+    );
+    let s = script.to_str().unwrap();
+    let out = shard(
+        &sb,
+        &["run", "--provider", "scripted", "--script", s, "hello"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let sid = stderr
+        .split_whitespace()
+        .find(|w| w.starts_with("sess-"))
+        .unwrap()
+        .to_string();
+    std::fs::remove_file(sb.session_file(&sid)).unwrap();
+    let mut args = scripted(&script);
+    args.extend(["--no-daemon", "--continue"]);
+    let t = Tmux::start(&sb, &args, 160, 24);
+    let s = t.wait("Start a new session instead? [Y/n]");
+    assert!(
+        s.contains(&format!(
+            "session {sid} cannot be opened: its transcript is gone"
+        )),
+        "{s}"
+    );
+    t.keys(&["Enter"]);
+    t.wait("type a prompt");
+    t.type_text("main", "go");
+    t.keys(&["Enter"]);
+    t.wait("first answer");
+}
