@@ -270,6 +270,12 @@ pub fn reply(app: &mut App, purpose: Purpose, result: Result<Option<Value>, Stri
             Purpose::Models(open) => {
                 let d: ListModelsData = parse(data)?;
                 app.models = d.models.iter().map(|m| m.id.clone()).collect();
+                // The status line names the model from the start (also after `--continue`),
+                // not only once a call reported usage.
+                if app.view.model.as_ref().is_none_or(|m| m.id != d.active.id) {
+                    app.view.model = Some(d.active.clone());
+                    app.dirty = true;
+                }
                 if open {
                     let items = d
                         .models

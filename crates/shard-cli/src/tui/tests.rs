@@ -515,3 +515,64 @@ fn a_stale_history_page_changes_nothing() {
     assert_eq!(v.index_of("m9"), Some(1));
     assert_eq!(v.truncated_before.as_deref(), Some("m1"));
 }
+
+#[test]
+fn a_large_paste_collapses_in_the_input_and_is_sent_whole() {
+    let mut a = app();
+    a.apply(&sync());
+    let pasted: String = (0..15).map(|i| format!("line {i}\n")).collect();
+    typed(&mut a, "look: ");
+    a.paste(&pasted);
+    assert_eq!(a.editor.text, "look: [Pasted 15 lines]");
+    let f = frame(&mut a, 60, 12);
+    assert!(f.contains("› look: [Pasted 15 lines]"), "{f}");
+    a.paste("short\n");
+    a.key(key(KeyCode::Enter));
+    let Some(Command::Prompt(p)) = a.outbox.pop() else {
+        panic!("no prompt")
+    };
+    assert_eq!(p.message, format!("look: {pasted}short\n"));
+    assert!(a.pastes.is_empty());
+}
+
+#[test]
+fn page_up_and_down_move_a_screen() {
+    let mut a = app();
+    a.apply(&sync());
+    frame(&mut a, 60, 20);
+    let page = a.page_rows;
+    assert!(page > 10, "a screen, not a fixed step: {page}");
+    a.key(key(KeyCode::PageUp));
+    assert_eq!(a.scroll, page);
+    a.key(key(KeyCode::PageDown));
+    assert_eq!(a.scroll, 0);
+}
+
+#[test]
+fn long_tool_output_expands_with_ctrl_o() {
+    let mut a = app();
+    a.apply(&sync());
+    let out: String = (0..100).map(|i| format!("out {i}\n")).collect();
+    a.apply(&ev(
+        json!({"type": "tool_call", "tool_call_id": "c9", "name": "bash",
+        "args": {"command": "seq 100"}}),
+    ));
+    a.apply(&ev(json!({"type": "tool_result", "tool_call_id": "c9",
+        "content": {"kind": "text", "text": out}, "is_error": false})));
+    a.apply(&ev(
+        json!({"type": "message_complete", "message_id": "m9", "message": {
+        "id": "m9", "role": "assistant", "content": [
+            {"type": "tool_call", "id": "c9", "name": "bash", "args": {"command": "seq 100"}}]}}),
+    ));
+    let f = frame(&mut a, 60, 60);
+    assert!(f.contains("more lines — Ctrl+O shows all"), "{f}");
+    assert!(
+        f.contains("Ctrl+O full tool output"),
+        "the footer names the key: {f}"
+    );
+    assert!(!f.contains("out 99"), "{f}");
+    a.key(ctrl('o'));
+    let f = frame(&mut a, 60, 60);
+    assert!(f.contains("out 99"), "{f}");
+    assert!(!f.contains("more lines — Ctrl+O"), "{f}");
+}

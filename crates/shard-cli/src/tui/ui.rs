@@ -49,6 +49,8 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App) {
     .areas(area);
 
     let height = conv.height as usize;
+    // One screen less a line of overlap, so reading on keeps the context.
+    app.page_rows = height.saturating_sub(1).max(1);
     let want = height + app.scroll;
     let (lines, top) = conversation::tail_lines(
         &app.view,
@@ -128,10 +130,10 @@ fn input_lines(app: &App) -> Vec<Line<'static>> {
         })
         .collect();
     if app.editor.text.is_empty() {
-        let hint = if app.working() {
-            "Enter queues a follow-up · Ctrl/Alt+Enter steers · Esc aborts"
-        } else {
-            "type a prompt · /help for commands"
+        let hint = match (app.working(), app.opts.expand_tools) {
+            (true, _) => "Enter queues a follow-up · Ctrl/Alt+Enter steers · Esc aborts",
+            (false, false) => "type a prompt · /help · Ctrl+O full tool output",
+            (false, true) => "type a prompt · /help · Ctrl+O short tool output",
         };
         v = vec![Line::from(vec![
             Span::styled("› ", theme.user()),

@@ -516,6 +516,10 @@ fn continue_reopens_the_latest_session_of_the_directory() {
     args.push("--no-daemon");
     let t = Tmux::start(&sb, &args, 80, 24);
     t.wait("type a prompt");
+    // The model is named from the start, before any call reported usage.
+    t.wait_in("main", "the model in the status line", |s| {
+        status_line(s).contains("scripted/script")
+    });
     t.type_text("main", "remember this");
     t.keys(&["Enter"]);
     t.wait("remembered answer");
@@ -527,6 +531,37 @@ fn continue_reopens_the_latest_session_of_the_directory() {
     let t = Tmux::start(&sb, &args, 80, 24);
     let s = t.wait("remembered answer");
     assert!(s.contains("› remember this"), "{s}");
+    t.wait_in("main", "the model after --continue", |s| {
+        status_line(s).contains("scripted/script")
+    });
+}
+
+#[test]
+fn a_large_paste_shows_as_one_line_and_is_sent_whole() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let script = sb.script("s.json", json!({"turns": [text_turn("got it")]}));
+    let mut args = scripted(&script);
+    args.push("--no-daemon");
+    let t = Tmux::start(&sb, &args, 80, 40);
+    t.wait("type a prompt");
+    let text: String = (0..12).map(|i| format!("pasted row {i}\n")).collect();
+    assert!(t.tmux(&["set-buffer", "-b", "p", &text]).status.success());
+    assert!(
+        t.tmux(&["paste-buffer", "-p", "-b", "p", "-t", "t:main"])
+            .status
+            .success()
+    );
+    let s = t.wait("[Pasted 12 lines]");
+    assert!(!s.contains("pasted row 3"), "{s}");
+    t.keys(&["Enter"]);
+    let s = t.wait("got it");
+    assert!(
+        s.contains("pasted row 0") && s.contains("pasted row 11"),
+        "{s}"
+    );
 }
 
 #[test]
