@@ -57,6 +57,8 @@ export type ClientMessage = {
   type: "agent.terminate";
 } | AgentKill & {
   type: "agent.kill";
+} | AgentRef & {
+  type: "agent.archive";
 } | AgentStatusQuery & {
   type: "agent.status";
 } | DaemonShutdown & {
@@ -1212,6 +1214,8 @@ export type AgentInfo = {
   display_name?: (string | null);
   /** Additive (§16 item 2): the agent's session. */
   session_id?: (string | null);
+  /** Additive: the agent was archived (`agent.archive`); clients list it only on request. */
+  archived?: (boolean | null);
 };
 
 /** State of an agent's Runtime generation (ARCHITECTURE §16 item 3). */

@@ -64,6 +64,8 @@ enum Commands {
     Ls(cmd_daemon::LsArgs),
     /// Kill an agent's Runtime.
     Kill(cmd_daemon::KillArgs),
+    /// Archive an agent: its Runtime stops, it leaves `shard ls`, its session is kept.
+    Rm(cmd_daemon::RmArgs),
     /// Attach to an agent: print its stream and answer its prompts.
     Attach(cmd_attach::AttachArgs),
     /// Print a one-time browser enrollment link; list or revoke enrolled browsers.
@@ -100,6 +102,7 @@ fn main() -> ExitCode {
         Some(Commands::Daemon(args)) => cmd_daemon::daemon(args),
         Some(Commands::Ls(args)) => cmd_daemon::ls(args),
         Some(Commands::Kill(args)) => cmd_daemon::kill(args),
+        Some(Commands::Rm(args)) => cmd_daemon::rm(args),
         Some(Commands::Attach(args)) => cmd_attach::attach(args),
         Some(Commands::Sessions(args)) => cmd_info::sessions(args),
         Some(Commands::Models(args)) => cmd_info::models(args),

@@ -417,6 +417,9 @@ pub struct AgentInfo {
     /// Additive (§16 item 2): the agent's session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// Additive: the agent was archived (`agent.archive`); clients list it only on request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived: Option<bool>,
 }
 
 /// Format hint of a permission detail.

@@ -345,3 +345,45 @@ fn new_with_a_prompt_keeps_its_first_permission_for_the_first_person_who_attache
     drop(stdin);
     let _ = child.wait();
 }
+
+#[test]
+fn rm_archives_an_agent_out_of_ls_keeping_its_session() {
+    let sb = Sandbox::new();
+    let _d = TestDaemon::start(&sb);
+    let script = sb.script("s.json", json!({"turns": [text_turn("hello")]}));
+    let out = shard(
+        &sb,
+        &[
+            "new",
+            "--script",
+            script.to_str().unwrap(),
+            "--prompt",
+            "hi",
+        ],
+    );
+    assert!(out.status.success());
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let out = shard(&sb, &["ls", "--json"]);
+    let agents: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let session = agents[0]["session_id"].as_str().unwrap().to_string();
+    let out = shard(&sb, &["rm", &id]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("its session {session} is kept")),
+        "{stdout}"
+    );
+    let ls = String::from_utf8_lossy(&shard(&sb, &["ls"]).stdout).to_string();
+    assert!(!ls.contains(&id), "{ls}");
+    let all = String::from_utf8_lossy(&shard(&sb, &["ls", "--all"]).stdout).to_string();
+    let row = all.lines().find(|l| l.starts_with(&id)).expect(&all);
+    assert!(row.contains("archived"), "{row}");
+    assert!(!row.contains("running"), "the Runtime stopped: {row}");
+    assert!(sb.session_file(&session).exists(), "the session is kept");
+    let out = shard(&sb, &["rm", "agent-01JZ8Q4X7M2K9P3R5T6V8W0Y1A"]);
+    assert_eq!(out.status.code(), Some(1));
+}

@@ -185,6 +185,23 @@ impl Shared {
         Ok(supervisor::kill_runtime(self, st, agent_id, force))
     }
 
+    /// `agent.archive`: marks the agent archived and stops its Runtime; returns the
+    /// manifest to persist and what resolves when the Runtime is gone.
+    pub(crate) fn archive(
+        self: &Arc<Self>,
+        agent_id: &str,
+    ) -> Result<(AgentManifest, Option<oneshot::Receiver<()>>), ProtocolError> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let entry = st.agents.get_mut(agent_id).ok_or_else(not_found)?;
+        entry.manifest.archived = true;
+        let manifest = entry.manifest.clone();
+        Ok((
+            manifest,
+            supervisor::kill_runtime(self, st, agent_id, false),
+        ))
+    }
+
     /// Reserves a new agent in the registry; two concurrent adoptions of one session
     /// cannot both win.
     pub(crate) fn reserve_agent(&self, manifest: &AgentManifest) -> Result<(), ProtocolError> {
