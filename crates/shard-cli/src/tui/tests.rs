@@ -576,3 +576,25 @@ fn long_tool_output_expands_with_ctrl_o() {
     assert!(f.contains("out 99"), "{f}");
     assert!(!f.contains("more lines — Ctrl+O"), "{f}");
 }
+
+#[test]
+fn fork_without_an_argument_picks_a_message() {
+    let mut a = app();
+    a.apply(&sync());
+    typed(&mut a, "/fork");
+    a.key(key(KeyCode::Enter));
+    let f = frame(&mut a, 60, 16);
+    assert!(f.contains("fork after which message?"), "{f}");
+    assert!(f.contains("you: explain the plan"), "{f}");
+    assert!(f.contains("assistant: ## Steps"), "{f}");
+    assert!(a.outbox.is_empty(), "nothing sent before a pick");
+    // Newest first: the assistant's answer, then the prompt.
+    a.key(key(KeyCode::Down));
+    a.key(key(KeyCode::Enter));
+    let Some(Command::SessionOp(op)) = a.outbox.pop() else {
+        panic!("no fork sent")
+    };
+    let v = serde_json::to_value(&op).expect("json");
+    assert_eq!(v["op"], "fork");
+    assert_eq!(v["args"]["from_entry_id"], "m1");
+}

@@ -691,3 +691,36 @@ fn continue_on_a_gone_transcript_offers_a_new_session() {
     t.keys(&["Enter"]);
     t.wait("first answer");
 }
+
+#[test]
+fn fork_opens_a_picker_over_the_messages_and_forks_at_the_pick() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [text_turn("first answer"), text_turn("second answer")]}),
+    );
+    let mut args = scripted(&script);
+    args.push("--no-daemon");
+    let t = Tmux::start(&sb, &args, 100, 30);
+    t.wait("type a prompt");
+    t.type_text("main", "one");
+    t.keys(&["Enter"]);
+    t.wait("first answer");
+    t.type_text("main", "two");
+    t.keys(&["Enter"]);
+    t.wait("second answer");
+    t.type_text("main", "/fork");
+    t.keys(&["Enter"]);
+    let s = t.wait("fork after which message?");
+    assert!(
+        s.contains("you: one") && s.contains("assistant: second answer"),
+        "{s}"
+    );
+    t.keys(&["Down", "Down"]);
+    t.keys(&["Enter"]);
+    let s = t.wait("forked: session");
+    assert!(s.contains("/resume"), "{s}");
+}
