@@ -78,6 +78,24 @@ enum Commands {
     Protocol(cmd_protocol::ProtocolArgs),
 }
 
+impl Commands {
+    /// Commands that print and exit, with no child process, socket server or protocol
+    /// stream of their own: `shard ls | head` may simply end when `head` does.
+    fn prints_and_exits(&self) -> bool {
+        matches!(
+            self,
+            Commands::Sessions(_)
+                | Commands::Models(_)
+                | Commands::Ls(_)
+                | Commands::Kill(_)
+                | Commands::Rm(_)
+                | Commands::Web(_)
+                | Commands::Ws(_)
+                | Commands::Protocol(_)
+        )
+    }
+}
+
 fn main() -> ExitCode {
     // Started by a Runtime as its tool sandbox's zygote (docs/sandbox.md): serve, and
     // nothing else of the CLI runs in that process.
@@ -95,6 +113,9 @@ fn main() -> ExitCode {
     shard_sandbox::hardening::detach_environment();
     shard_sandbox::hardening::harden(&[]);
     let cli = Cli::parse();
+    if cli.command.as_ref().is_some_and(Commands::prints_and_exits) {
+        shard_sandbox::hardening::quiet_on_closed_pipe();
+    }
     match cli.command {
         None => tui::run(cli.tui),
         Some(Commands::Agent(args)) => cmd_agent::run(args),

@@ -9,6 +9,7 @@ mod config;
 mod daemon;
 mod daemon_security;
 mod daemon_sessions;
+mod doc_commands;
 mod gate;
 mod harness;
 mod mcp;
