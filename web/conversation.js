@@ -294,10 +294,7 @@ export class Conversation {
   toolCall(ev) {
     const t = this.tool(ev.tool_call_id, ev.name);
     t.el.classList.toggle("read-only", ev.read_only === true);
-    if (ev.args && !t.argsText) {
-      t.argsText = JSON.stringify(ev.args);
-      t.args.textContent = t.argsText;
-    }
+    if (ev.args) setArgs(t, ev.args);
     clear(t.preview);
     if (ev.render) t.preview.appendChild(renderDescriptor(ev.render));
     this.scroll();
@@ -384,10 +381,7 @@ export class Conversation {
           t = newTool(c.name);
           if (c.id) this.tools.set(c.id, t);
         }
-        if (c.args && Object.keys(c.args).length) {
-          t.argsText = JSON.stringify(c.args);
-          t.args.textContent = t.argsText;
-        }
+        if (c.args && Object.keys(c.args).length) setArgs(t, c.args);
         return { kind: "tool_call", el: t.el, tool: t };
       }
       case "tool_result": {
@@ -421,6 +415,21 @@ function newTool(name) {
   const result = h("div", { class: "tool-result" });
   const el = h("div", { class: "block tool" }, h("div", { class: "tool-head" }, head, " ", args), preview, result);
   return { el, head, args, preview, result, argsText: "" };
+}
+
+/**
+ * A call's arguments as a person reads them in its header: the command, path or pattern
+ * it acts on (`edit notes.txt`, `bash cargo test`), the whole JSON on hover; other calls
+ * keep their JSON.
+ * @param {ToolView} t @param {Record<string, unknown>} args
+ */
+function setArgs(t, args) {
+  t.argsText = JSON.stringify(args);
+  const key = ["command", "path", "file_path", "pattern", "url", "query"].find((k) => typeof args[k] === "string" && args[k] !== "");
+  const short = key ? String(args[key]).split("\n")[0] : t.argsText;
+  t.args.textContent = short;
+  t.args.title = t.argsText;
+  t.args.classList.toggle("short", !!key);
 }
 
 /** The mark an aborted turn leaves, live and after a reload alike. */

@@ -153,6 +153,10 @@ test("a permission answered in one browser context disappears in the other", asy
   await b.page.locator(".pane.active .log").getByText(/answered here/).waitFor();
   await a.page.locator(".pane.active .log figure.diff .line-add", { hasText: "+alpha" }).waitFor();
   await a.page.locator(".pane.active .log").getByText("Written.").waitFor();
+  // The call's header is a short title, the JSON only on hover.
+  const head = a.page.locator(".pane.active .log .tool-head .tool-args").first();
+  assert.equal(await head.textContent(), "notes.txt");
+  assert.ok((await head.getAttribute("title"))?.includes('"content"'));
   await a.page.screenshot({ path: join(artifacts, "conversation-diff.png") });
   await a.ctx.close();
   await b.ctx.close();
