@@ -21,6 +21,10 @@ pub struct DaemonArgs {
     /// Reap a Runtime after it has been inactive this many seconds.
     #[arg(long, default_value_t = 600)]
     idle_runtime_timeout: u64,
+    /// Reap a Runtime that an interactive client is attached to only after it has been
+    /// inactive this many seconds (at least the idle timeout).
+    #[arg(long, default_value_t = 3600)]
+    attached_idle_timeout: u64,
     /// Seconds a queued permission request waits for a client before it is denied
     /// (default: `[headless] timeout_secs` of config.toml, else 600).
     #[arg(long)]
@@ -125,6 +129,7 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     cfg.idle_runtime_timeout = Duration::from_secs(args.idle_runtime_timeout);
+    cfg.attached_idle_timeout = Duration::from_secs(args.attached_idle_timeout);
     if let Some(t) = args.headless_timeout {
         cfg.headless_timeout = Duration::from_secs(t);
     }

@@ -12,6 +12,10 @@ pub struct DaemonConfig {
     pub home: PathBuf,
     /// Inactive Runtimes are reaped after this long.
     pub idle_runtime_timeout: Duration,
+    /// An inactive Runtime that an interactive client is attached to is reaped only after
+    /// this long (never sooner than `idle_runtime_timeout`): a person with a client open
+    /// expects the agent warm, its MCP servers and sandbox started.
+    pub attached_idle_timeout: Duration,
     /// A Runtime must send `hello` and `sync` within this long.
     pub ready_timeout: Duration,
     /// A queued request with no responder is denied after this long (§16 item 7).
@@ -48,6 +52,7 @@ impl DaemonConfig {
         DaemonConfig {
             home,
             idle_runtime_timeout: Duration::from_secs(600),
+            attached_idle_timeout: Duration::from_secs(3600),
             ready_timeout: Duration::from_secs(20),
             headless_timeout: Duration::from_secs(600),
             kill_grace: Duration::from_secs(5),

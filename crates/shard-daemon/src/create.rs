@@ -70,9 +70,13 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
     if let Err(e) = shared.store.save(&manifest).await {
         tracing::error!(error = %e, "could not write a manifest");
         shared.forget_agent(&agent_id);
+        let why = match &e {
+            crate::error::DaemonError::Io { source, .. } => crate::fdlimit::describe(source),
+            other => other.to_string(),
+        };
         return Err(ProtocolError::new(
             ErrorCode::InternalError,
-            format!("could not record the agent: {e}"),
+            format!("could not record the agent: {why}"),
         ));
     }
     let result = match shared.start_agent(&agent_id) {
@@ -87,6 +91,20 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
         agent_id: agent_id.clone(),
     })
     .ok();
+    if let Err(e) = &result
+        && e.contains(crate::fdlimit::EXHAUSTED)
+    {
+        // Out of descriptors is the daemon's state, not the agent's: undo the create so a
+        // retry after raising the limit does not find a half-made agent.
+        shared.forget_agent(&agent_id);
+        if let Err(e) = shared.store.remove(&agent_id).await {
+            tracing::warn!(error = %e, agent_id, "could not remove the manifest of an undone create");
+        }
+        return Err(ProtocolError::new(
+            ErrorCode::RuntimeStartFailed,
+            format!("the agent was not created: {e}"),
+        ));
+    }
     match result {
         Ok(()) => Ok(Reply::Done(data)),
         Err(e) => Err(ProtocolError::new(

@@ -19,6 +19,7 @@ mod conn;
 mod core;
 mod create;
 pub mod error;
+pub mod fdlimit;
 mod fsutil;
 mod jobs;
 pub mod launcher;

@@ -103,6 +103,16 @@ impl ManifestStore {
             .map_err(|e| DaemonError::io(format!("writing {}", path.display()), e))
     }
 
+    /// Removes one manifest: an agent whose creation is undone leaves nothing behind.
+    pub async fn remove(&self, agent_id: &str) -> Result<(), DaemonError> {
+        let path = self.path_of(agent_id)?;
+        match tokio::fs::remove_file(&path).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(DaemonError::io(format!("removing {}", path.display()), e)),
+        }
+    }
+
     /// Loads every readable manifest; unreadable ones are logged and skipped so that one
     /// bad file never hides the other agents.
     pub async fn load_all(&self) -> Result<Vec<AgentManifest>, DaemonError> {

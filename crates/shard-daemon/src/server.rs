@@ -73,6 +73,7 @@ impl Daemon {
         config: DaemonConfig,
         launcher: Arc<dyn RuntimeLauncher>,
     ) -> Result<Self, DaemonError> {
+        crate::fdlimit::raise_to_hard_limit();
         let home = config.home.clone();
         let lock = tokio::task::spawn_blocking(move || take_lock(&home))
             .await

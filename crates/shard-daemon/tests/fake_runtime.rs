@@ -126,16 +126,7 @@ async fn command_ids_are_rewritten_and_mapped_back() {
     let mut s = start(|_| {}).await;
     let c1 = Client::connect_daemon(&s.home).await.unwrap();
     let (id, mut rt) = create(&mut s, &c1, None).await;
-    let (_, _e1) = {
-        let f = c1.attach(&id, AttachRole::Interactive);
-        tokio::pin!(f);
-        let cmd =
-            tokio::select! { c = rt.next_command() => c, _ = &mut f => panic!("no sync yet") };
-        rt.emit(sync_json("idle")).await;
-        rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
-            .await;
-        f.await.unwrap()
-    };
+    let (_, _e1) = attach_idle(&c1, &id, &mut rt).await;
     let c2 = Client::connect_daemon(&s.home).await.unwrap();
     // An unattached client is refused.
     let raw = json!({"type":"list_modes","agent_id":id});
@@ -295,6 +286,30 @@ async fn idle_runtime_is_reaped_by_closing_stdin() {
     // End of input is the Runtime's signal to finish and exit 0.
     let end = tokio::time::timeout(T, rt.commands.next()).await.unwrap();
     assert!(end.is_none(), "stdin closed, got {end:?}");
+}
+
+#[tokio::test]
+async fn an_interactive_client_keeps_its_runtime_warm_past_the_idle_timeout() {
+    let mut s = start(|c| {
+        c.idle_runtime_timeout = Duration::from_millis(200);
+        c.attached_idle_timeout = Duration::from_secs(3600);
+    })
+    .await;
+    let c1 = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, mut kept) = create(&mut s, &c1, None).await;
+    let (_, _e1) = attach_idle(&c1, &id, &mut kept).await;
+    // A second agent nobody attaches to, idle since after the first: once it is reaped, the
+    // reaper has passed the idle timeout of both.
+    let (_other, mut reaped) = create(&mut s, &c1, None).await;
+    let end = tokio::time::timeout(T, reaped.commands.next())
+        .await
+        .unwrap();
+    assert!(
+        end.is_none(),
+        "the unattached Runtime is reaped, got {end:?}"
+    );
+    let still = tokio::time::timeout(Duration::from_millis(500), kept.commands.next()).await;
+    assert!(still.is_err(), "the attached Runtime was reaped: {still:?}");
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@ use crate::entry::{
     decode_entry, encode_header,
 };
 use crate::error::SessionError;
+use crate::fork_index;
 use crate::lines::RevLines;
 use crate::reader::SessionReader;
 use crate::records::{atomic_write_unsynced, ensure_private_dir};
@@ -85,6 +86,16 @@ impl SessionStore {
             source_entry_id: from_entry_id.to_string(),
         };
         let header = self.source_header(reader)?;
+        let sessions = self.sessions_dir();
+        let source_rel = self.session_dir(&reader.id)?;
+        let source_rel = source_rel
+            .strip_prefix(&sessions)
+            .unwrap_or(Path::new(&reader.id));
+        fork_index::record(
+            &sessions,
+            &session_id,
+            &source_rel.join("forks").join(&session_id),
+        )?;
         let written = write_fork(self, &forks, &dir, &session_id, &header.cwd, origin, window);
         match written {
             Ok(head_entry_id) => Ok(Forked {
@@ -94,6 +105,7 @@ impl SessionStore {
             }),
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&dir);
+                fork_index::forget(&sessions, &session_id);
                 Err(e)
             }
         }

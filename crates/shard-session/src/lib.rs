@@ -16,6 +16,7 @@ pub mod compact;
 mod entry;
 mod error;
 mod fork;
+mod fork_index;
 mod lines;
 mod meta;
 mod reader;

@@ -11,6 +11,7 @@ use crate::entry::{
     Decoded, FORMAT_VERSION, HeaderTag, SessionHeader, decode_entry, decode_header, encode_header,
 };
 use crate::error::SessionError;
+use crate::fork_index;
 use crate::lines::{last_newline_end, read_first_line};
 use crate::meta::{SessionMeta, trusted_state};
 use crate::records::{
@@ -39,19 +40,30 @@ impl SessionStore {
     }
 
     /// The directory of `session_id`, after validating the id: `sessions/<id>`, or for a
-    /// fork the `forks/<id>` folder under its source (searched when there is no top-level
-    /// folder; docs/sessions.md).
+    /// fork the `forks/<id>` folder under its source, found through the fork index without
+    /// walking the store (`fork_index`; docs/sessions.md).
     pub fn session_dir(&self, session_id: &str) -> Result<PathBuf, SessionError> {
         if !ids::is_valid(ids::SESSION, session_id) {
             return Err(SessionError::InvalidId(
                 session_id.chars().take(64).collect(),
             ));
         }
-        let top = self.sessions_dir().join(session_id);
+        let sessions = self.sessions_dir();
+        let top = sessions.join(session_id);
         if top.is_dir() {
             return Ok(top);
         }
-        Ok(self.find_fork(session_id).unwrap_or(top))
+        Ok(match fork_index::lookup(&sessions, session_id) {
+            fork_index::Lookup::Found(dir) => dir,
+            fork_index::Lookup::NotAFork => top,
+            fork_index::Lookup::Unindexed => {
+                let all = self.all_session_dirs();
+                fork_index::rebuild(&sessions, &all);
+                all.into_iter()
+                    .find(|(id, _)| id == session_id)
+                    .map_or(top, |(_, dir)| dir)
+            }
+        })
     }
 
     /// Every session folder: the top-level ones, then forks under them (to
@@ -84,13 +96,6 @@ impl SessionStore {
         out
     }
 
-    fn find_fork(&self, session_id: &str) -> Option<PathBuf> {
-        self.all_session_dirs()
-            .into_iter()
-            .find(|(id, _)| id == session_id)
-            .map(|(_, p)| p)
-    }
-
     /// Opens the existing session in `dir` (a fork being written).
     pub(crate) fn open_dir(&self, session_id: &str, dir: PathBuf) -> Result<Session, SessionError> {
         self.open_in(session_id, dir, None)
@@ -103,7 +108,12 @@ impl SessionStore {
     pub fn open_or_create(&self, session_id: &str, cwd: &Path) -> Result<Session, SessionError> {
         let dir = self.session_dir(session_id)?;
         ensure_private_dir(&self.home)?;
-        ensure_private_dir(&self.sessions_dir())?;
+        let sessions = self.sessions_dir();
+        if !sessions.exists() {
+            ensure_private_dir(&sessions)?;
+            // A brand-new store has no forks: its index is complete from the start.
+            fork_index::rebuild(&sessions, &[]);
+        }
         ensure_private_dir(&dir)?;
         self.open_in(session_id, dir, Some(cwd))
     }

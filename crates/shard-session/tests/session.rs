@@ -1,6 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Behaviour of the session store as the Runtime and the daemon use it.
 
+#[path = "session/fork_index.rs"]
+mod fork_index;
+
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;

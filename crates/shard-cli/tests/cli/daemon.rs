@@ -43,9 +43,14 @@ impl Daemon {
                 None => cmd.env_remove(k),
             };
         }
+        cmd.args(["daemon", "--port", "0"]).args(extra);
+        Self::start_command(home, cmd)
+    }
+
+    /// Starts the daemon `cmd` runs (the binary itself, or a wrapper that execs it) and
+    /// waits until it listens.
+    pub(super) fn start_command(home: &Path, mut cmd: StdCommand) -> Daemon {
         let mut child = cmd
-            .args(["daemon", "--port", "0"])
-            .args(extra)
             .env("SHARD_HOME", home)
             .env("SHARD_LOG", "shard_daemon=debug")
             .stdin(Stdio::null())
@@ -423,6 +428,8 @@ async fn idle_runtime_is_reaped_then_restored_on_attach() {
         let (_, mut e) = c.attach(&id, AttachRole::Interactive).await.unwrap();
         c.call(prompt(&id, "go")).await.unwrap();
         until(&mut e, |e| matches!(e, Event::TurnEnd(_))).await;
+        // An attached interactive client keeps the Runtime warm far longer.
+        c.detach(&id).await.unwrap();
     }
     orchestrator_until(
         &c,

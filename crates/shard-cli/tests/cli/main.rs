@@ -7,6 +7,7 @@ mod choices;
 mod commands;
 mod config;
 mod daemon;
+mod daemon_limits;
 mod daemon_security;
 mod daemon_sessions;
 mod doc_commands;

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use shard_protocol::command::{AgentTarget, Command};
+use shard_protocol::command::{AgentTarget, AttachRole, Command};
 use shard_protocol::event::{AgentExited, AgentStatusChanged, PermissionResolved, UiResolved};
 use shard_protocol::types::{AgentStatus, PermissionDecision, RuntimeState};
 use shard_protocol::{ErrorCode, Event, JsonlCodec, PermissionAnswer};
@@ -188,7 +188,10 @@ async fn run_generation(
                     &agent_id,
                     epoch,
                     ExitInfo::default(),
-                    Some(format!("could not start the runtime: {e}")),
+                    Some(format!(
+                        "could not start the runtime: {}",
+                        crate::fdlimit::describe(&e)
+                    )),
                 );
                 return;
             }
@@ -573,17 +576,29 @@ pub(crate) async fn reap_idle(shared: Arc<Shared>) {
         }
         let mut st = shared.lock();
         let now = Instant::now();
+        let attached_idle = shared.cfg.attached_idle_timeout.max(idle);
         let due: Vec<String> = st
             .agents
             .iter()
             .filter(|(_, e)| {
+                let limit = if e
+                    .attachments
+                    .values()
+                    .any(|a| a.role == AttachRole::Interactive)
+                {
+                    attached_idle
+                } else {
+                    idle
+                };
                 !e.status.is_active()
                     && !e.pending.iter().any(|p| !p.answered)
                     && e.rt.as_ref().is_some_and(|rt| {
                         rt.ready
                             && rt.stdin.is_some()
                             && rt.inflight.is_empty()
-                            && rt.idle_since.is_some_and(|t| now.duration_since(t) >= idle)
+                            && rt
+                                .idle_since
+                                .is_some_and(|t| now.duration_since(t) >= limit)
                     })
             })
             .map(|(id, _)| id.clone())

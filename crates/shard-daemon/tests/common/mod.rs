@@ -121,6 +121,25 @@ pub async fn create(s: &mut Setup, c: &Client, policy: Option<&str>) -> (String,
     (id, rt)
 }
 
+/// Attaches `c` to `id` as an interactive client, answering the daemon's `request_sync` as
+/// an idle Runtime would.
+pub async fn attach_idle(
+    c: &Client,
+    id: &str,
+    rt: &mut Fake,
+) -> (
+    shard_protocol::responses::AttachData,
+    shard_client::AgentEvents,
+) {
+    let f = c.attach(id, AttachRole::Interactive);
+    tokio::pin!(f);
+    let cmd = tokio::select! { c = rt.next_command() => c, _ = &mut f => panic!("no sync yet") };
+    rt.emit(sync_json("idle")).await;
+    rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
+        .await;
+    f.await.unwrap()
+}
+
 pub async fn next(rx: &mut mpsc::UnboundedReceiver<Event>) -> Event {
     tokio::time::timeout(T, rx.recv())
         .await

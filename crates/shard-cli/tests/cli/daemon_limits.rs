@@ -1,0 +1,147 @@
+//! The daemon under a low open-file soft limit: it raises the limit to the hard one at
+//! start, so hundreds of live Runtimes fit where the soft limit alone allows a few dozen.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command as StdCommand;
+
+use futures::future::join_all;
+use shard_protocol::types::RuntimeState;
+
+use super::daemon::{Daemon, T, create_req, home, script};
+
+/// The soft limit the daemon is started under; 200 live Runtimes need several times this
+/// many descriptors.
+const LOW_SOFT_LIMIT: u64 = 256;
+const AGENTS: usize = 200;
+
+fn limits_of(pid: u32) -> (u64, u64) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let nums: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    (nums[0], nums[1])
+}
+
+fn hard_limit_here() -> u64 {
+    let out = StdCommand::new("sh")
+        .args(["-c", "ulimit -Hn"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if text == "unlimited" {
+        u64::MAX
+    } else {
+        text.parse().unwrap()
+    }
+}
+
+/// A daemon started by `sh` after `ulimit {flag} {limit}`, with Runtimes kept live.
+fn daemon_under(home: &std::path::Path, flag: &str, limit: u64) -> Daemon {
+    let mut cmd = StdCommand::new("sh");
+    cmd.args([
+        "-c",
+        &format!("ulimit {flag} {limit} && exec \"$0\" \"$@\""),
+        env!("CARGO_BIN_EXE_shard"),
+        "daemon",
+        "--port",
+        "0",
+        "--idle-runtime-timeout",
+        "100000",
+    ]);
+    Daemon::start_command(home, cmd)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_under_a_soft_limit_of_256_keeps_200_live_agents() {
+    let hard = hard_limit_here();
+    if hard < 4 * AGENTS as u64 {
+        eprintln!(
+            "skipped: the hard open-file limit here is {hard}, too low to prove anything \
+             (needs {})",
+            4 * AGENTS
+        );
+        assert!(
+            std::env::var_os("SHARD_TEST_REQUIRE_ALL").is_none(),
+            "SHARD_TEST_REQUIRE_ALL is set and this test could not run"
+        );
+        return;
+    }
+    let h = home();
+    let d = daemon_under(h.path(), "-Sn", LOW_SOFT_LIMIT);
+    let (soft, hard_seen) = limits_of(d.child.id());
+    assert_eq!(
+        soft, hard_seen,
+        "the daemon raises its soft open-file limit to the hard one"
+    );
+    assert!(soft > LOW_SOFT_LIMIT);
+
+    let s = script(h.path(), "idle.json", serde_json::json!([]));
+    let c = d.client().await;
+    let creates = (0..AGENTS).map(|_| c.create(create_req(h.path(), &s)));
+    let results = tokio::time::timeout(T * 5, join_all(creates))
+        .await
+        .expect("200 creates answered");
+    let failed: Vec<String> = results
+        .iter()
+        .filter_map(|r| r.as_ref().err().map(|e| e.to_string()))
+        .collect();
+    assert!(failed.is_empty(), "creates failed: {failed:?}");
+
+    let listed = c.list().await.unwrap();
+    assert_eq!(listed.len(), AGENTS);
+    let live = listed
+        .iter()
+        .filter(|a| a.runtime_state == RuntimeState::Running)
+        .count();
+    assert_eq!(live, AGENTS, "every agent's Runtime is live: {listed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_descriptors_a_create_says_so_and_leaves_no_half_made_agent() {
+    const LIMIT: u64 = 64;
+    let h = home();
+    let d = daemon_under(h.path(), "-n", LIMIT);
+    assert_eq!(limits_of(d.child.id()), (LIMIT, LIMIT));
+    let s = script(h.path(), "idle.json", serde_json::json!([]));
+    let c = d.client().await;
+    let mut created = 0;
+    let mut refusal = None;
+    for _ in 0..LIMIT {
+        match tokio::time::timeout(T, c.create(create_req(h.path(), &s)))
+            .await
+            .expect("create answered")
+        {
+            Ok(_) => created += 1,
+            Err(e) => {
+                refusal = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    let refusal = refusal.expect("a daemon limited to 64 descriptors runs out");
+    assert!(
+        refusal.contains(&format!(
+            "the daemon has run out of file descriptors (limit {LIMIT} open files)"
+        )) && refusal.contains("ulimit"),
+        "one line with the limit and how to raise it: {refusal}"
+    );
+    assert!(created > 0, "some agents fit: {refusal}");
+    let listed = c.list().await.unwrap();
+    assert_eq!(listed.len(), created, "no half-made agent is listed");
+    let manifests = std::fs::read_dir(h.path().join("agents"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        })
+        .count();
+    assert_eq!(
+        manifests, created,
+        "no manifest is left for the refused create"
+    );
+}
