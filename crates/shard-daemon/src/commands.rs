@@ -209,6 +209,16 @@ pub(crate) fn dispatch(
                         _ => {}
                     }
                 }
+                if let Command::Prompt(p) = &c
+                    && let Some(named) = core.name_from_first_prompt(&agent_id, &p.message)
+                {
+                    let core = Arc::clone(core);
+                    tokio::spawn(async move {
+                        if let Err(e) = core.store.save(&named).await {
+                            tracing::warn!(error = %e, "could not record the agent's name");
+                        }
+                    });
+                }
                 let read_only = is_read_only(&c);
                 core.forward(conn, &agent_id, c, read_only, slot)
             }

@@ -328,7 +328,7 @@ fn new_with_a_prompt_keeps_its_first_permission_for_the_first_person_who_attache
             }
         }
     });
-    let mut wait_for = |what: &str| loop {
+    let wait_for = |what: &str| loop {
         let line = rx.recv_timeout(WAIT).expect(what);
         if line.contains(what) {
             return;
@@ -344,6 +344,10 @@ fn new_with_a_prompt_keeps_its_first_permission_for_the_first_person_who_attache
     );
     drop(stdin);
     let _ = child.wait();
+    // Created without --name: named after its first prompt.
+    let ls = String::from_utf8_lossy(&shard(&sb, &["ls"]).stdout).to_string();
+    let row = ls.lines().find(|l| l.starts_with(&id)).expect(&ls);
+    assert!(row.contains("write-it"), "{row}");
 }
 
 #[test]

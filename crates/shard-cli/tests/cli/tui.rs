@@ -724,3 +724,32 @@ fn fork_opens_a_picker_over_the_messages_and_forks_at_the_pick() {
     let s = t.wait("forked: session");
     assert!(s.contains("/resume"), "{s}");
 }
+
+#[test]
+fn shard_in_a_directory_with_an_idle_agent_offers_to_continue_it() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let _d = Daemon::start(&sb.home());
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [text_turn("kept answer"), text_turn("later answer")]}),
+    );
+    let t = Tmux::start(&sb, &scripted(&script), 120, 24);
+    t.wait("type a prompt");
+    t.type_text("main", "remember me");
+    t.keys(&["Enter"]);
+    t.wait("kept answer");
+    t.keys(&["C-c"]);
+    t.keys(&["C-c"]);
+    t.wait("SHARD-EXIT=0");
+    drop(t);
+    let t = Tmux::start(&sb, &scripted(&script), 120, 24);
+    let s = t.wait("Continue it instead of a new one? [Y/n]");
+    // Named after its first prompt.
+    assert!(s.contains("agent remember-me"), "{s}");
+    t.keys(&["Enter"]);
+    let s = t.wait("kept answer");
+    assert!(s.contains("› remember me"), "the same agent: {s}");
+}
