@@ -306,15 +306,16 @@ export class Conversation {
    */
   toolResult(ev) {
     const t = this.tool(ev.tool_call_id, "");
-    this.fillResult(t, ev.render, ev.content, ev.is_error, ev.exit_code, ev.duration_ms);
+    this.fillResult(t, ev.render, ev.content, ev.is_error, ev.exit_code, ev.duration_ms, ev.images);
     this.scroll();
   }
 
   /**
    * @param {ToolView} t @param {any} render @param {any} content @param {boolean} isError
    * @param {number | undefined} exit @param {number | undefined} ms
+   * @param {{data: string, mime_type: string}[] | null | undefined} [images] beside the content
    */
-  fillResult(t, render, content, isError, exit, ms) {
+  fillResult(t, render, content, isError, exit, ms, images) {
     clear(t.result);
     t.el.classList.add("done");
     t.el.classList.toggle("failed", !!isError);
@@ -324,6 +325,7 @@ export class Conversation {
     } else if (content) {
       t.result.appendChild(renderResultContent(content));
     }
+    for (const img of images ?? []) t.result.appendChild(renderImage(String(img.data), String(img.mime_type)));
     const line = exitLine(exit, ms);
     if (line) t.result.appendChild(line);
   }
@@ -387,10 +389,11 @@ export class Conversation {
       case "tool_result": {
         const t = this.tools.get(c.tool_call_id);
         if (t) {
-          this.fillResult(t, undefined, c.content, c.is_error, undefined, undefined);
+          this.fillResult(t, undefined, c.content, c.is_error, undefined, undefined, c.images);
           return { kind: "other", el: h("span", { hidden: true }) };
         }
-        return { kind: "other", el: h("div", { class: "block tool-result" }, renderResultContent(c.content)) };
+        const shown = [renderResultContent(c.content), ...(c.images ?? []).map((/** @type {any} */ i) => renderImage(String(i.data), String(i.mime_type)))];
+        return { kind: "other", el: h("div", { class: "block tool-result" }, ...shown) };
       }
       case "image":
         return { kind: "other", el: h("div", { class: "block" }, renderImage(String(c.data), String(c.mime_type))) };

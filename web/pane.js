@@ -109,6 +109,7 @@ export class Pane {
       const data = await this.conn.request({ ...cmd, agent_id: this.agentId });
       if (cmd.type === "set_mode" && data?.mode) this.setMode(data.mode);
       if (cmd.type === "set_model" && data?.active) this.setModel(data.active);
+      if (typeof data?.notice === "string") this.conv.note(data.notice);
       if (cmd.type === "set_reasoning_level" && data?.active) this.effortSel.value = data.active;
     } catch (e) {
       this.conv.note(`${cmd.type}: ${e instanceof Error ? e.message : e}`, "error");
@@ -284,7 +285,7 @@ export class Pane {
         this.conv.note(`Turn: ${num(this.turn.input)} in · ${num(this.turn.output)} out${this.turn.cost ? " · " + cost(this.turn.cost) : ""}`, "turn");
         break;
       case "error":
-        this.conv.note(`${ev.fatal ? "Fatal error" : "Error"} (${ev.code}): ${ev.message}`, "error");
+        this.conv.note(errorText(ev), "error");
         break;
       case "compaction":
         this.conv.note(`Compacted: ${num(ev.tokens_before)} → ${num(ev.tokens_after)} tokens.`);
@@ -336,4 +337,32 @@ function labelled(text, control) {
 function fill(sel, items) {
   clear(sel);
   for (const [value, label, title] of items) sel.appendChild(h("option", { value, title: title || false }, label));
+}
+
+/** What the user can do about a provider failure, by its `kind`. */
+const PROVIDER_HINTS = {
+  auth: "check the API key and the account",
+  rate_limited: "rate limited: wait, then prompt again",
+  overloaded: "the provider is overloaded: wait, or switch model",
+  context_window_exceeded: "the conversation is too long for the model: compact it or start a new session",
+  invalid_request: "the provider refused the request: change the model or the request",
+  network: "the provider could not be reached: check the connection",
+  server: "the provider failed: try again later",
+};
+
+/**
+ * One line for an `error` event: the code (a provider failure's kind beside it), the
+ * message, and what to do.
+ * @param {{code: string, message: string, fatal?: boolean | null, kind?: string | null, retry_after_ms?: number | null}} ev
+ */
+export function errorText(ev) {
+  const head = ev.fatal ? "Fatal error" : "Error";
+  const kind = typeof ev.kind === "string" ? ev.kind : "";
+  const code = kind ? `${ev.code}, ${kind}` : ev.code;
+  /** @type {string[]} */
+  const tail = [];
+  const hint = /** @type {Record<string, string>} */ (PROVIDER_HINTS)[kind];
+  if (hint) tail.push(hint);
+  if (typeof ev.retry_after_ms === "number") tail.push(`retry in ${Math.ceil(ev.retry_after_ms / 1000)} s`);
+  return `${head} (${code}): ${ev.message}${tail.length ? ` (${tail.join("; ")})` : ""}`;
 }

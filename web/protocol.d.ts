@@ -35,6 +35,10 @@ export type ClientMessage = {
   type: "ui_response";
 } | AgentTarget & {
   type: "request_sync";
+} | ClientFiles & {
+  type: "client_files";
+} | FileResponse & {
+  type: "file_response";
 } | Empty & {
   type: "agent.list";
 } | {
@@ -215,6 +219,28 @@ export type UiResponse = {
   request_id: string;
   /** The answer; `null` dismisses. */
   value?: (UiValue | null);
+};
+
+/** `client_files` (additive, 0.1.x): which file operations an editor client serves. The Runtime keeps the offer until it is withdrawn (both false) or the Runtime ends. */
+export type ClientFiles = {
+  /** Routing id. */
+  agent_id?: (string | null);
+  /** Reads of text files go to the client (its unsaved buffers included). */
+  read: boolean;
+  /** Writes of text files go to the client. */
+  write: boolean;
+};
+
+/** `file_response` (additive, 0.1.x): the answer to a `file_request`: the file's text for a read, nothing for a write, or an error. */
+export type FileResponse = {
+  /** Routing id. */
+  agent_id?: (string | null);
+  /** The request answered. */
+  request_id: string;
+  /** The text of a read. */
+  content?: (string | null);
+  /** Why it failed. */
+  error?: (string | null);
 };
 
 /** A command with no payload. */
@@ -526,6 +552,8 @@ export type Event = (Hello & {
   type: "subagent_run_changed";
 } | UserMessage & {
   type: "user_message";
+} | FileRequest & {
+  type: "file_request";
 });
 
 /** `hello`. */
@@ -593,6 +621,8 @@ export type ContentBlock = ({
   duration_ms?: (number | null);
   /** Additive (§16 item 2): the result's render descriptor. */
   render?: (RenderDescriptor | null);
+  /** Additive: images that come with a text result (an MCP tool answering text and a screenshot); the model sees both. */
+  images?: (Image[] | null);
 } | {
   type: "thinking";
   /** Reasoning text (or its summary). */
@@ -919,6 +949,8 @@ export type ToolResultEvent = {
   duration_ms?: (number | null);
   /** Result render. */
   render?: (RenderDescriptor | null);
+  /** Additive: images that come with the result beside `content` (an MCP tool answering text and a screenshot); the model saw them too. */
+  images?: (Image[] | null);
 };
 
 /** Token usage and cost of one provider call or of a whole turn. */
@@ -949,6 +981,8 @@ export type TurnEnd = {
   usage?: (Usage | null);
   /** Additive: `true` when the turn was aborted (Esc, Ctrl-C, `abort`) rather than finished, so every client can say "interrupted" where it stopped. */
   interrupted?: (boolean | null);
+  /** Additive (0.1.x): how the turn ended — the last model call's stop (`end_turn`, `max_tokens`, `refusal`, …), `aborted`, or `error`. Editor bridges (ACP) answer a prompt with it. */
+  stop_reason?: (string | null);
 };
 
 /** `usage`. */
@@ -988,7 +1022,10 @@ export type CompactionEvent = {
 };
 
 /** Error code; the registry is extensible, so clients accept other strings. */
-export type ErrorCode = ("INVALID_REQUEST" | "NOT_FOUND" | "NOT_ATTACHED" | "PERMISSION_DENIED" | "PROTOCOL_ERROR" | "TIMEOUT" | "RUNTIME_START_FAILED" | "SESSION_CORRUPT" | "INTERNAL_ERROR" | "PROVIDER_ERROR" | "TOOL_ERROR" | "CONFLICT" | "PROVIDER_AUTH" | "PROVIDER_RATE_LIMITED" | "PROVIDER_OVERLOADED" | "CONTEXT_WINDOW_EXCEEDED" | "PROVIDER_INVALID_REQUEST" | "PROVIDER_UNREACHABLE" | string);
+export type ErrorCode = ("INVALID_REQUEST" | "NOT_FOUND" | "NOT_ATTACHED" | "PERMISSION_DENIED" | "PROTOCOL_ERROR" | "TIMEOUT" | "RUNTIME_START_FAILED" | "SESSION_CORRUPT" | "INTERNAL_ERROR" | "PROVIDER_ERROR" | "TOOL_ERROR" | "CONFLICT" | string);
+
+/** Kind of a PROVIDER_ERROR; extensible, so clients accept other strings. */
+export type ProviderErrorKind = ("auth" | "rate_limited" | "overloaded" | "context_window_exceeded" | "invalid_request" | "network" | "server" | string);
 
 /** `error`. */
 export type ErrorEvent = {
@@ -1000,6 +1037,10 @@ export type ErrorEvent = {
   message: string;
   /** The agent cannot continue. */
   fatal?: (boolean | null);
+  /** Additive, on `PROVIDER_ERROR`: what kind of provider failure it was. */
+  kind?: (ProviderErrorKind | null);
+  /** Additive, on `PROVIDER_ERROR` of kind `rate_limited`: the wait the provider asked for, in milliseconds, when it named one. */
+  retry_after_ms?: (number | null);
 };
 
 /** `permission_resolved`. */
@@ -1309,6 +1350,23 @@ export type UserMessage = {
   message: Message;
 };
 
+/** Which file operation a `file_request` asks for. */
+export type FileOp = ("read" | "write");
+
+/** `file_request` (additive, 0.1.x): after `client_files`, the Runtime's file tools ask the client for a file (its editor buffer, saved or not) or to write one, and wait for a `file_response` with the same `request_id`. Only after the permission gate allowed the tool call. */
+export type FileRequest = {
+  /** Routing id. */
+  agent_id?: (string | null);
+  /** Random request id. */
+  request_id: string;
+  /** What to do. */
+  op: FileOp;
+  /** Absolute path. */
+  path: string;
+  /** The new text (write). */
+  content?: (string | null);
+};
+
 /** `agent.list` and `agent.status`. */
 export type AgentsData = {
   /** The agents. */
@@ -1319,6 +1377,8 @@ export type AgentsData = {
 export type AgentCreated = {
   /** New agent. */
   agent_id: string;
+  /** Additive: one line the user should see, e.g. that the chosen model is not in the catalog (its price is unknown and its context window assumed). */
+  notice?: (string | null);
 };
 
 /** `agent.attach`. */
@@ -1450,6 +1510,8 @@ export type SetModelData = {
   active: ModelDescriptor;
   /** When it applies. */
   effective: Effective;
+  /** Additive: one line the user should see, e.g. that the model is not in the catalog (its price is unknown and its context window assumed). */
+  notice?: (string | null);
 };
 
 /** `list_reasoning_levels`. */

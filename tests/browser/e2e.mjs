@@ -239,6 +239,20 @@ test("a mode switch made in one context appears in the other", async () => {
   await b.ctx.close();
 });
 
+test("a provider failure shows PROVIDER_ERROR with its kind and what to do", async () => {
+  const { page: pg, ctx } = await page();
+  const script = d.script("limited", [{ steps: [{ error: "slow down", kind: "rate_limited", status: 429, retry_after_ms: 2500 }] }]);
+  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "limited" });
+  await openAgent(pg, "limited");
+  await prompt(pg).fill("go");
+  await prompt(pg).press("Enter");
+  const note = pg.locator(".pane.active .log").getByText("Error (PROVIDER_ERROR, rate_limited): slow down");
+  await note.waitFor();
+  const text = await note.textContent();
+  assert.ok(text?.includes("wait, then prompt again") && text.includes("retry in 3 s"), String(text));
+  await ctx.close();
+});
+
 test("a prompt typed in one context appears in the other before the answer, once in each", async () => {
   const a = await page();
   const b = await page();
@@ -401,9 +415,19 @@ test("model output and a file with script payloads render as inert text", async 
 
 test("the overview at 390 px: nested subagents, no horizontal scrolling, shortcuts under ?", async () => {
   const { page: pg, ctx } = await page({ width: 390, height: 844 });
-  const script = d.script("kids", [textTurn("hi")]);
+  // Only the daemon's subagent machinery makes a child: the parent's model delegates.
+  const kid = d.script("kid", [textTurn("hi")]);
+  const script = d.script("kids", [
+    toolTurn("c1", "subagent", { action: "create", name: "child", task: "say hi", model: kid }),
+    textTurn("launched"),
+    textTurn("noted"),
+  ]);
   const parent = await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "parent" });
-  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "child", parent_agent_id: parent });
+  assert.ok(parent);
+  await openAgent(pg, "parent");
+  await prompt(pg).fill("go");
+  await prompt(pg).press("Enter");
+  await pg.locator(".pane.active").getByText("noted").waitFor();
   await pg.reload();
   await pg.getByText("connected", { exact: true }).waitFor();
   await pg.locator(".subagents .agent-name", { hasText: "child" }).waitFor();

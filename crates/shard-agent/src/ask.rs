@@ -66,6 +66,7 @@ impl UiHandle {
 
 /// Which dialog `ask_user` opens (PROTOCOL §9 `ui_request.kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[schemars(description = "")]
 #[serde(rename_all = "snake_case")]
 pub enum AskKind {
     /// Pick one of `options`.
@@ -82,6 +83,7 @@ pub enum AskKind {
 
 /// Severity of a `notify`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[schemars(description = "")]
 #[serde(rename_all = "snake_case")]
 pub enum AskLevel {
     /// Information.
@@ -92,23 +94,29 @@ pub enum AskLevel {
     Error,
 }
 
-/// Arguments of `ask_user`.
+/// Arguments of `ask_user`. Most fields carry no schema description, and the enums none of
+/// their own: the tool's description says what the model needs, once.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct AskArgs {
     /// The question (or, for `notify`, the message), in one or two sentences.
+    #[schemars(description = "Question or `notify` message; one or two sentences.")]
     pub question: String,
     /// The dialog: `select` (give `options`), `confirm` (yes/no), `input` (one line),
     /// `editor` (multi-line text), `notify` (no answer awaited). Default: `select` when
     /// `options` are given, else `input`.
+    #[schemars(description = "")]
     #[serde(default)]
     pub kind: Option<AskKind>,
     /// Answers to choose from (`select`).
+    #[schemars(description = "")]
     #[serde(default)]
     pub options: Option<Vec<String>>,
     /// Text to start from (`input`, `editor`).
+    #[schemars(description = "")]
     #[serde(default)]
     pub prefill: Option<String>,
     /// Severity of a `notify` (default `info`).
+    #[schemars(description = "")]
     #[serde(default)]
     pub level: Option<AskLevel>,
 }
@@ -173,11 +181,9 @@ fn request_for(args: AskArgs) -> Result<UiRequest, String> {
 impl TypedTool for AskUser {
     type Args = AskArgs;
     const NAME: &'static str = "ask_user";
-    const DESCRIPTION: &'static str = "Ask the user something and wait for the answer, or tell \
-        them something. Use it only when you cannot proceed without a decision. `kind`: \
-        `select` with `options` for a multiple choice, `confirm` for yes/no, `input` for one \
-        line, `editor` for longer text (with optional `prefill`), `notify` to tell the user \
-        something without waiting (with `level` info/warning/error).";
+    const DESCRIPTION: &'static str = "Ask the user and wait for the answer (only when you \
+        cannot proceed without their decision), or tell them something. `kind`: `select` from \
+        `options`, `confirm` yes/no, `input` one line, `editor` long text, `notify` (no wait).";
     const READ_ONLY: bool = true;
 
     fn run<'a>(&'a self, args: AskArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {

@@ -17,6 +17,7 @@ pub mod prompt;
 pub mod recall;
 pub mod runtime;
 pub mod subagent;
+pub mod tool_budget;
 pub mod transport;
 
 pub use hooks::{HookOutcome, ModelCallHook, ModelCallView, Seams, SharedContext};

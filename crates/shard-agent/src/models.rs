@@ -92,8 +92,9 @@ impl ModelController {
     /// 4. neither: the scripted provider when a script is given, else
     ///    [`shard_ai::default_selection`].
     ///
-    /// A built-in provider's model must be in the catalog (a `[[models]]` entry adds one);
-    /// a configured provider may serve any name. Every error says what would work.
+    /// An explicit provider may be asked for any model name, so a model released after
+    /// this build works at once ([`ModelController::notice`] says what is assumed about
+    /// it); only a bare name must be in the catalog. Every error says what would work.
     pub fn resolve(
         &self,
         provider: Option<&str>,
@@ -138,7 +139,6 @@ impl ModelController {
             }
         };
         self.check_provider(&provider)?;
-        self.check_model(&provider, &model)?;
         Ok((provider, model))
     }
 
@@ -168,13 +168,44 @@ impl ModelController {
             .find(|p| shard_ai::has_credentials(p, &self.ai_config, &|k| env(k)));
         match usable.or(listing.first()) {
             Some(p) => Ok((p.to_string(), m.to_string())),
-            None => Err(SelectError(format!(
-                "unknown model `{m}`: name it as provider/model (providers: {}), or use a \
-                 catalog name such as {}",
-                self.provider_names(),
-                self.example_models()
-            ))),
+            None => {
+                let near = self.similar(m);
+                let hint = if near.is_empty() {
+                    format!("use a catalog name such as {}.", self.example_models())
+                } else {
+                    format!("did you mean {}?", near.join(" or "))
+                };
+                Err(SelectError(format!(
+                    "unknown model `{m}`: {hint} A model the catalog lacks needs its \
+                     provider: provider/model (providers: {})",
+                    self.provider_names()
+                )))
+            }
         }
+    }
+
+    /// Up to three catalog names close to `m` (by edit distance, or containing it), as
+    /// suggestions for a mistyped bare name.
+    fn similar(&self, m: &str) -> Vec<String> {
+        let want = m.to_lowercase();
+        let mut scored: Vec<(usize, &str)> = Vec::new();
+        for i in self.catalog.list() {
+            let d = if i.model.contains(&want) {
+                0
+            } else {
+                edit_distance(&want, &i.model)
+            };
+            if d <= (want.chars().count() / 3).max(2) && !scored.iter().any(|(_, n)| *n == i.model)
+            {
+                scored.push((d, &i.model));
+            }
+        }
+        scored.sort();
+        scored
+            .into_iter()
+            .take(3)
+            .map(|(_, n)| format!("`{n}`"))
+            .collect()
     }
 
     fn check_provider(&self, p: &str) -> Result<(), SelectError> {
@@ -188,23 +219,27 @@ impl ModelController {
         )))
     }
 
-    fn check_model(&self, p: &str, m: &str) -> Result<(), SelectError> {
+    /// One line for a model the catalog lacks that a built-in provider will be asked
+    /// for by name (`None` for a catalog model, the scripted provider, or a configured
+    /// provider, whose names are the user's own): its price, hence its cost, is unknown,
+    /// and its context window is assumed.
+    pub fn uncataloged_notice(&self, p: &str, m: &str) -> Option<String> {
         let builtin = shard_ai::config::BUILTIN_PROVIDERS.contains(&p);
-        if p == SCRIPTED || !builtin || self.catalog.knows(p, m) {
-            return Ok(());
+        if !builtin || self.catalog.knows(p, m) {
+            return None;
         }
-        let known: Vec<&str> = self
-            .catalog
-            .list()
-            .iter()
-            .filter(|i| i.provider == p)
-            .map(|i| i.model.as_str())
-            .collect();
-        Err(SelectError(format!(
-            "unknown model `{p}/{m}`: {p} models are {}; add a [[models]] entry to \
-             SHARD_HOME/config.toml to use another",
-            known.join(", ")
-        )))
+        Some(format!(
+            "note: `{p}/{m}` is not in Shard's model catalog: its price is unknown, so no \
+             cost is shown, and its context window is assumed to be {} tokens (a [[models]] \
+             entry in SHARD_HOME/config.toml sets both)",
+            shard_ai::catalog::DEFAULT_CONTEXT_WINDOW
+        ))
+    }
+
+    /// The notice for the active model (see [`ModelController::uncataloged_notice`]).
+    pub fn notice(&self) -> Option<String> {
+        let a = self.active.as_ref()?;
+        self.uncataloged_notice(&a.info.provider, &a.info.model)
     }
 
     fn provider_names(&self) -> String {
@@ -413,6 +448,22 @@ impl ModelController {
     }
 }
 
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -459,14 +510,22 @@ mod tests {
             c.resolve(Some("local"), Some("anything")).unwrap(),
             pair("local", "anything")
         );
-        let e = c
-            .resolve(None, Some("anthropic/claude-nope"))
-            .unwrap_err()
-            .0;
-        assert!(
-            e.contains("claude-haiku-4-5") && e.contains("[[models]]"),
-            "{e}"
+        // An explicit provider may name a model the catalog lacks, with a notice; a
+        // bare unknown name is refused with suggestions.
+        assert_eq!(
+            c.resolve(None, Some("anthropic/claude-nope")).unwrap(),
+            pair("anthropic", "claude-nope")
         );
+        assert_eq!(
+            c.resolve(Some("openai"), Some("gpt-9")).unwrap(),
+            pair("openai", "gpt-9")
+        );
+        let n = c.uncataloged_notice("anthropic", "claude-nope").unwrap();
+        assert!(n.contains("128000") && n.contains("price"), "{n}");
+        assert_eq!(c.uncataloged_notice("anthropic", "claude-haiku-4-5"), None);
+        assert_eq!(c.uncataloged_notice("local", "anything"), None);
+        let e = c.resolve(None, Some("claude-sonet-4-5")).unwrap_err().0;
+        assert!(e.contains("did you mean `claude-sonnet-4-5`"), "{e}");
         let e = c.resolve(Some("nosuch"), None).unwrap_err().0;
         assert!(e.contains("anthropic, openai"), "{e}");
         let e = c.resolve(None, Some("no-such-model")).unwrap_err().0;
@@ -480,8 +539,12 @@ mod tests {
         assert_eq!(c.descriptor().id, "openai-responses/gpt-5");
         c.select_id("gpt-5-mini").unwrap();
         assert_eq!(c.descriptor().id, "openai-responses/gpt-5-mini");
-        assert!(c.select_id("openai/no-such").is_err());
+        assert!(c.select_id("no-such").is_err());
         assert_eq!(c.descriptor().id, "openai-responses/gpt-5-mini");
+        assert_eq!(c.notice(), None);
+        c.select_id("openai/gpt-next").unwrap();
+        assert_eq!(c.descriptor().id, "openai/gpt-next");
+        assert!(c.notice().unwrap().contains("openai/gpt-next"));
         assert!(c.catalog().iter().all(|m| m.provider != "anthropic"));
         assert!(c.catalog().iter().any(|m| m.provider == "openai"));
     }

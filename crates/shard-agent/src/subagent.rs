@@ -19,8 +19,10 @@ use shard_protocol::{ClientMessage, Command};
 use shard_tools::{Tool, ToolContext, ToolOutput, Typed, TypedTool};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-/// Which command the call is.
+/// Which command the call is. The tool's description says what each does, so the
+/// schema lists only the names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[schemars(description = "")]
 #[serde(rename_all = "snake_case")]
 pub enum SubagentAction {
     /// Launch a job (`name` + `task`, or `tasks` + `strategy`).
@@ -39,52 +41,69 @@ pub enum SubagentAction {
 
 /// One task of a batch.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(description = "")]
 pub struct SubagentTaskArg {
-    /// Agent definition name (`general` or a `.shard/agents/NAME.md`).
+    /// A definition's name, or any label (a `general` child).
+    #[schemars(description = "")]
     pub name: String,
     /// What the child should do; include everything it needs to know.
+    #[schemars(description = "")]
     pub task: String,
 }
 
-/// Arguments of `subagent` (pinned by issue 16).
+/// Arguments of `subagent` (pinned by issue 16). Which action uses which field is said
+/// once, in the tool's description; the schema describes only what that leaves open.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct SubagentArgs {
     /// The command.
+    #[schemars(description = "")]
     pub action: SubagentAction,
     /// create: agent definition name (default `general`).
+    #[schemars(description = "")]
     #[serde(default)]
     pub name: Option<String>,
     /// create: the task of a single child.
+    #[schemars(description = "")]
     #[serde(default)]
     pub task: Option<String>,
     /// create: several tasks (with `strategy`).
+    #[schemars(description = "")]
     #[serde(default)]
     pub tasks: Option<Vec<SubagentTaskArg>>,
     /// create: `single`, `parallel` or `chain` (each step gets the previous result).
+    #[schemars(description = "")]
     #[serde(default)]
     pub strategy: Option<String>,
     /// create: model for the children.
+    #[schemars(description = "")]
     #[serde(default)]
     pub model: Option<String>,
     /// create: the children's mode; wait: `any` or `all`.
+    #[schemars(description = "")]
     #[serde(default)]
     pub mode: Option<String>,
     /// wait: job ids, run ids, agent ids or aliases.
+    #[schemars(description = "")]
     #[serde(default)]
     pub handles: Option<Vec<String>>,
     /// wait: seconds (omitted waits until done, 0 polls).
+    #[schemars(description = "")]
     #[serde(default)]
     pub timeout: Option<f64>,
     /// steer / relaunch: run id, agent id or alias.
+    #[schemars(description = "")]
     #[serde(default)]
     pub target: Option<String>,
     /// steer: the message.
+    #[schemars(description = "")]
     #[serde(default)]
     pub message: Option<String>,
     /// status: handles to report on.
+    #[schemars(description = "")]
     #[serde(default)]
     pub targets: Option<Vec<String>>,
     /// stop: job id, run id or alias.
+    #[schemars(description = "")]
     #[serde(default)]
     pub handle: Option<String>,
 }
@@ -101,11 +120,20 @@ impl SubagentTool {
     /// `SHARD_AGENT_ID` and `SHARD_AGENT_TOKEN` set), else `None`.
     pub fn from_env() -> Option<Self> {
         let get = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        Some(SubagentTool {
-            sock: PathBuf::from(get("SHARD_DAEMON_SOCK")?),
-            agent_id: get("SHARD_AGENT_ID")?,
-            token: get("SHARD_AGENT_TOKEN")?,
-        })
+        Some(SubagentTool::new(
+            PathBuf::from(get("SHARD_DAEMON_SOCK")?),
+            get("SHARD_AGENT_ID")?,
+            get("SHARD_AGENT_TOKEN")?,
+        ))
+    }
+
+    /// The tool of agent `agent_id`, reaching the daemon at `sock` with `token`.
+    pub fn new(sock: PathBuf, agent_id: String, token: String) -> Self {
+        SubagentTool {
+            sock,
+            agent_id,
+            token,
+        }
     }
 }
 
@@ -228,13 +256,13 @@ impl SubagentTool {
 impl TypedTool for SubagentTool {
     type Args = SubagentArgs;
     const NAME: &'static str = "subagent";
-    const DESCRIPTION: &'static str = "Delegate work to background subagents that run in \
-        parallel with you. `action`: `create` (`task`, optional `name` of an agent \
-        definition — `general` is built in, others are .shard/agents/NAME.md — or `tasks` \
-        [{name, task}] with `strategy` parallel/chain), `wait` (`handles`, `mode` any/all, \
-        `timeout` seconds), `steer` (`target`, `message`), `relaunch` (`target`, `task`), \
-        `status` (`targets`), `stop` (`handle`). Each finished run's report arrives as a \
-        message; you need not wait. Tasks must be self-contained.";
+    const DESCRIPTION: &'static str = "Run subagents in the background, in parallel with you. \
+        `action`: `create` a child for `task` (`name`: a definition below, default `general`; any other name makes a `general` child called so), or \
+        for `tasks` [{name, task}] with `strategy` `parallel` or `chain` (each gets the previous \
+        result); `wait` for `handles` (`mode` `any` or `all`, `timeout` s, 0 polls); `steer` `target` with `message`; \
+        `relaunch` a finished `target` with a new `task`; `status` of `targets`; `stop` a \
+        `handle`. A finished run reports to you as a message; no need to wait. Tasks must be \
+        self-contained.";
     // Delegating changes nothing by itself: every child gates its own tools (and a
     // planning parent only gets planning children), so no permission is asked here.
     const READ_ONLY: bool = true;
@@ -267,7 +295,7 @@ const DESCRIPTION_MAX: usize = 120;
 /// The tool's description: the fixed text, then the agent definitions `defs` (bounded).
 pub fn description_with(defs: &[DefinitionSummary]) -> String {
     let mut out = String::from(SubagentTool::DESCRIPTION);
-    out.push_str("\n\nAgent definitions (`name`):");
+    out.push_str("\n\nDefinitions:");
     for d in defs.iter().take(LISTED_MAX) {
         out.push_str("\n- ");
         out.push_str(&d.name);

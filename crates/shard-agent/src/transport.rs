@@ -4,6 +4,7 @@
 use futures::StreamExt;
 use shard_protocol::decode::DecodeError;
 use shard_protocol::{Event, JsonlCodec, decode_command};
+use shard_session::streaming::StreamJournal;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
@@ -40,9 +41,17 @@ pub async fn read_commands<R: AsyncRead + Unpin>(reader: R, inputs: mpsc::Sender
 }
 
 /// Writes events to `writer` as JSONL, flushing whenever the queue runs dry so output
-/// is both prompt and batched.
-pub async fn write_events<W: AsyncWrite + Unpin>(writer: W, mut events: mpsc::Receiver<Event>) {
-    let mut out = BufWriter::with_capacity(64 * 1024, writer);
+/// is both prompt and batched. With a `journal`, every `message_delta` line is also kept
+/// in the session's streaming journal, written before the same bytes can leave the
+/// buffer for the client (so a `kill -9` loses nothing a client saw); `message_complete`
+/// empties it (the message is in the transcript by then).
+pub async fn write_events<W: AsyncWrite + Unpin>(
+    writer: W,
+    mut events: mpsc::Receiver<Event>,
+    mut journal: Option<StreamJournal>,
+) {
+    const CAPACITY: usize = 64 * 1024;
+    let mut out = BufWriter::with_capacity(CAPACITY, writer);
     let mut buf = Vec::with_capacity(4096);
     while let Some(ev) = events.recv().await {
         let mut next = Some(ev);
@@ -52,11 +61,25 @@ pub async fn write_events<W: AsyncWrite + Unpin>(writer: W, mut events: mpsc::Re
                 tracing::error!("could not encode an event");
             } else {
                 buf.push(b'\n');
+                if let Some(j) = journal.as_mut() {
+                    match &ev {
+                        Event::MessageDelta(d) => j.record(&d.message_id, &buf),
+                        Event::MessageComplete(_) => j.complete(),
+                        _ => {}
+                    }
+                    // The buffer is about to reach the client: the journal goes first.
+                    if j.dirty() && out.buffer().len() + buf.len() > CAPACITY {
+                        j.flush();
+                    }
+                }
                 if out.write_all(&buf).await.is_err() {
                     return;
                 }
             }
             next = events.try_recv().ok();
+        }
+        if let Some(j) = journal.as_mut() {
+            j.flush();
         }
         if out.flush().await.is_err() {
             return;

@@ -9,12 +9,12 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use shard_protocol::types::{ContentBlock, Role, ToolResultContent};
+use shard_protocol::types::{ContentBlock, Role};
 use tokio_util::sync::CancellationToken;
 
 use crate::anthropic_stream::AnthropicDecoder;
 pub use crate::anthropic_stream::stop_reason;
-use crate::convert::{role_runs, tool_result_is_error, tool_result_text};
+use crate::convert::{role_runs, tool_result_images, tool_result_is_error, tool_result_text};
 use crate::http::{self, Call, Decoder, DecoderFactory, Transport};
 use crate::provider::{EventStream, ModelRequest, Provider, ProviderError};
 use crate::settings::ProviderSettings;
@@ -206,18 +206,21 @@ fn messages(req: &ModelRequest) -> Vec<Value> {
                     content,
                     is_error,
                     exit_code,
+                    images,
                     ..
                 } => {
                     let text = tool_result_text(content, *exit_code);
-                    let content_value = match content {
-                        ToolResultContent::Image { data, mime_type } => {
-                            let mut parts = vec![image(mime_type, data)];
-                            if !text.is_empty() {
-                                parts.push(json!({"type": "text", "text": text}));
-                            }
-                            Value::Array(parts)
+                    let pictures = tool_result_images(content, images);
+                    // tool_result blocks take image and text blocks side by side.
+                    let content_value = if pictures.is_empty() {
+                        Value::String(text)
+                    } else {
+                        let mut parts: Vec<Value> =
+                            pictures.iter().map(|(m, d)| image(m, d)).collect();
+                        if !text.is_empty() {
+                            parts.push(json!({"type": "text", "text": text}));
                         }
-                        _ => Value::String(text),
+                        Value::Array(parts)
                     };
                     let mut block = json!({
                         "type": "tool_result",

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use shard_protocol::types::{ContentBlock, Message, Role, ToolResultContent};
+use shard_protocol::types::{ContentBlock, Image, Message, Role, ToolResultContent};
 
 /// The text the model sees for a tool result (images excluded), with `[exit code: N]`
 /// appended when the block carries an exit code: the model must see the code even
@@ -22,6 +22,22 @@ pub(crate) fn tool_result_text(content: &ToolResultContent, exit_code: Option<i6
         text.push_str(&format!("[exit code: {code}]"));
     }
     text
+}
+
+/// Every image of a tool result as `(mime_type, data)`: an image `content`, then the
+/// images that came beside a text one.
+pub(crate) fn tool_result_images<'a>(
+    content: &'a ToolResultContent,
+    images: &'a Option<Vec<Image>>,
+) -> Vec<(&'a str, &'a str)> {
+    let mut out = Vec::new();
+    if let ToolResultContent::Image { data, mime_type } = content {
+        out.push((mime_type.as_str(), data.as_str()));
+    }
+    for i in images.iter().flatten() {
+        out.push((i.mime_type.as_str(), i.data.as_str()));
+    }
+    out
 }
 
 /// Whether a tool result must be flagged as an error to the model.

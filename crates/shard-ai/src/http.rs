@@ -70,9 +70,54 @@ pub(crate) type DecoderFactory = Box<dyn Fn() -> Box<dyn Decoder> + Send + Sync>
 /// Connection-level settings shared by all calls of one provider.
 #[derive(Debug, Clone)]
 pub(crate) struct Transport {
-    pub client: reqwest::Client,
+    pub client: ClientSlot,
     pub policy: RetryPolicy,
     pub idle_timeout: Duration,
+}
+
+/// The HTTP client, built on a thread of its own. Building it loads and parses the
+/// system's root certificates (a few hundred files under /etc/ssl/certs), which took
+/// the largest share of a Runtime's start before its first request; off the start path,
+/// that work overlaps the session's opening and the first call waits only for what is
+/// left of it.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientSlot {
+    built: tokio::sync::watch::Receiver<Option<Result<reqwest::Client, String>>>,
+}
+
+impl ClientSlot {
+    /// Starts building the client on its own thread. If no thread can be started, the
+    /// sender is dropped unused and the first call fails with a configuration error.
+    fn build(connect_timeout: Duration) -> ClientSlot {
+        let (tx, built) = tokio::sync::watch::channel(None);
+        let spawned = std::thread::Builder::new()
+            .name("shard-http-client".into())
+            .spawn(move || {
+                let client = reqwest::Client::builder()
+                    .connect_timeout(connect_timeout)
+                    .user_agent(concat!("shard/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .map_err(|e| format!("cannot build the HTTP client: {e}"));
+                tx.send_replace(Some(client));
+            });
+        if let Err(err) = spawned {
+            tracing::warn!(%err, "cannot start the thread that builds the HTTP client");
+        }
+        ClientSlot { built }
+    }
+
+    /// The client, once built.
+    pub(crate) async fn get(&self) -> Result<reqwest::Client, ProviderError> {
+        let mut built = self.built.clone();
+        let ready = built.wait_for(Option::is_some).await;
+        match ready.as_deref().map(|r| r.as_ref()) {
+            Ok(Some(Ok(client))) => Ok(client.clone()),
+            Ok(Some(Err(e))) => Err(ProviderError::Config(e.clone())),
+            Ok(None) | Err(_) => Err(ProviderError::Config(
+                "the HTTP client could not be built (no thread could be started)".to_string(),
+            )),
+        }
+    }
 }
 
 impl Transport {
@@ -87,19 +132,15 @@ impl Transport {
         )
     }
 
-    /// Builds the HTTP client (connection pool, connect timeout).
+    /// Starts building the HTTP client (connection pool, connect timeout) in the
+    /// background; a failure to build it is the first call's error.
     pub fn new(
         connect_timeout: Duration,
         idle_timeout: Duration,
         policy: RetryPolicy,
     ) -> Result<Self, ProviderError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(connect_timeout)
-            .user_agent(concat!("shard/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| ProviderError::Config(format!("cannot build the HTTP client: {e}")))?;
         Ok(Transport {
-            client,
+            client: ClientSlot::build(connect_timeout),
             policy,
             idle_timeout,
         })
@@ -281,9 +322,14 @@ impl Driver {
 
     async fn connect(&mut self) {
         self.attempt += 1;
-        let request = self
-            .transport
-            .client
+        let client = match self.transport.client.get().await {
+            Ok(client) => client,
+            Err(e) => {
+                self.fail(e);
+                return;
+            }
+        };
+        let request = client
             .post(&self.call.url)
             .headers(self.call.headers.clone())
             .body(self.call.body.clone());

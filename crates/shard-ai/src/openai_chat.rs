@@ -11,10 +11,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use shard_protocol::types::{ContentBlock, Role, ToolResultContent, Usage};
+use shard_protocol::types::{ContentBlock, Role, Usage};
 use tokio_util::sync::CancellationToken;
 
-use crate::convert::{args_json, data_url, flagged_tool_text, role_runs};
+use crate::convert::{args_json, data_url, flagged_tool_text, role_runs, tool_result_images};
 use crate::errors::classify_event;
 use crate::http::{self, Call, DecodeError, Decoder, DecoderFactory, Transport};
 use crate::provider::{
@@ -172,15 +172,22 @@ fn user_messages(blocks: &[&ContentBlock], out: &mut Vec<Value>) {
                 content,
                 is_error,
                 exit_code,
+                images,
                 ..
             } => {
                 let mut text = flagged_tool_text(content, *is_error, *exit_code);
-                if let ToolResultContent::Image { data, mime_type } = content {
-                    // Tool messages hold text only: the image follows in a user message.
+                let pictures = tool_result_images(content, images);
+                if !pictures.is_empty() {
+                    // Tool messages hold text only: the images follow in a user message.
                     if !text.is_empty() {
                         text.push('\n');
                     }
-                    text.push_str("[image attached in the next message]");
+                    text.push_str(match pictures.len() {
+                        1 => "[image attached in the next message]",
+                        _ => "[images attached in the next message]",
+                    });
+                }
+                for (mime_type, data) in pictures {
                     parts.push(json!({"type": "image_url", "image_url": {"url": data_url(mime_type, data)}}));
                 }
                 out.push(json!({"role": "tool", "tool_call_id": tool_call_id, "content": text}));

@@ -14,10 +14,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use shard_protocol::types::{ContentBlock, Role, ToolResultContent, Usage};
+use shard_protocol::types::{ContentBlock, Role, Usage};
 use tokio_util::sync::CancellationToken;
 
-use crate::convert::{args_json, data_url, flagged_tool_text, role_runs};
+use crate::convert::{args_json, data_url, flagged_tool_text, role_runs, tool_result_images};
 use crate::errors::ErrorFields;
 use crate::http::{self, Call, DecodeError, Decoder, DecoderFactory, Transport};
 use crate::provider::{
@@ -138,18 +138,20 @@ fn user_items(blocks: &[&ContentBlock], out: &mut Vec<Value>) {
                 content,
                 is_error,
                 exit_code,
+                images,
                 ..
             } => {
                 let text = flagged_tool_text(content, *is_error, *exit_code);
-                let output = match content {
-                    ToolResultContent::Image { data, mime_type } => {
-                        let mut items = vec![input_image(mime_type, data)];
-                        if !text.is_empty() {
-                            items.push(json!({"type": "input_text", "text": text}));
-                        }
-                        Value::Array(items)
+                let pictures = tool_result_images(content, images);
+                let output = if pictures.is_empty() {
+                    Value::String(text)
+                } else {
+                    let mut items: Vec<Value> =
+                        pictures.iter().map(|(m, d)| input_image(m, d)).collect();
+                    if !text.is_empty() {
+                        items.push(json!({"type": "input_text", "text": text}));
                     }
-                    _ => Value::String(text),
+                    Value::Array(items)
                 };
                 out.push(json!({"type": "function_call_output", "call_id": tool_call_id, "output": output}));
             }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::Stream;
 use serde_json::Value;
-use shard_protocol::ErrorCode;
+use shard_protocol::ProviderErrorKind;
 use shard_protocol::types::{Message, Usage};
 use tokio_util::sync::CancellationToken;
 
@@ -120,7 +120,7 @@ pub enum StreamEvent {
 }
 
 /// What went wrong in a provider call, as far as the caller can act on it. Each kind maps
-/// to one protocol error code ([`ErrorKind::error_code`]) and decides whether the call is
+/// to one wire kind ([`ErrorKind::wire_kind`]) and decides whether the call is
 /// retried ([`crate::retry::is_retryable`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -157,17 +157,27 @@ impl ErrorKind {
         }
     }
 
-    /// The protocol error code a client sees for this kind (docs/protocol.md, "Provider
-    /// error codes").
-    pub fn error_code(&self) -> ErrorCode {
+    /// The `kind` a client sees beside `PROVIDER_ERROR` (docs/protocol.md, "Provider
+    /// errors").
+    pub fn wire_kind(&self) -> ProviderErrorKind {
         match self {
-            ErrorKind::Auth => ErrorCode::ProviderAuth,
-            ErrorKind::RateLimited { .. } => ErrorCode::ProviderRateLimited,
-            ErrorKind::Overloaded => ErrorCode::ProviderOverloaded,
-            ErrorKind::ContextWindowExceeded => ErrorCode::ContextWindowExceeded,
-            ErrorKind::InvalidRequest => ErrorCode::ProviderInvalidRequest,
-            ErrorKind::Network => ErrorCode::ProviderUnreachable,
-            ErrorKind::Server => ErrorCode::ProviderError,
+            ErrorKind::Auth => ProviderErrorKind::Auth,
+            ErrorKind::RateLimited { .. } => ProviderErrorKind::RateLimited,
+            ErrorKind::Overloaded => ProviderErrorKind::Overloaded,
+            ErrorKind::ContextWindowExceeded => ProviderErrorKind::ContextWindowExceeded,
+            ErrorKind::InvalidRequest => ProviderErrorKind::InvalidRequest,
+            ErrorKind::Network => ProviderErrorKind::Network,
+            ErrorKind::Server => ProviderErrorKind::Server,
+        }
+    }
+
+    /// The wait the provider asked for, in milliseconds (rate limits only).
+    pub fn retry_after_ms(&self) -> Option<u64> {
+        match self {
+            ErrorKind::RateLimited { retry_after } => {
+                retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            }
+            _ => None,
         }
     }
 }
@@ -223,12 +233,10 @@ impl ProviderError {
         }
     }
 
-    /// The protocol error code the Runtime reports for this failure.
-    pub fn error_code(&self) -> ErrorCode {
-        match self {
-            ProviderError::Api(e) => e.kind.error_code(),
-            ProviderError::Config(_) | ProviderError::Cancelled => ErrorCode::ProviderError,
-        }
+    /// The `kind` the Runtime reports beside `PROVIDER_ERROR`; `None` for a request that
+    /// could not be built, or a cancelled one.
+    pub fn wire_kind(&self) -> Option<ProviderErrorKind> {
+        self.kind().map(|k| k.wire_kind())
     }
 }
 

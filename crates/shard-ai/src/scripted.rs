@@ -14,9 +14,10 @@
 //!   a tool call whose JSON arguments stream in pieces.
 //! - `{"usage": {"input": n, "output": n, "cache_read"?: n, "cache_write"?: n}}`.
 //! - `{"delay_ms": n}` — a pause (cancellable).
-//! - `{"error": "...", "kind"?: KIND, "status"?: N}` — the call fails here with a provider
-//!   error of that kind (`auth`, `rate_limited`, `overloaded`, `context_window_exceeded`,
-//!   `invalid_request`, `network`, `server`; default `server`).
+//! - `{"error": "...", "kind"?: KIND, "status"?: N, "retry_after_ms"?: N}` — the call
+//!   fails here with a provider error of that kind (`auth`, `rate_limited`, `overloaded`,
+//!   `context_window_exceeded`, `invalid_request`, `network`, `server`; default `server`);
+//!   `retry_after_ms` is the wait a rate limit asks for.
 //! - `{"wait_for_tool_result": "ID"}` — the turn fails unless the request carries the
 //!   result of tool call `ID` (checks that results really reach the model).
 //!
@@ -241,7 +242,12 @@ async fn play(
             let kind = match step.get("kind").and_then(Value::as_str) {
                 None | Some("server") => ErrorKind::Server,
                 Some("auth") => ErrorKind::Auth,
-                Some("rate_limited") => ErrorKind::RateLimited { retry_after: None },
+                Some("rate_limited") => ErrorKind::RateLimited {
+                    retry_after: step
+                        .get("retry_after_ms")
+                        .and_then(Value::as_u64)
+                        .map(Duration::from_millis),
+                },
                 Some("overloaded") => ErrorKind::Overloaded,
                 Some("context_window_exceeded") => ErrorKind::ContextWindowExceeded,
                 Some("invalid_request") => ErrorKind::InvalidRequest,

@@ -207,6 +207,7 @@ fn session(turns: u32, mode_change_at: Option<u32>, model_change_at: Option<u32>
                     exit_code: None,
                     duration_ms: None,
                     render: None,
+                    images: None,
                 }],
             ));
             if it == 1 && turn % 4 == 3 {

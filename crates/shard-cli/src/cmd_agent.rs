@@ -152,7 +152,8 @@ async fn serve(opts: RuntimeOptions) -> ExitCode {
     {
         tracing::warn!(%err, "cannot overwrite keys in the initial environment");
     }
-    let writer = tokio::spawn(write_events(tokio::io::stdout(), event_rx));
+    let journal = Some(runtime.stream_journal());
+    let writer = tokio::spawn(write_events(tokio::io::stdout(), event_rx, journal));
     let reader = if daemon_managed() {
         // Under a daemon, end of input means the daemon is gone (or deliberately done
         // with this Runtime, which it only is when idle or after an abort): abort the turn
@@ -173,7 +174,13 @@ async fn serve(opts: RuntimeOptions) -> ExitCode {
 
 async fn check(opts: RuntimeOptions) -> ExitCode {
     match check_settings(opts, common::process_env()) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(notice) => {
+            // stdout is the protocol; the notice is for the person reading stderr.
+            if let Some(n) = notice {
+                eprintln!("shard agent: {n}");
+            }
+            ExitCode::SUCCESS
+        }
         Err(e) => report_start_failure(e).await,
     }
 }
@@ -181,10 +188,10 @@ async fn check(opts: RuntimeOptions) -> ExitCode {
 /// The Runtime's own start check, opening nothing: `Ok` when a Runtime started with
 /// `opts` would serve and answer (mode, provider, model, credentials, configuration).
 /// Blocking: it reads the configuration and the project's grants.
-fn check_settings(opts: RuntimeOptions, env: EnvLookup) -> Result<(), StartError> {
+fn check_settings(opts: RuntimeOptions, env: EnvLookup) -> Result<Option<String>, StartError> {
     let prepared = shard_agent::prepare(opts, env)?;
     match prepared.model_problem() {
-        None => Ok(()),
+        None => Ok(prepared.model_notice()),
         Some(why) => Err(StartError::Config(why)),
     }
 }
@@ -198,7 +205,7 @@ fn check_settings(opts: RuntimeOptions, env: EnvLookup) -> Result<(), StartError
 pub struct InProcessCheck;
 
 impl shard_daemon::SettingsCheck for InProcessCheck {
-    fn check(&self, spec: &shard_daemon::LaunchSpec) -> Result<(), String> {
+    fn check(&self, spec: &shard_daemon::LaunchSpec) -> Result<Option<String>, String> {
         let system_prompt = match &spec.system_prompt_file {
             Some(p) => Some(
                 std::fs::read_to_string(p)
@@ -287,6 +294,8 @@ async fn report_start_failure(e: StartError) -> ExitCode {
         code,
         message: e.to_string(),
         fatal: Some(true),
+        kind: None,
+        retry_after_ms: None,
     });
     let mut out = tokio::io::stdout();
     let mut bytes = shard_protocol::to_line(&hello);

@@ -163,28 +163,10 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        let door =
-            match shard_web::WebDoor::start(web_cfg, &cfg.home, &mut daemon, cfg.max_line).await {
-                Ok(d) => d,
-                Err(e) => {
-                    eprintln!("shard: cannot start the web door: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-        if let Some(w) = &door.info().warning {
-            eprintln!("shard: {w}");
-            tracing::warn!("{w}");
-        }
-        if let Err(e) = door.write_daemon_json() {
-            eprintln!("shard: {e}");
-            // Leaves no admin socket (or half a door) behind.
-            door.stop();
-            return ExitCode::FAILURE;
-        }
-        match &door.info().public_url {
-            Some(p) => eprintln!("shard daemon serving {} (public {p})", door.info().url),
-            None => eprintln!("shard daemon serving {}", door.info().url),
-        }
+        let door = match start_door(web_cfg, &cfg.home, &mut daemon, cfg.max_line).await {
+            Ok(d) => d,
+            Err(code) => return code,
+        };
         let handle = daemon.shutdown_handle();
         tokio::spawn(async move {
             use tokio::signal::unix::{SignalKind, signal};
@@ -206,7 +188,10 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
         });
         eprintln!("shard daemon listening on {}", cfg.socket_path().display());
         let result = daemon.run().await;
-        door.stop();
+        match &door {
+            Some(d) => d.stop(),
+            None => shard_web::remove_daemon_json(&cfg.home),
+        }
         match result {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -215,6 +200,49 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
             }
         }
     })
+}
+
+/// Starts the web door and writes `daemon.json`. When no port could be bound (the
+/// default port and the ones after it all taken) the daemon serves its unix socket
+/// without the door, and `daemon.json` says why (`None`); any other failure stops it.
+async fn start_door(
+    web_cfg: shard_web::WebConfig,
+    home: &Path,
+    daemon: &mut Daemon,
+    max_line: usize,
+) -> Result<Option<shard_web::WebDoor>, ExitCode> {
+    let door = match shard_web::WebDoor::start(web_cfg, home, daemon, max_line).await {
+        Ok(d) => d,
+        Err(e @ shard_web::WebError::NoFreePort { .. }) => {
+            let why = e.to_string();
+            eprintln!("shard: {why}; the daemon runs without its web door");
+            tracing::warn!("{why}");
+            if let Err(e) = shard_web::write_doorless_daemon_json(home, &why) {
+                eprintln!("shard: {e}");
+                return Err(ExitCode::FAILURE);
+            }
+            return Ok(None);
+        }
+        Err(e) => {
+            eprintln!("shard: cannot start the web door: {e}");
+            return Err(ExitCode::FAILURE);
+        }
+    };
+    if let Some(w) = &door.info().warning {
+        eprintln!("shard: {w}");
+        tracing::warn!("{w}");
+    }
+    if let Err(e) = door.write_daemon_json() {
+        eprintln!("shard: {e}");
+        // Leaves no admin socket (or half a door) behind.
+        door.stop();
+        return Err(ExitCode::FAILURE);
+    }
+    match &door.info().public_url {
+        Some(p) => eprintln!("shard daemon serving {} (public {p})", door.info().url),
+        None => eprintln!("shard daemon serving {}", door.info().url),
+    }
+    Ok(Some(door))
 }
 
 async fn connect(home: &Path) -> Result<Client, ExitCode> {

@@ -127,6 +127,18 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     let mut rows: Vec<Row> = Vec::new();
     let env_remove = config.child_env_remove(resolved.secret_vars());
     let specs = resolved.start.clone();
+    // The servers run in the same tool sandbox a Runtime at `cwd` would give them.
+    let sandbox = shard_sandbox::Sandbox::new(
+        &config.sandbox,
+        shard_sandbox::SandboxSpec {
+            workspace_roots: vec![cwd.clone()],
+            hidden: vec![home.clone()],
+            visible: Vec::new(),
+            temp_parent: None,
+            probe_cache: Some(home.clone()),
+        },
+    )
+    .map_err(|e| usage(e.to_string()))?;
     let rt = common::tokio_runtime()?;
     let states = rt.block_on(async move {
         let (tx, mut rx) = tokio::sync::mpsc::channel(32);
@@ -134,6 +146,7 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
             cwd: cwd.clone(),
             env_remove: Arc::new(env_remove),
             processes: Default::default(),
+            sandbox: Some(Arc::new(sandbox)),
         };
         let mgr = McpManager::start(specs, ctx, tx);
         let settled = async {

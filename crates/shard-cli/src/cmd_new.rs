@@ -86,8 +86,13 @@ pub fn new(args: NewArgs) -> ExitCode {
             display_name: None,
             names: None,
         };
-        let id = match c.create(create).await {
-            Ok(id) => id,
+        let id = match c.create_with_notice(create).await {
+            Ok(created) => {
+                if let Some(n) = &created.notice {
+                    eprintln!("shard new: {n}");
+                }
+                created.agent_id
+            }
             Err(e) => {
                 eprintln!("shard new: {e}");
                 return ExitCode::from(crate::common::EXIT_FAILED);

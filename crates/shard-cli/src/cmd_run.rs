@@ -95,7 +95,7 @@ fn run_inner(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut opts = cmd_agent::options(&agent_args).map_err(|e| usage(format!("{e:#}")))?;
     // Everything checkable is checked before the prompt is read and before anything
     // is created.
-    if let Some(mode) = &args.choice.mode {
+    if let Some(mode) = &args.choice.model.mode {
         check_mode(&opts.shard_home, mode)?;
     }
     if let Some(id) = &args.choice.session {
@@ -142,6 +142,9 @@ fn run_inner(args: RunArgs) -> anyhow::Result<ExitCode> {
     // instead, before anything is written. A resumed session's recorded model may differ.
     if !resuming && let Some(why) = prepared.model_problem() {
         return Err(usage(why));
+    }
+    if let Some(n) = prepared.model_notice() {
+        eprintln!("shard run: {n}");
     }
     let rt = common::tokio_runtime()?;
     let how = How {

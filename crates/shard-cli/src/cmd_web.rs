@@ -15,9 +15,10 @@ use crate::common;
 /// The web door's flags on `shard daemon`.
 #[derive(Args)]
 pub struct WebFlags {
-    /// HTTP port of the web door (0 picks a free one).
-    #[arg(long, default_value_t = shard_web::DEFAULT_PORT)]
-    port: u16,
+    /// HTTP port of the web door (0 picks a free one). Without it: 7420, else the next
+    /// free of the 50 after it; a port given here that is taken is an error.
+    #[arg(long)]
+    port: Option<u16>,
     /// Address to bind; a non-loopback address is remote mode (needs --public-host,
     /// --allowed-origin and --allow-insecure-remote).
     #[arg(long)]
@@ -56,7 +57,12 @@ impl WebFlags {
     pub fn into_config(self) -> Result<WebConfig, WebError> {
         let d = WebOptions::default();
         WebOptions {
-            port: self.port,
+            port: self.port.unwrap_or(shard_web::DEFAULT_PORT),
+            port_retries: if self.port.is_some() {
+                0
+            } else {
+                shard_web::PORT_RETRIES
+            },
             web_host: self.web_host,
             public_host: self.public_host,
             allowed_origins: self.allowed_origins,

@@ -16,6 +16,18 @@ pub struct AgentChoice {
     /// Working directory (default: the current directory).
     #[arg(long)]
     pub cwd: Option<PathBuf>,
+    /// Provider, model, mode and script.
+    #[command(flatten)]
+    pub model: ModelChoice,
+    /// Continue this session (`shard sessions` lists them).
+    #[arg(long)]
+    pub session: Option<String>,
+}
+
+/// What a new session runs with; `shard acp` takes these alone (the editor names the
+/// directory and the session).
+#[derive(Args, Debug, Clone, Default)]
+pub struct ModelChoice {
     /// Provider: anthropic, openai, openai-responses, scripted (with --script), or a
     /// [providers.NAME] of config.toml. `shard models` lists what is usable.
     #[arg(long)]
@@ -27,9 +39,6 @@ pub struct AgentChoice {
     /// Mode: build (default), plan (read-only), or a [[modes]] of config.toml.
     #[arg(long)]
     pub mode: Option<String>,
-    /// Continue this session (`shard sessions` lists them).
-    #[arg(long)]
-    pub session: Option<String>,
     /// Script file for the scripted provider.
     #[arg(long)]
     pub script: Option<PathBuf>,
@@ -41,11 +50,11 @@ impl AgentChoice {
     pub fn agent_args(&self) -> AgentArgs {
         AgentArgs {
             cwd: self.cwd.clone(),
-            provider: self.provider.clone(),
-            model: self.model.clone(),
-            mode: self.mode.clone(),
+            provider: self.model.provider.clone(),
+            model: self.model.model.clone(),
+            mode: self.model.mode.clone(),
             session: self.session.clone(),
-            script: self.script.clone(),
+            script: self.model.script.clone(),
             ..AgentArgs::default()
         }
     }

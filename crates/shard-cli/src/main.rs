@@ -1,6 +1,7 @@
 //! `shard`: one binary for the agent Runtime, the daemon and the clients. Argument
 //! parsing and presentation only; the work lives in the library crates.
 
+mod cmd_acp;
 mod cmd_agent;
 mod cmd_attach;
 mod cmd_daemon;
@@ -50,6 +51,9 @@ struct Cli {
 enum Commands {
     /// Run one agent Runtime speaking the JSONL protocol on stdin/stdout.
     Agent(cmd_agent::AgentArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains,
+    /// Neovim); sessions are daemon agents when a daemon runs.
+    Acp(cmd_acp::AcpArgs),
     /// Send one prompt to an agent and print the answer.
     Run(cmd_run::RunArgs),
     /// Run the per-user daemon that keeps many agents.
@@ -96,11 +100,13 @@ impl Commands {
     }
 }
 
+#[allow(unsafe_code)]
 fn main() -> ExitCode {
     // Started by a Runtime as its tool sandbox's zygote (docs/sandbox.md): serve, and
     // nothing else of the CLI runs in that process.
     #[cfg(target_os = "linux")]
-    if let Some(code) = shard_sandbox::zygote::main_if_asked() {
+    // SAFETY: first thing in `main`, before anything starts a thread.
+    if let Some(code) = unsafe { shard_sandbox::zygote::main_if_asked() } {
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
     // This binary can serve as the zygote of the Runtimes it runs.
@@ -110,7 +116,9 @@ fn main() -> ExitCode {
     // environment block, which is then overwritten, and the process becomes
     // non-dumpable, so no other process — root included — reads a key from
     // /proc/PID/environ or /proc/PID/mem (issue 10 §5).
-    shard_sandbox::hardening::detach_environment();
+    // SAFETY: still single-threaded: nothing before this line starts a thread (the
+    // zygote check above returns before any is started, or never comes back).
+    unsafe { shard_sandbox::hardening::detach_environment() };
     shard_sandbox::hardening::harden(&[]);
     let cli = Cli::parse();
     if cli.command.as_ref().is_some_and(Commands::prints_and_exits) {
@@ -119,6 +127,7 @@ fn main() -> ExitCode {
     match cli.command {
         None => tui::run(cli.tui),
         Some(Commands::Agent(args)) => cmd_agent::run(args),
+        Some(Commands::Acp(args)) => cmd_acp::run(args),
         Some(Commands::Run(args)) => cmd_run::run(args),
         Some(Commands::Daemon(args)) => cmd_daemon::daemon(args),
         Some(Commands::Ls(args)) => cmd_daemon::ls(args),

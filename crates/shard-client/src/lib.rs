@@ -75,6 +75,7 @@ pub struct Client {
     hello: Hello,
     events: tokio::sync::Mutex<mpsc::UnboundedReceiver<IncomingEvent>>,
     child: Mutex<Option<tokio::process::Child>>,
+    input_closed: tokio_util::sync::CancellationToken,
 }
 
 impl Client {
@@ -128,7 +129,8 @@ impl Client {
         W: AsyncWrite + Send + 'static,
     {
         let (wtx, wrx) = mpsc::unbounded_channel::<Bytes>();
-        tokio::spawn(write_loop(Box::pin(writer), wrx));
+        let input_closed = tokio_util::sync::CancellationToken::new();
+        tokio::spawn(write_loop(Box::pin(writer), wrx, input_closed.clone()));
         let mut lines = FramedRead::new(
             Box::pin(reader) as Pin<Box<dyn AsyncRead + Send>>,
             JsonlCodec::default(),
@@ -160,6 +162,7 @@ impl Client {
             hello,
             events: tokio::sync::Mutex::new(erx),
             child: Mutex::new(None),
+            input_closed,
         })
     }
 
@@ -232,6 +235,14 @@ impl Client {
         Ok(self.send_request(create).await?.agent_id)
     }
 
+    /// `agent.create`; returns the whole answer (the id and any notice for the user).
+    pub async fn create_with_notice(
+        &self,
+        create: AgentCreate,
+    ) -> Result<shard_protocol::responses::AgentCreated, ClientError> {
+        self.send_request(create).await
+    }
+
     /// `agent.attach`, subscribing first so the `sync` and everything after it land in
     /// the returned receiver.
     pub async fn attach(
@@ -259,6 +270,22 @@ impl Client {
         Ok(())
     }
 
+    /// Ends the output to the server once what is queued is written (a direct agent
+    /// sees end of input), while events can still be read; for a connection shared by
+    /// tasks, where [`close_and_wait`](Client::close_and_wait) cannot take it.
+    pub fn close_input(&self) {
+        self.input_closed.cancel();
+    }
+
+    /// For a direct agent: waits for it to exit (after [`close_input`](Client::close_input)).
+    pub async fn wait_exit(&self) -> Option<std::process::ExitStatus> {
+        let child = self.child.lock().ok().and_then(|mut c| c.take());
+        match child {
+            Some(mut c) => c.wait().await.ok(),
+            None => None,
+        }
+    }
+
     /// For a direct agent: closes its stdin and waits for it to exit.
     pub async fn close_and_wait(self) -> Option<std::process::ExitStatus> {
         let child = self.child.lock().ok().and_then(|mut c| c.take());
@@ -280,8 +307,17 @@ fn parse<T: serde::de::DeserializeOwned>(
 async fn write_loop(
     mut w: Pin<Box<dyn AsyncWrite + Send>>,
     mut rx: mpsc::UnboundedReceiver<Bytes>,
+    closed: tokio_util::sync::CancellationToken,
 ) {
-    while let Some(first) = rx.recv().await {
+    loop {
+        let first = tokio::select! {
+            biased;
+            m = rx.recv() => match m {
+                Some(m) => m,
+                None => break,
+            },
+            _ = closed.cancelled() => break,
+        };
         let mut buf = first.to_vec();
         while let Ok(more) = rx.try_recv() {
             buf.extend_from_slice(&more);

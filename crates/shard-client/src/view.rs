@@ -535,6 +535,7 @@ impl AgentView {
                     exit_code,
                     duration_ms,
                     render,
+                    ..
                 } => {
                     let call = self.call_entry(tool_call_id, "");
                     if call.result.is_none() {

@@ -13,7 +13,7 @@ use shard_protocol::{ErrorCode, Event, LineError, PROTOCOL_VERSION, decode_comma
 use crate::commands::{self, Handled};
 use crate::core::{Shared, frame};
 use crate::outbox::{Outbox, run_writer};
-use crate::principal::Principal;
+use crate::principal::{Principal, TransportKind};
 use crate::reply::{ProtocolError, ReplySlot, Responder};
 use crate::server::ConnSlot;
 use crate::transport::{Connection, FrameSink};
@@ -41,6 +41,8 @@ pub(crate) async fn refuse(mut out: Box<dyn FrameSink>, code: ErrorCode, message
         code,
         message,
         fatal: Some(true),
+        kind: None,
+        retry_after_ms: None,
     });
     let _ = tokio::time::timeout(WRITER_DRAIN, async {
         out.write_frame(&frame(&ev)).await?;
@@ -60,13 +62,24 @@ pub(crate) async fn serve(shared: Arc<Shared>, conn: Connection, _slot: ConnSlot
         mut inbound,
         outbound,
     } = conn;
-    if let Some(pid) = peer_pid
-        && let Err(why) = crate::peer::check_peer(&shared, pid).await
-    {
-        tracing::warn!(%peer, %why, "connection refused");
-        refuse(outbound, ErrorCode::PermissionDenied, why).await;
-        return;
-    }
+    // Who opened the connection, checked now and again whenever it answers a request.
+    let checked = match (peer_pid, kind) {
+        (Some(pid), _) => match crate::peer::check_peer(&shared, pid).await {
+            Ok(start) => Some((pid, start)),
+            Err(why) => {
+                tracing::warn!(%peer, %why, "connection refused");
+                refuse(outbound, ErrorCode::PermissionDenied, why).await;
+                return;
+            }
+        },
+        (None, TransportKind::UnixSocket) => {
+            let why = "the connecting process cannot be identified; refused".to_string();
+            tracing::warn!(%peer, %why, "connection refused");
+            refuse(outbound, ErrorCode::PermissionDenied, why).await;
+            return;
+        }
+        (None, _) => None,
+    };
     let conn_id = shared.next();
     tracing::debug!(conn_id, %peer, ?principal, "client connected");
     let (outbox, rx) = Outbox::new(shared.cfg.queue);
@@ -105,6 +118,15 @@ pub(crate) async fn serve(shared: Arc<Shared>, conn: Connection, _slot: ConnSlot
                 }
                 match decode_command(&line) {
                     Ok(msg) => {
+                        if let Some((pid, start)) = checked
+                            && answers_a_request(&msg.command)
+                            && let Err(why) = crate::peer::recheck_peer(&shared, pid, start).await
+                        {
+                            tracing::warn!(conn_id, %peer, %why, "an answer was refused; connection closed");
+                            Responder::new(Arc::clone(&outbox), msg.id, msg.command.type_name())
+                                .fail(ProtocolError::new(ErrorCode::PermissionDenied, why));
+                            break;
+                        }
                         let ty = msg.command.type_name();
                         let mut slot =
                             ReplySlot::new(Responder::new(Arc::clone(&outbox), msg.id, ty));
@@ -140,6 +162,15 @@ pub(crate) async fn serve(shared: Arc<Shared>, conn: Connection, _slot: ConnSlot
         abort.abort();
     }
     tracing::debug!(conn_id, "client disconnected");
+}
+
+/// Answers to permission and UI requests: the commands whose sender is checked again
+/// when they arrive, not trusted from the connection's start.
+fn answers_a_request(c: &shard_protocol::Command) -> bool {
+    matches!(
+        c,
+        shard_protocol::Command::PermissionResponse(_) | shard_protocol::Command::UiResponse(_)
+    )
 }
 
 /// True for a `runtime.auth` line (short lines that name the type only are parsed).

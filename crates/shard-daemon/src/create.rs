@@ -25,6 +25,14 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
             refused.join(", ")
         )));
     }
+    // A parent gives its child its clients' requests, its tools and its policies; only
+    // the daemon's own subagent machinery may name one, never a client.
+    if c.parent_agent_id.is_some() {
+        return Err(ProtocolError::new(
+            ErrorCode::PermissionDenied,
+            "parent_agent_id is set by the daemon's subagent machinery (subagent.create), not by clients",
+        ));
+    }
     let cwd = match tokio::fs::canonicalize(&c.cwd).await {
         Ok(p) if tokio::fs::metadata(&p).await.is_ok_and(|m| m.is_dir()) => p,
         _ => return Err(invalid(format!("cwd {:?} is not a directory", c.cwd))),
@@ -53,7 +61,7 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
         tools: c.tools,
         skills: c.skills,
         headless_policy: c.headless_policy.unwrap_or_default(),
-        parent_agent_id: c.parent_agent_id,
+        parent_agent_id: None,
         created_at: ids::now_millis(),
         adopted: c.session_id.is_some(),
         started: false,
@@ -63,13 +71,19 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
     // An unknown mode, provider or model is one clear error, and nothing is created
     // (issue 9 item 7): the Runtime's own check says what would work.
     let spec = crate::core::launch_spec_for_check(&shared.cfg, &manifest);
-    if let Err(why) = shared.launcher.check(&spec).await {
-        return Err(invalid(why));
-    }
+    let notice = match shared.launcher.check(&spec).await {
+        Ok(notice) => notice,
+        Err(_) if crate::fdlimit::exhausted_now() => return Err(out_of_descriptors()),
+        Err(e) => return Err(invalid(e)),
+    };
     shared.reserve_agent(&manifest)?;
     if let Err(e) = shared.store.save(&manifest).await {
         tracing::error!(error = %e, "could not write a manifest");
-        shared.forget_agent(&agent_id);
+        // The write may have failed after its rename (syncing the folder): undo it whole.
+        undo(shared, &agent_id).await;
+        if crate::fdlimit::exhausted_now() {
+            return Err(out_of_descriptors());
+        }
         let why = match &e {
             crate::error::DaemonError::Io { source, .. } => crate::fdlimit::describe(source),
             other => other.to_string(),
@@ -89,21 +103,16 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
     };
     let data = serde_json::to_value(AgentCreated {
         agent_id: agent_id.clone(),
+        notice,
     })
     .ok();
     if let Err(e) = &result
-        && e.contains(crate::fdlimit::EXHAUSTED)
+        && (e.contains(crate::fdlimit::EXHAUSTED) || crate::fdlimit::exhausted_now())
     {
         // Out of descriptors is the daemon's state, not the agent's: undo the create so a
         // retry after raising the limit does not find a half-made agent.
-        shared.forget_agent(&agent_id);
-        if let Err(e) = shared.store.remove(&agent_id).await {
-            tracing::warn!(error = %e, agent_id, "could not remove the manifest of an undone create");
-        }
-        return Err(ProtocolError::new(
-            ErrorCode::RuntimeStartFailed,
-            format!("the agent was not created: {e}"),
-        ));
+        undo(shared, &agent_id).await;
+        return Err(out_of_descriptors());
     }
     match result {
         Ok(()) => Ok(Reply::Done(data)),
@@ -112,6 +121,25 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
             format!("agent {agent_id} was created but its runtime failed to start: {e}"),
         )
         .with_data(data)),
+    }
+}
+
+/// The refusal of a create that ran out of descriptors: nothing of it is kept.
+fn out_of_descriptors() -> ProtocolError {
+    ProtocolError::new(
+        ErrorCode::RuntimeStartFailed,
+        format!(
+            "the agent was not created: {}",
+            crate::fdlimit::exhausted_message()
+        ),
+    )
+}
+
+/// Forgets a create that cannot complete: the registry entry and the manifest, if written.
+async fn undo(shared: &Shared, agent_id: &str) {
+    shared.forget_agent(agent_id);
+    if let Err(e) = shared.store.remove(agent_id).await {
+        tracing::warn!(error = %e, agent_id, "could not remove the manifest of an undone create");
     }
 }
 

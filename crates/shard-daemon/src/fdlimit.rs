@@ -59,6 +59,17 @@ pub(crate) fn exhausted_message() -> String {
     }
 }
 
+/// Whether this process cannot open one more descriptor right now. A failure reported as
+/// text (the settings check, a wrapped error) may hide EMFILE; this probe tells, so such a
+/// failure is still reported as what it is and undone.
+pub(crate) fn exhausted_now() -> bool {
+    use std::os::fd::AsFd;
+    match std::io::stdin().as_fd().try_clone_to_owned() {
+        Ok(_probe) => false,
+        Err(e) => is_exhaustion(&e),
+    }
+}
+
 /// `e` as a message, the descriptor line when that is what it means.
 pub(crate) fn describe(e: &std::io::Error) -> String {
     if is_exhaustion(e) {

@@ -12,7 +12,12 @@ pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
 /// Writes `bytes` to `path` through a 0600 temp file in the same directory, fsyncs it,
 /// renames it over `path` and fsyncs the directory (the store's helper).
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    shard_session::records::atomic_write(path, bytes).map_err(std::io::Error::other)
+    shard_session::records::atomic_write(path, bytes).map_err(|e| match e {
+        // The OS error itself, so callers can still tell what it was (out of descriptors,
+        // disk full); the caller's context names the file.
+        shard_session::SessionError::Io { source, .. } => source,
+        other => std::io::Error::other(other),
+    })
 }
 
 /// Writes one record file atomically (0600 in the 0700 directory `dir`, fsynced) on a

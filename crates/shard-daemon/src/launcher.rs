@@ -89,10 +89,11 @@ pub trait RuntimeLauncher: Send + Sync {
     async fn launch(&self, spec: &LaunchSpec) -> std::io::Result<LaunchedRuntime>;
 
     /// Checks, before an agent is created, that `spec` names a mode, provider and model
-    /// a Runtime would accept; `Err` says what is wrong and what would work. The default
-    /// accepts everything (launchers that cannot check).
-    async fn check(&self, _spec: &LaunchSpec) -> Result<(), String> {
-        Ok(())
+    /// a Runtime would accept; `Err` says what is wrong and what would work, `Ok` holds
+    /// a notice for the client (a model the catalog lacks). The default accepts
+    /// everything (launchers that cannot check).
+    async fn check(&self, _spec: &LaunchSpec) -> Result<Option<String>, String> {
+        Ok(None)
     }
 }
 
@@ -103,8 +104,9 @@ pub trait RuntimeLauncher: Send + Sync {
 /// on a busy machine was what stalled every other client (docs/performance.md).
 pub trait SettingsCheck: Send + Sync {
     /// Blocking (it reads configuration files): the daemon calls it on the blocking pool.
-    /// `Err` says what is wrong and what would work, in the Runtime's own words.
-    fn check(&self, spec: &LaunchSpec) -> Result<(), String>;
+    /// `Err` says what is wrong and what would work, in the Runtime's own words; `Ok`
+    /// holds the notice owed for a model the catalog lacks.
+    fn check(&self, spec: &LaunchSpec) -> Result<Option<String>, String>;
 }
 
 /// Spawns `<exe> agent …` as a child process in its own process group, stderr to
@@ -177,7 +179,7 @@ async fn spawn_off_executor(
 
 #[async_trait]
 impl RuntimeLauncher for ProcessLauncher {
-    async fn check(&self, spec: &LaunchSpec) -> Result<(), String> {
+    async fn check(&self, spec: &LaunchSpec) -> Result<Option<String>, String> {
         let settings = Arc::clone(&self.settings);
         let spec = spec.clone();
         tokio::task::spawn_blocking(move || settings.check(&spec))

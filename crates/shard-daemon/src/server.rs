@@ -48,7 +48,7 @@ impl ShutdownHandle {
     /// (issue 10 §5), for side doors such as the web door's admin socket; the same check
     /// the unix socket makes, and like it refusing when the check itself fails.
     pub async fn check_peer(&self, pid: u32) -> Result<(), String> {
-        crate::peer::check_peer(&self.shared, pid).await
+        crate::peer::check_peer(&self.shared, pid).await.map(|_| ())
     }
 }
 

@@ -245,9 +245,10 @@ async fn create_is_validated_whole_before_side_effects() {
         json!({"tasks":[{"name":"general","task":"a"}]}),
         json!({"tasks":[], "strategy":"parallel"}),
         json!({"task":"a","tasks":[{"name":"general","task":"b"}],"strategy":"parallel"}),
-        json!({"tasks":[{"name":"general","task":"a"},{"name":"nope","task":"b"}],"strategy":"parallel"}),
+        json!({"tasks":[{"name":"general","task":"a"},{"name":"a\u{7}b","task":"b"}],"strategy":"parallel"}),
+        json!({"tasks":[{"name":"x".repeat(65),"task":"b"}],"strategy":"parallel"}),
         json!({"tasks":[{"name":"general","task":"a"},{"name":"general","task":"b"},{"name":"general","task":"c"}],"strategy":"parallel"}),
-        json!({"name":"../etc","task":"a"}),
+        json!({"name":"","task":"a"}),
         json!({"task":"   "}),
         json!({}),
     ];
@@ -451,17 +452,23 @@ async fn after_a_daemon_restart_unfinished_runs_are_interrupted_and_relaunchable
     assert_eq!(k.next_command().await["message"], "resume");
 }
 
+/// Writes `.shard/agents/NAME.md` under `cwd` with `front` as front matter.
+fn write_definition(cwd: &std::path::Path, name: &str, front: &str) {
+    let defs = cwd.join(".shard/agents");
+    std::fs::create_dir_all(&defs).unwrap();
+    let text = format!("---\n{front}\n---\nYou review code.\n");
+    std::fs::write(defs.join(format!("{name}.md")), text).unwrap();
+}
+
 #[tokio::test]
 async fn a_project_definition_gives_the_child_its_prompt_tools_and_display_name() {
     let mut s = start(|_| {}).await;
     let (pid, _prt, mut raw, _c) = parent(&mut s).await;
-    let defs = s.home.join(".shard/agents");
-    std::fs::create_dir_all(&defs).unwrap();
-    std::fs::write(
-        defs.join("reviewer.md"),
-        "---\nname: reviewer\ndescription: Reviews diffs\ntools: read, grep\n---\nYou review code.\n",
-    )
-    .unwrap();
+    write_definition(
+        &s.home,
+        "reviewer",
+        "name: reviewer\ndescription: Reviews diffs\ntools: read, grep",
+    );
     let r = raw
         .call(
             json!({"type":"subagent.create","parent_agent_id":pid,"name":"reviewer","task":"look"}),
@@ -481,6 +488,51 @@ async fn a_project_definition_gives_the_child_its_prompt_tools_and_display_name(
         .clone()
         .expect("a system prompt file");
     assert_eq!(std::fs::read_to_string(f).unwrap(), "You review code.");
+}
+
+#[tokio::test]
+async fn a_name_without_a_definition_is_a_general_child_under_that_name() {
+    let mut s = start(|_| {}).await;
+    let (pid, _prt, mut raw, _c) = parent(&mut s).await;
+    write_definition(
+        &s.home,
+        "reviewer",
+        "description: Reviews diffs\ntools: read",
+    );
+    // A file a path-like name would reach if it were looked up as a definition.
+    std::fs::write(
+        s.home.join(".shard/evil.md"),
+        "---\ntools: bash\n---\nEVIL\n",
+    )
+    .unwrap();
+    let r = raw
+        .call(
+            json!({"type":"subagent.create","parent_agent_id":pid,"strategy":"parallel",
+            "tasks":[{"name":"reviewer","task":"a"},{"name":"Fix tests","task":"b"},
+                     {"name":"../evil","task":"c"}]}),
+        )
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    let runs = r["data"]["runs"].as_array().unwrap();
+    assert_eq!(runs[0]["definition_name"], "reviewer");
+    assert_eq!(runs[1]["alias"], "fix-tests");
+    assert_eq!(runs[1]["name"], "Fix tests");
+    assert!(runs[1].get("definition_name").is_none(), "{r}");
+    assert!(runs[2].get("definition_name").is_none(), "{r}");
+    let mut specs = Vec::new();
+    for _ in 0..3 {
+        let (k, _) = child(&mut s).await;
+        specs.push(k.spec.clone());
+    }
+    // The definition's child is restricted; the general ones are not, and no file was read
+    // through the path-like name.
+    let restricted = specs.iter().filter(|sp| sp.tools.is_some()).count();
+    assert_eq!(restricted, 1);
+    for sp in &specs {
+        if let Some(f) = &sp.system_prompt_file {
+            assert!(!std::fs::read_to_string(f).unwrap().contains("EVIL"));
+        }
+    }
 }
 
 #[tokio::test]

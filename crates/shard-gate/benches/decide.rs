@@ -1,6 +1,6 @@
 //! The gate's cost per call: `Gate::decide` for typical calls (a short and a long `bash`
 //! line against deny rules and grants, a `read` inside the workspace, a `read` through
-//! `..`) and `Gate::visible`, which `grep`/`find`/`ls` call for every entry.
+//! `..`, a granted `cp` whose operands are checked for trusted files) and `Gate::visible`, which `grep`/`find`/`ls` call for every entry.
 //!
 //! Run: `cargo bench -p shard-gate --bench decide`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
@@ -53,6 +53,7 @@ fn main() {
     let grants = vec![
         grants::signature_grant("cargo test -q 2>&1 | tail -n 5").unwrap(),
         grants::signature_grant("git status").unwrap(),
+        grants::signature_grant("cp -r src/deep out").unwrap(),
     ];
     let cases = [
         (
@@ -66,6 +67,12 @@ fn main() {
             "bash",
             false,
             json!({"command": "cd src && timeout 60 env -- nice -n 5 cargo build --release 2>&1 | grep -v warning | head -n 40; git status -s && find . -name '*.rs' -exec wc -l {} + | sort -n | tail -n 3"}),
+        ),
+        (
+            "bash: granted `cp -r src/deep out` (trusted-file check)",
+            "bash",
+            false,
+            json!({"command": "cp -r src/deep out"}),
         ),
         (
             "read: src/deep/er/still/file.rs",

@@ -17,6 +17,7 @@ use crate::grants::{self, Grant};
 use crate::paths::{ResolvedPath, Workspace};
 use crate::prompt;
 use crate::rules::{self, Rule, RuleError};
+use crate::trusted;
 
 /// One tool call as the gate sees it.
 #[derive(Debug, Clone, Copy)]
@@ -197,10 +198,17 @@ impl Gate {
                 ),
             };
         }
+        // A `bash` line is walked once, for deny rules and the trusted-file check.
+        let walk = match (tool, args.get("command").and_then(Value::as_str)) {
+            ("bash", Some(line)) => Some(crate::resolve::walk(line)),
+            _ => None,
+        };
+        let commands = walk.as_ref().map(|w| w.commands.as_slice());
         let denied = if all.is_empty() {
-            self.denied(tool, args, None)
+            self.denied(tool, args, None, commands)
         } else {
-            all.iter().any(|p| self.denied(tool, args, Some(p)))
+            all.iter()
+                .any(|p| self.denied(tool, args, Some(p), commands))
         };
         if denied {
             return Decision::Refuse {
@@ -218,14 +226,21 @@ impl Gate {
         if read_only && !outside {
             return Decision::Allow(Allowed::ReadOnly);
         }
+        // A write to a file Shard or git trusts is never covered by a grant or a rule.
+        let trusted =
+            trusted::touched_walked(&self.workspace, tool, read_only, args, walk.as_ref());
         let exact_args = self.grant_args(args, path.as_ref());
-        if grants::matches(grants, tool, &exact_args) {
+        if trusted.is_none() && grants::matches(grants, tool, &exact_args) {
             return Decision::Allow(Allowed::Grant);
         }
         match headless {
             Some(HeadlessPolicy::Deny) => Decision::Refuse {
                 why: Refused::Headless,
                 message: headless_message(tool, false),
+            },
+            Some(HeadlessPolicy::AllowIfRuleMatches) if trusted.is_some() => Decision::Refuse {
+                why: Refused::Headless,
+                message: trusted_headless_message(tool, trusted.as_deref().unwrap_or_default()),
             },
             Some(HeadlessPolicy::AllowIfRuleMatches) => {
                 if self.headless_allows(tool, args) {
@@ -238,8 +253,14 @@ impl Gate {
                 }
             }
             queue_or_person => {
-                let (request, signature) =
-                    prompt::request(tool, args, path.as_ref(), outside, &self.workspace);
+                let (request, signature) = prompt::request(
+                    tool,
+                    args,
+                    path.as_ref(),
+                    outside,
+                    trusted.as_deref(),
+                    &self.workspace,
+                );
                 Decision::Ask(Box::new(Ask {
                     request,
                     exact: Grant::Exact {
@@ -256,6 +277,9 @@ impl Gate {
     /// True when the headless allow rules cover a call (the daemon's
     /// `allow_if_rule_matches` for a request the Runtime raised).
     pub fn headless_allows(&self, tool: &str, args: &Value) -> bool {
+        if trusted::touched(&self.workspace, tool, false, args).is_some() {
+            return false;
+        }
         let all = self.paths_of(tool, args);
         if all.is_empty() {
             return rules::allows(&self.headless_allow, tool, args, None);
@@ -297,8 +321,14 @@ impl Gate {
         if allowed { None } else { Some(why) }
     }
 
-    fn denied(&self, tool: &str, args: &Value, path: Option<&ResolvedPath>) -> bool {
-        if rules::denies(&self.deny, tool, args, path) {
+    fn denied(
+        &self,
+        tool: &str,
+        args: &Value,
+        path: Option<&ResolvedPath>,
+        commands: Option<&[crate::resolve::Effective]>,
+    ) -> bool {
+        if rules::denies_walked(&self.deny, tool, args, path, commands) {
             return true;
         }
         // Path rules of the read family bind the whole family.
@@ -339,6 +369,9 @@ impl Gate {
 pub fn headless_allows_at(rules: &[Rule], tool: &str, args: &Value, cwd: &Path) -> bool {
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let workspace = Workspace::new(cwd, &[], cwd, home.as_deref());
+    if trusted::touched(&workspace, tool, false, args).is_some() {
+        return false;
+    }
     let paths = match args.get("path").and_then(Value::as_str) {
         Some(p) => workspace.resolve_all(p),
         None if PATH_DEFAULTS_TO_CWD.contains(&tool) => workspace.resolve_all("."),
@@ -350,6 +383,17 @@ pub fn headless_allows_at(rules: &[Rule], tool: &str, args: &Value, cwd: &Path) 
     paths
         .iter()
         .all(|p| rules::allows(rules, tool, args, Some(p)))
+}
+
+/// The refusal text when nobody could be asked and the call writes a trusted file, which
+/// no rule may allow.
+pub fn trusted_headless_message(tool: &str, what: &str) -> String {
+    format!(
+        "`{tool}` was not run: it may write `{what}`, a file Shard or git trusts (hooks, \
+         git configuration, MCP servers, agent definitions), which only a person may allow, \
+         and nobody is attached to answer permission requests. No person saw or declined \
+         this request. Continue without it, or finish and report that it needs permission."
+    )
 }
 
 /// The refusal text when nobody could be asked: it says no person saw the request, so the
@@ -369,4 +413,4 @@ pub fn headless_message(tool: &str, rules_checked: bool) -> String {
 
 #[cfg(test)]
 #[path = "gate_tests.rs"]
-mod tests;
+pub(crate) mod tests;

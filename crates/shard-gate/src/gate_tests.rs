@@ -13,7 +13,8 @@ struct Fixture {
     gate: Gate,
 }
 
-fn rule(tool: &str, command: Option<&str>, path: Option<&str>) -> RuleConfig {
+/// A rule as `config.toml` writes it.
+pub(crate) fn rule(tool: &str, command: Option<&str>, path: Option<&str>) -> RuleConfig {
     RuleConfig {
         tool: tool.into(),
         command: command.map(Into::into),

@@ -18,3 +18,4 @@ pub mod resolve;
 pub mod rules;
 pub mod shell;
 pub mod signature;
+pub mod trusted;

@@ -50,7 +50,17 @@ impl ResolvedPath {
 /// a symlink is replaced by its target (relative targets against the link's directory),
 /// `..` goes to the real parent, and components that do not exist are kept as written.
 pub fn real(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
+    real_from(PathBuf::from("/"), path)
+}
+
+/// [`real`] for `path` relative to `base`, a directory already resolved (absolute, no
+/// symlinks): the walk starts there instead of at `/`. An absolute `path` starts at `/`.
+pub fn real_from(base: PathBuf, path: &Path) -> PathBuf {
+    let mut out = if path.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        base
+    };
     // Components still to walk, last first.
     let mut todo: Vec<OsString> = Vec::new();
     push_components(&mut todo, path);

@@ -29,12 +29,13 @@ pub fn request(
     args: &Value,
     path: Option<&ResolvedPath>,
     outside: bool,
+    trusted: Option<&str>,
     workspace: &Workspace,
 ) -> (PermissionRequest, Option<Grant>) {
     let command = args.get("command").and_then(Value::as_str);
     let raw_path = args.get("path").and_then(Value::as_str);
-    let signature = match (tool, command) {
-        ("bash", Some(c)) => grants::signature_grant(c),
+    let signature = match (tool, command, trusted) {
+        ("bash", Some(c), None) => grants::signature_grant(c),
         _ => None,
     };
     let mut details = Vec::new();
@@ -96,15 +97,22 @@ pub fn request(
             });
         }
     }
-    let mut choices = vec![
-        PermissionChoice {
-            id: CHOICE_ALLOW.into(),
-            label: "Allow once".into(),
-            description: None,
-            accelerator: Some("y".into()),
-            intent: ChoiceIntent::Allow,
-        },
-        PermissionChoice {
+    if let Some(what) = trusted {
+        prompt.push_str(&format!(
+            "\n  It may write `{what}`, a file Shard or git trusts (hooks, git configuration, \
+             MCP servers, agent definitions): it is asked every time and cannot be allowed \
+             always."
+        ));
+    }
+    let mut choices = vec![PermissionChoice {
+        id: CHOICE_ALLOW.into(),
+        label: "Allow once".into(),
+        description: None,
+        accelerator: Some("y".into()),
+        intent: ChoiceIntent::Allow,
+    }];
+    if trusted.is_none() {
+        choices.push(PermissionChoice {
             id: CHOICE_ALWAYS.into(),
             label: "Always allow exactly this".into(),
             description: Some(
@@ -112,8 +120,8 @@ pub fn request(
             ),
             accelerator: Some("a".into()),
             intent: ChoiceIntent::Persist,
-        },
-    ];
+        });
+    }
     if let Some(Grant::BashSignature { commands, .. }) = &signature {
         let scope = signature::describe_scope(commands);
         prompt.push_str("\n\"Always allow this command signature\" would allow: ");
@@ -139,11 +147,15 @@ pub fn request(
         tool_name: tool.to_string(),
         input: args.clone(),
         prompt,
-        options: vec![
-            PermissionDecision::Allow,
-            PermissionDecision::AllowAlways,
-            PermissionDecision::Deny,
-        ],
+        options: if trusted.is_some() {
+            vec![PermissionDecision::Allow, PermissionDecision::Deny]
+        } else {
+            vec![
+                PermissionDecision::Allow,
+                PermissionDecision::AllowAlways,
+                PermissionDecision::Deny,
+            ]
+        },
         details: if details.is_empty() {
             None
         } else {

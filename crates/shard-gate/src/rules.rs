@@ -180,6 +180,18 @@ fn bash_line(args: &Value) -> Option<&str> {
 
 /// True when a deny rule matches this call (`path` already resolved, if the tool has one).
 pub fn denies(rules: &[Rule], tool: &str, args: &Value, path: Option<&ResolvedPath>) -> bool {
+    denies_walked(rules, tool, args, path, None)
+}
+
+/// [`denies`] with the line's commands already found ([`resolve::walk`]), when the caller
+/// needs them for more than this.
+pub fn denies_walked(
+    rules: &[Rule],
+    tool: &str,
+    args: &Value,
+    path: Option<&ResolvedPath>,
+    commands: Option<&[Effective]>,
+) -> bool {
     let mut effective: Option<Vec<Effective>> = None;
     rules.iter().any(|r| {
         if !r.tool_matches(tool) || !r.path_matches(path) {
@@ -191,7 +203,10 @@ pub fn denies(rules: &[Rule], tool: &str, args: &Value, path: Option<&ResolvedPa
         let Some(line) = bash_line(args) else {
             return false;
         };
-        let cmds = effective.get_or_insert_with(|| resolve::effective(line));
+        let cmds = match commands {
+            Some(c) => c,
+            None => effective.get_or_insert_with(|| resolve::effective(line)),
+        };
         glob.matcher.is_match(line.trim()) || cmds.iter().any(|c| glob.matches(c))
     })
 }

@@ -1,12 +1,22 @@
 //! A deliberately small shell parser for permission matching (PROTOCOL §9.5
 //! `bash_signature`, ARCHITECTURE §4.3). It understands simple commands joined by pipes and
-//! lists, quoting, parameter expansions (as "unknown" words), globs and redirections.
-//! Anything else — command or process substitution, subshells, groups, here-documents,
-//! control keywords, arithmetic — makes [`parse`] return `None`, and every user of the
-//! parser treats `None` as "this line could run anything" (fail closed).
+//! lists, every quoting form bash has, parameter expansions (as "unknown" words), globs and
+//! redirections. Anything else — command or process substitution, arithmetic, subshells,
+//! groups, here-documents, control keywords — makes [`parse`] return `None`, and every user
+//! of the parser treats `None` as "this line could run anything" (fail closed).
+//!
+//! Each word is the word bash yields (`bash -c LINE` without an rc file, as the `bash` tool
+//! runs it), or it is marked [`Word::dynamic`]: its value depends on something only known
+//! when bash runs (a variable, the home directory, the files a glob matches, the locale a
+//! `$"…"` string is translated with). `tests/words.rs` checks this against real bash for
+//! generated words mixing every form. This is the only tokenizer of the gate: signature
+//! grants, deny rules and headless allow rules all read lines through it
+//! (docs/security.md, "Words as bash reads them").
 //!
 //! What the words mean (wrappers, interpreters, git aliases) is decided by
 //! [`crate::resolve`] and [`crate::signature`]; this module only splits.
+
+mod word;
 
 /// One word after quote removal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,7 +24,8 @@ pub struct Word {
     /// The text after quote removal; expansions are kept as written (`$HOME`).
     pub text: String,
     /// The word's final value is not known before bash runs: it contains a parameter
-    /// expansion, an unquoted glob character or a brace expansion.
+    /// expansion, a tilde expansion, an unquoted glob character, a brace expansion, a
+    /// locale-translated string, or an ANSI-C escape whose value depends on the locale.
     pub dynamic: bool,
 }
 
@@ -25,6 +36,23 @@ pub struct Redirect {
     pub op: String,
     /// Its target word.
     pub target: Word,
+}
+
+impl Redirect {
+    /// True when the redirection may write its target: any operator with `>` (`>`, `>>`,
+    /// `>|`, `&>`, `&>>`, `<>`, `>&FILE`), except duplicating or closing a descriptor
+    /// (`>&2`, `>&-`).
+    pub fn writes(&self) -> bool {
+        if !self.op.contains('>') {
+            return false;
+        }
+        let t = &self.target;
+        let dup = self.op.ends_with(">&")
+            && !t.dynamic
+            && (t.text == "-"
+                || (!t.text.is_empty() && t.text.chars().all(|c| c.is_ascii_digit())));
+        !dup
+    }
 }
 
 /// One simple command.
@@ -52,18 +80,13 @@ const KEYWORDS: &[&str] = &[
     "function", "select", "coproc", "[[", "]]", "!", "{", "}", "in",
 ];
 
+/// The line being read. Bash removes a backslash-newline pair (a line continuation)
+/// wherever it reads input, except inside single quotes (`'…'`, `$'…'`), in a comment, and
+/// right after an escaping backslash; [`Parser::peek`] does the same, the raw accessors do
+/// not.
 struct Parser {
     chars: Vec<char>,
     i: usize,
-}
-
-#[derive(Default)]
-struct WordBuf {
-    text: String,
-    dynamic: bool,
-    started: bool,
-    /// Any part of the word was quoted (so it is not an assignment or a keyword).
-    quoted: bool,
 }
 
 /// Splits a command line into simple commands, or `None` when it uses anything this
@@ -83,7 +106,8 @@ pub fn parse(line: &str) -> Option<Vec<SimpleCommand>> {
         let Some(c) = p.peek() else { break };
         match c {
             '#' => {
-                while p.peek().is_some_and(|c| c != '\n') {
+                // A comment ends at the first newline; a backslash does not continue it.
+                while p.raw().is_some_and(|c| c != '\n') {
                     p.i += 1;
                 }
             }
@@ -93,10 +117,10 @@ pub fn parse(line: &str) -> Option<Vec<SimpleCommand>> {
                 }
                 p.i += 1;
                 let next = p.peek();
-                let (op, needs_more) = match (c, next) {
+                let needs_more = match (c, next) {
                     ('&', Some('&')) | ('|', Some('|')) | ('|', Some('&')) => {
                         p.i += 1;
-                        ("and_or", true)
+                        true
                     }
                     (';', Some(';')) | (';', Some('&')) => return None,
                     ('&', Some('>')) => {
@@ -110,10 +134,9 @@ pub fn parse(line: &str) -> Option<Vec<SimpleCommand>> {
                         pending_redirect = Some(op);
                         continue;
                     }
-                    ('|', _) => ("pipe", true),
-                    _ => ("list", false),
+                    ('|', _) => true,
+                    _ => false,
                 };
-                let _ = op;
                 if current.words.is_empty() {
                     if !current.assignments.is_empty() || !current.redirects.is_empty() {
                         // A bare assignment or redirection: it changes state this parser
@@ -151,6 +174,8 @@ pub fn parse(line: &str) -> Option<Vec<SimpleCommand>> {
                     pending_redirect = Some(p.redirect_op(w.text)?);
                     continue;
                 }
+                let assignment = w.assignment;
+                let keyword = !w.quoted && KEYWORDS.contains(&w.text.as_str());
                 let word = Word {
                     text: w.text,
                     dynamic: w.dynamic,
@@ -160,11 +185,11 @@ pub fn parse(line: &str) -> Option<Vec<SimpleCommand>> {
                     continue;
                 }
                 if current.words.is_empty() {
-                    if !w.quoted && is_assignment(&word.text) {
+                    if assignment {
                         current.assignments.push(word.text);
                         continue;
                     }
-                    if !w.quoted && KEYWORDS.contains(&word.text.as_str()) {
+                    if keyword {
                         return None;
                     }
                 }
@@ -189,32 +214,43 @@ pub fn parse(line: &str) -> Option<Vec<SimpleCommand>> {
     Some(commands)
 }
 
-fn is_assignment(text: &str) -> bool {
-    let Some((name, _)) = text.split_once('=') else {
-        return false;
-    };
-    let name = name.strip_suffix('+').unwrap_or(name);
-    !name.is_empty()
-        && !name.starts_with(|c: char| c.is_ascii_digit())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 impl Parser {
-    fn peek(&self) -> Option<char> {
+    /// Skips line continuations at the current position.
+    fn skip_continuations(&mut self) {
+        while self.chars.get(self.i) == Some(&'\\') && self.chars.get(self.i + 1) == Some(&'\n') {
+            self.i += 2;
+        }
+    }
+
+    /// The next character, after any line continuation (which is consumed).
+    fn peek(&mut self) -> Option<char> {
+        self.skip_continuations();
         self.chars.get(self.i).copied()
     }
 
-    fn peek_at(&self, n: usize) -> Option<char> {
-        self.chars.get(self.i + n).copied()
+    /// The character after [`Parser::peek`]'s, line continuations skipped.
+    fn peek_next(&mut self) -> Option<char> {
+        self.skip_continuations();
+        let mut j = self.i + 1;
+        while self.chars.get(j) == Some(&'\\') && self.chars.get(j + 1) == Some(&'\n') {
+            j += 2;
+        }
+        self.chars.get(j).copied()
+    }
+
+    /// The character at the current position as written.
+    fn raw(&self) -> Option<char> {
+        self.chars.get(self.i).copied()
+    }
+
+    /// The character after the current one as written (what a backslash escapes).
+    fn raw_next(&self) -> Option<char> {
+        self.chars.get(self.i + 1).copied()
     }
 
     fn skip_blanks(&mut self) {
-        loop {
-            match self.peek() {
-                Some(' ' | '\t') => self.i += 1,
-                Some('\\') if self.peek_at(1) == Some('\n') => self.i += 2,
-                _ => break,
-            }
+        while matches!(self.peek(), Some(' ' | '\t')) {
+            self.i += 1;
         }
     }
 
@@ -228,275 +264,25 @@ impl Parser {
             (_, Some('(')) => return None,
             ('<', Some('<')) => {
                 // `<<<` is a here-string (its word is data); `<<` is a here-document.
-                if self.peek_at(1) == Some('<') {
-                    self.i += 2;
+                if self.peek_next() == Some('<') {
+                    self.i += 1;
+                    self.peek();
+                    self.i += 1;
                     op.push_str("<<");
                 } else {
                     return None;
                 }
             }
-            ('>', Some('>' | '|')) | ('<', Some('>')) | ('>' | '<', Some('&')) => {
-                op.push(self.peek()?);
+            ('>', Some(n @ ('>' | '|'))) | ('<', Some(n @ '>')) | ('>' | '<', Some(n @ '&')) => {
+                op.push(n);
                 self.i += 1;
             }
             _ => {}
         }
         Some(op)
     }
-
-    /// Reads one word; `None` for syntax this parser does not follow.
-    fn word(&mut self) -> Option<WordBuf> {
-        let mut w = WordBuf::default();
-        while let Some(c) = self.peek() {
-            match c {
-                ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')' => break,
-                '`' => return None,
-                '\'' => {
-                    w.started = true;
-                    w.quoted = true;
-                    self.i += 1;
-                    loop {
-                        match self.peek()? {
-                            '\'' => break,
-                            other => w.text.push(other),
-                        }
-                        self.i += 1;
-                    }
-                    self.i += 1;
-                }
-                '"' => {
-                    w.started = true;
-                    w.quoted = true;
-                    self.i += 1;
-                    loop {
-                        match self.peek()? {
-                            '"' => break,
-                            '`' => return None,
-                            '$' => {
-                                self.dollar(&mut w)?;
-                                continue;
-                            }
-                            '\\' => {
-                                let n = self.peek_at(1)?;
-                                if matches!(n, '$' | '`' | '"' | '\\') {
-                                    w.text.push(n);
-                                } else if n != '\n' {
-                                    w.text.push('\\');
-                                    w.text.push(n);
-                                }
-                                self.i += 1;
-                            }
-                            other => w.text.push(other),
-                        }
-                        self.i += 1;
-                    }
-                    self.i += 1;
-                }
-                '\\' => {
-                    w.started = true;
-                    w.quoted = true;
-                    let n = self.peek_at(1)?;
-                    if n != '\n' {
-                        w.text.push(n);
-                    }
-                    self.i += 2;
-                }
-                '$' => {
-                    w.started = true;
-                    self.dollar(&mut w)?;
-                }
-                '*' | '?' | '[' | ']' | '{' | '}' | '~' => {
-                    // A `{`/`}` word on its own is a group; inside a word it is a brace
-                    // expansion. `~` expands to a home directory. All change the value.
-                    if matches!(c, '{' | '}') && !w.started {
-                        let next = self.peek_at(1);
-                        if next.is_none_or(|n| matches!(n, ' ' | '\t' | '\n' | ';')) {
-                            return None;
-                        }
-                    }
-                    if c == '?' || c == '*' || c == '[' {
-                        // `?(`, `*(`… are extended globs.
-                        if self.peek_at(1) == Some('(') {
-                            return None;
-                        }
-                    }
-                    if c == '~' && w.started {
-                        w.text.push(c);
-                    } else {
-                        w.dynamic = true;
-                        w.text.push(c);
-                    }
-                    w.started = true;
-                    self.i += 1;
-                }
-                '!' | '@' | '+' if self.peek_at(1) == Some('(') => return None,
-                '=' => {
-                    // `NAME=(…)` array assignment.
-                    w.started = true;
-                    w.text.push(c);
-                    self.i += 1;
-                    if self.peek() == Some('(') {
-                        return None;
-                    }
-                }
-                other => {
-                    w.started = true;
-                    w.text.push(other);
-                    self.i += 1;
-                }
-            }
-        }
-        if !w.started {
-            return None;
-        }
-        // A lone `[` or `]` (the `test` command) is never a pattern.
-        if w.text == "[" || w.text == "]" {
-            w.dynamic = false;
-        }
-        Some(w)
-    }
-
-    /// At a `$`: a parameter expansion marks the word dynamic; `$(`, `$((`, and `${…}`
-    /// holding anything but a plain name are refused. `$'…'` is ANSI-C quoting (its
-    /// escapes are not decoded here, so the word is dynamic).
-    fn dollar(&mut self, w: &mut WordBuf) -> Option<()> {
-        match self.peek_at(1) {
-            Some('(') => None,
-            Some('{') => {
-                self.i += 2;
-                w.text.push_str("${");
-                loop {
-                    let c = self.peek()?;
-                    self.i += 1;
-                    w.text.push(c);
-                    match c {
-                        '}' => break,
-                        '$' | '`' | '(' | '\'' | '"' | '\\' => return None,
-                        _ => {}
-                    }
-                }
-                w.dynamic = true;
-                Some(())
-            }
-            Some('\'') => {
-                self.i += 2;
-                w.quoted = true;
-                loop {
-                    match self.peek()? {
-                        '\'' => break,
-                        '\\' => {
-                            w.text.push('\\');
-                            self.i += 1;
-                            w.text.push(self.peek()?);
-                        }
-                        other => w.text.push(other),
-                    }
-                    self.i += 1;
-                }
-                self.i += 1;
-                w.dynamic = true;
-                Some(())
-            }
-            Some(n) if n.is_ascii_alphanumeric() || "_?#@*$!-".contains(n) => {
-                self.i += 1;
-                w.text.push('$');
-                if n.is_ascii_alphabetic() || n == '_' {
-                    while let Some(c) = self.peek() {
-                        if c.is_ascii_alphanumeric() || c == '_' {
-                            w.text.push(c);
-                            self.i += 1;
-                        } else {
-                            break;
-                        }
-                    }
-                } else {
-                    w.text.push(n);
-                    self.i += 1;
-                }
-                w.dynamic = true;
-                Some(())
-            }
-            _ => {
-                // A lone `$` is literal.
-                w.text.push('$');
-                self.i += 1;
-                Some(())
-            }
-        }
-    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn texts(line: &str) -> Vec<String> {
-        parse(line)
-            .unwrap()
-            .iter()
-            .map(SimpleCommand::text)
-            .collect()
-    }
-
-    #[test]
-    fn pipelines_lists_and_quotes() {
-        assert_eq!(
-            texts("cargo test -q 2>&1 | tail -n 5 && echo 'a b'\nls"),
-            ["cargo test -q", "tail -n 5", "echo a b", "ls"]
-        );
-        assert_eq!(texts("g\"i\"t push"), ["git push"]);
-        assert_eq!(texts("\\git push"), ["git push"]);
-        assert_eq!(texts("ls |\n wc -l"), ["ls", "wc -l"]);
-    }
-
-    #[test]
-    fn redirections_are_kept_apart() {
-        let cmds = parse("git push > out.txt 2>/dev/null").unwrap();
-        assert_eq!(cmds[0].text(), "git push");
-        assert_eq!(cmds[0].redirects.len(), 2);
-        assert_eq!(cmds[0].redirects[1].op, "2>");
-        assert_eq!(cmds[0].redirects[1].target.text, "/dev/null");
-        let cmds = parse("cat <<< 'x' && ls &>log").unwrap();
-        assert_eq!(cmds[0].redirects[0].op, "<<<");
-        assert_eq!(cmds[1].redirects[0].op, "&>");
-    }
-
-    #[test]
-    fn expansions_are_dynamic() {
-        let cmds = parse("echo $HOME \"$x\" '$y' *.rs ~/a a=b").unwrap();
-        let dynamic: Vec<bool> = cmds[0].words.iter().map(|w| w.dynamic).collect();
-        assert_eq!(dynamic, [false, true, true, false, true, true, false]);
-        let cmds = parse("[ -f x ] && ls").unwrap();
-        assert!(cmds[0].words.iter().all(|w| !w.dynamic));
-        let cmds = parse("FOO=1 cargo test").unwrap();
-        assert_eq!(cmds[0].assignments, ["FOO=1"]);
-    }
-
-    #[test]
-    fn refuses_what_it_does_not_follow() {
-        for bad in [
-            "echo $(rm -rf /)",
-            "echo `id`",
-            "echo \"$(id)\"",
-            "(cd /; rm x)",
-            "{ ls; }",
-            "if true; then ls; fi",
-            "echo 'unterminated",
-            "diff <(ls) <(ls)",
-            "cat <<EOF\nx\nEOF",
-            "echo $((1+2))",
-            "echo ${x:-$(id)}",
-            "",
-            "; ls",
-            "ls && ",
-            "ls |",
-            "FOO=1",
-            "> x",
-            "a=(1 2)",
-            "case x in x) ls;; esac",
-            "f() { ls; }",
-        ] {
-            assert!(parse(bad).is_none(), "{bad}");
-        }
-    }
-}
+#[path = "shell_tests.rs"]
+mod tests;

@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::resolve::{self, GIT_BUILTINS};
 use crate::shell::{self, SimpleCommand, Word};
 
+mod runners;
+use runners::is_code_runner;
+
 /// The current signature version. Grants of other versions never match.
 pub const VERSION: u32 = 2;
 
@@ -37,6 +40,10 @@ impl CommandSignature {
             s.push_str(w);
         }
         let name = resolve::base_name(&self.exe);
+        if exact_form(name, &self.subcommand) {
+            s.push_str(" (exactly this command: no other operands, no flags)");
+            return s;
+        }
         let takes_operands =
             PLAIN.contains(&name) || WITH_SUBCOMMANDS.iter().any(|(n, _, _)| *n == name);
         s.push_str(if takes_operands {
@@ -209,9 +216,13 @@ const WITH_SUBCOMMANDS: &[(&str, &[&str], &[&str])] = &[
             "--frozen",
         ],
     ),
-    ("npm", &["run", "run-script"], &["-s", "--silent"]),
-    ("pnpm", &["run"], &["-s", "--silent"]),
-    ("yarn", &["run"], &["-s", "--silent"]),
+    (
+        "npm",
+        &["run", "run-script", "pkg", "config"],
+        &["-s", "--silent"],
+    ),
+    ("pnpm", &["run", "pkg", "config"], &["-s", "--silent"]),
+    ("yarn", &["run", "pkg", "config"], &["-s", "--silent"]),
     ("go", &["mod", "tool"], &[]),
     (
         "rustup",
@@ -275,15 +286,6 @@ const GIT_SIGNABLE: &[&str] = &[
     "apply",
     "merge-base",
     "range-diff",
-];
-
-/// Subcommands that run a command or a program named by the line.
-const RUNS_CODE_SUBCOMMANDS: &[(&str, &[&str])] = &[
-    ("npm", &["exec", "x", "explore"]),
-    ("pnpm", &["exec", "dlx"]),
-    ("yarn", &["exec", "dlx"]),
-    ("uv", &["run", "tool"]),
-    ("cargo", &["--config"]),
 ];
 
 /// Signatures of every command of a line, sorted and deduplicated, or `None` when the
@@ -367,11 +369,60 @@ pub fn signature(cmd: &SimpleCommand) -> Option<CommandSignature> {
         }
         Vec::new()
     };
+    let all: Vec<String> = rest.iter().map(|w| w.text.clone()).collect();
+    if exact_form(name, &all) {
+        // The whole command, in order: nothing else falls under it.
+        return Some(CommandSignature {
+            exe,
+            subcommand: all,
+            flags: Vec::new(),
+        });
+    }
     Some(CommandSignature {
         exe,
         subcommand,
         flags,
     })
+}
+
+/// Forms whose operands decide what is destroyed, installed, set or run, so a signature
+/// for "any operands" would cover far more than the person saw: their signature is the
+/// whole command. `args` are the words after the executable, in order.
+fn exact_form(name: &str, args: &[String]) -> bool {
+    let words: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|w| !w.starts_with('-'))
+        .collect();
+    let first = words.first().copied().unwrap_or_default();
+    let second = words.get(1).copied().unwrap_or_default();
+    match name {
+        "rm" => true,
+        "git" => {
+            matches!(first, "checkout" | "restore" | "reset" | "clean" | "rm")
+                || (first == "stash" && matches!(second, "drop" | "clear" | "pop"))
+                || (first == "branch"
+                    && args.iter().any(|w| {
+                        matches!(
+                            w.as_str(),
+                            "-D" | "-d" | "--delete" | "-f" | "--force" | "-M"
+                        )
+                    }))
+        }
+        "npm" | "pnpm" | "yarn" => {
+            matches!(
+                first,
+                "install" | "i" | "add" | "ci" | "update" | "up" | "upgrade" | "remove" | "rm"
+            ) || (matches!(first, "pkg" | "config")
+                && matches!(second, "set" | "delete" | "fix" | "edit" | "rm" | "unset"))
+        }
+        "pip" | "pip3" => matches!(first, "install" | "download" | "wheel" | "uninstall"),
+        "uv" => first == "pip" && matches!(second, "install" | "sync" | "uninstall"),
+        "cargo" => words.contains(&"install"),
+        "rustup" => first == "run",
+        "go" => matches!(first, "install" | "get"),
+        _ => false,
+    }
 }
 
 fn subcommand_of(
@@ -400,9 +451,9 @@ fn subcommand_of(
         sub.push(rest.get(i + 1)?.text.clone());
         i += 1;
     }
-    if let Some((_, bad)) = RUNS_CODE_SUBCOMMANDS.iter().find(|(n, _)| *n == name)
-        && bad.contains(&sub[sub.len() - 1].as_str())
-    {
+    // A subcommand that runs a command the line names (`npm exec`, `uv run`) is never
+    // signed; `rustup run` gets the whole-command signature instead (see `exact_form`).
+    if name != "rustup" && resolve::runs_command_subcommand(name, rest) {
         return None;
     }
     if name == "git" {
@@ -422,99 +473,6 @@ fn subcommand_of(
         }
     }
     Some(sub)
-}
-
-/// Commands that run their arguments, or a program, as code: never signed.
-fn is_code_runner(name: &str) -> bool {
-    resolve::is_interpreter(name)
-        || matches!(
-            name,
-            "bash"
-                | "sh"
-                | "zsh"
-                | "dash"
-                | "ksh"
-                | "mksh"
-                | "ash"
-                | "fish"
-                | "csh"
-                | "tcsh"
-                | "busybox"
-                | "env"
-                | "timeout"
-                | "nice"
-                | "nohup"
-                | "xargs"
-                | "sudo"
-                | "doas"
-                | "su"
-                | "runuser"
-                | "exec"
-                | "command"
-                | "builtin"
-                | "eval"
-                | "source"
-                | "."
-                | "time"
-                | "stdbuf"
-                | "setsid"
-                | "ionice"
-                | "chrt"
-                | "taskset"
-                | "strace"
-                | "ltrace"
-                | "gdb"
-                | "valgrind"
-                | "watch"
-                | "script"
-                | "unbuffer"
-                | "parallel"
-                | "flock"
-                | "chroot"
-                | "unshare"
-                | "nsenter"
-                | "systemd-run"
-                | "at"
-                | "batch"
-                | "ssh"
-                | "scp"
-                | "sftp"
-                | "rsync"
-                | "awk"
-                | "gawk"
-                | "mawk"
-                | "nawk"
-                | "npx"
-                | "pnpx"
-                | "bunx"
-                | "uvx"
-                | "docker"
-                | "podman"
-                | "kubectl"
-                | "pkexec"
-                | "trap"
-                | "alias"
-                | "hash"
-                | "export"
-                | "declare"
-                | "typeset"
-                | "local"
-                | "readonly"
-                | "shopt"
-                | "enable"
-                | "expect"
-                | "tmux"
-                | "screen"
-                | "vim"
-                | "vi"
-                | "nvim"
-                | "emacs"
-                | "less"
-                | "more"
-                | "man"
-                | "git"
-                | "fc"
-        )
 }
 
 /// `N>&M`, `>&N` and anything to or from `/dev/null` write no file.
@@ -540,7 +498,8 @@ pub fn describe_scope(sigs: &[CommandSignature]) -> String {
     format!(
         "From now on in this project, bash may run without asking any line made only of: {}; \
          joined by pipes or lists. Different flags, another subcommand, redirections to \
-         files, variables, globs or commands that run other commands still ask.",
+         files, variables, globs, commands that run other commands, and writes to files Shard \
+         or git trusts (.git, .shard, .mcp.json, .gitmodules) still ask.",
         parts.join("; ")
     )
 }

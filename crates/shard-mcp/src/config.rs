@@ -64,6 +64,9 @@ pub struct ServerConfig {
     pub timeout_secs: Option<u64>,
     /// Set to `true` to keep the server configured but not started.
     pub disabled: bool,
+    /// `false` runs a stdio server outside the tool sandbox (docs/mcp.md). Only the
+    /// user's `config.toml` may say so; in a project's `.mcp.json` it is an error.
+    pub sandbox: Option<bool>,
 }
 
 /// Where a server's configuration came from: it decides whether approval is needed.
@@ -153,6 +156,9 @@ pub struct ServerSpec {
     pub secret_vars: Vec<String>,
     /// The values of those secrets, removed from any message that might quote them.
     pub secret_values: Vec<String>,
+    /// A stdio server runs in the tool sandbox (always, unless the user's config says
+    /// `sandbox = false`).
+    pub sandboxed: bool,
 }
 
 impl ServerSpec {
@@ -216,6 +222,13 @@ pub fn spec(
     if !valid_name(name) {
         return Err(err(
             "a server name is 1 to 32 letters, digits, `-` or `_`, without `__`".into(),
+        ));
+    }
+    if origin == Origin::Project && cfg.sandbox == Some(false) {
+        return Err(err(
+            "`sandbox: false` is not accepted from a project's file; only the user's \
+             config.toml can run a server outside the tool sandbox"
+                .into(),
         ));
     }
     let x = |s: &str| expand(s, env).map_err(&err);
@@ -312,6 +325,7 @@ pub fn spec(
             .unwrap_or(DEFAULT_TIMEOUT),
         secret_vars,
         secret_values,
+        sandboxed: cfg.sandbox != Some(false),
     })
 }
 
@@ -363,7 +377,8 @@ struct ProjectFile {
 pub struct ProjectServers {
     /// The file.
     pub path: PathBuf,
-    /// SHA-256 of its content, hex.
+    /// What its approval records ([`approval_hash`]): SHA-256 of its content and of the
+    /// project files its servers run, hex.
     pub sha256: String,
     /// Its servers, unexpanded.
     pub servers: BTreeMap<String, ServerConfig>,
@@ -395,11 +410,74 @@ pub fn read_project(cwd: &Path) -> Result<Option<ProjectServers>, McpConfigError
         file: path.display().to_string(),
         message: format!("line {}: {e}", e.line()),
     })?;
+    let root = project_root(cwd);
     Ok(Some(ProjectServers {
-        sha256: crate::approval::sha256_hex(&bytes),
+        sha256: approval_hash(&bytes, &pinned_files(&parsed.mcp_servers, cwd, &root)),
         path,
         servers: parsed.mcp_servers,
     }))
+}
+
+/// The files inside the project that the servers' `command` and `args` name (a script
+/// the server runs), with their content: an approval covers them too, so a server
+/// script changed after approval (by the agent, whose sandbox may write the project)
+/// needs approval again. Paths are taken as written, relative to the server's working
+/// directory; a `--flag=value` argument is looked at by its value.
+pub fn pinned_files(
+    servers: &BTreeMap<String, ServerConfig>,
+    cwd: &Path,
+    root: &Path,
+) -> Vec<(PathBuf, Vec<u8>)> {
+    let Ok(root) = std::fs::canonicalize(root) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    for cfg in servers.values().filter(|c| !c.disabled) {
+        let base = cfg
+            .cwd
+            .as_deref()
+            .map(|c| cwd.join(c))
+            .unwrap_or_else(|| cwd.to_path_buf());
+        let words = cfg.command.iter().chain(cfg.args.iter());
+        for word in words {
+            let value = word.rsplit_once('=').map_or(word.as_str(), |(_, v)| v);
+            for candidate in [word.as_str(), value] {
+                if candidate.is_empty() || candidate.contains("${") {
+                    continue;
+                }
+                let Ok(real) = std::fs::canonicalize(base.join(candidate)) else {
+                    continue;
+                };
+                if !real.starts_with(&root) || !real.is_file() {
+                    continue;
+                }
+                if out.iter().any(|(p, _)| *p == real) {
+                    continue;
+                }
+                // Unreadable: pinned as empty; it changes the hash once readable.
+                let content = std::fs::read(&real).unwrap_or_default();
+                out.push((real, content));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What an approval records: the hash of the file alone when its servers name no file
+/// of the project, else of the file and every named file's path and content.
+pub fn approval_hash(file: &[u8], pinned: &[(PathBuf, Vec<u8>)]) -> String {
+    if pinned.is_empty() {
+        return crate::approval::sha256_hex(file);
+    }
+    let mut all = file.to_vec();
+    for (path, content) in pinned {
+        all.push(0);
+        all.extend_from_slice(path.as_os_str().as_encoded_bytes());
+        all.push(0);
+        all.extend_from_slice(crate::approval::sha256_hex(content).as_bytes());
+    }
+    crate::approval::sha256_hex(&all)
 }
 
 #[cfg(test)]

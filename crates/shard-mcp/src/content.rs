@@ -1,10 +1,11 @@
 //! A `tools/call` result as Shard's tool output: text (bounded like `read`, the rest
 //! saved to the session's tool-output folder), an image block for a result that is an
-//! image (when the model takes images), resource links as lines, and structured content
-//! as a `kv` or `code` render.
+//! image, the images beside the text of a result that has both (when the model takes
+//! images, within its limits), resource links as lines, and structured content as a `kv`
+//! or `code` render.
 
 use serde_json::Value;
-use shard_protocol::types::{KvPair, RenderDescriptor, ToolResultContent};
+use shard_protocol::types::{Image, KvPair, RenderDescriptor, ToolResultContent};
 use shard_tools::output::OutputCollector;
 use shard_tools::{ToolContext, ToolOutput};
 
@@ -53,19 +54,43 @@ pub async fn convert(raw: &Value, ctx: &ToolContext) -> ToolOutput {
     // An image-only result is an image block for a model that takes images.
     if parts.is_empty() && !is_error && images.len() == 1 && ctx.accepts_images {
         let (data, mime_type) = images.remove(0);
-        return ToolOutput {
-            content: ToolResultContent::Image { data, mime_type },
-            is_error: false,
-            exit_code: None,
-            duration_ms: None,
-            render,
-        };
+        if let Ok(image) = check_image(data.clone(), mime_type.clone(), ctx) {
+            return ToolOutput {
+                content: ToolResultContent::Image {
+                    data: image.data,
+                    mime_type: image.mime_type,
+                },
+                is_error: false,
+                exit_code: None,
+                duration_ms: None,
+                render,
+                images: Vec::new(),
+            };
+        }
+        images.push((data, mime_type));
     }
-    for (data, mime) in &images {
-        parts.push(format!(
-            "[image: {mime}, {} bytes of base64, not shown]",
-            data.len()
-        ));
+    // Text and images: the text is the content, the images ride beside it (within the
+    // model's limits); one that cannot be sent is described in the text instead.
+    let mut passed = Vec::new();
+    for (data, mime) in images {
+        let len = data.len();
+        if !ctx.accepts_images {
+            parts.push(format!("[image: {mime}, {len} bytes of base64, not shown]"));
+            continue;
+        }
+        if passed.len() == MAX_IMAGES {
+            parts.push(format!(
+                "[image: {mime}, not shown: more than {MAX_IMAGES} images in one result]"
+            ));
+            continue;
+        }
+        match check_image(data, mime.clone(), ctx) {
+            Ok(image) => passed.push(image),
+            Err(why) => parts.push(format!("[image: {mime}, not shown: {why}]")),
+        }
+    }
+    if parts.is_empty() && structured.is_none() && !passed.is_empty() {
+        parts.push(format!("[{} images]", passed.len()));
     }
     if parts.is_empty()
         && let Some(v) = structured
@@ -79,7 +104,42 @@ pub async fn convert(raw: &Value, ctx: &ToolContext) -> ToolOutput {
         ToolOutput::text(text)
     };
     out.render = render;
+    out.images = passed;
     out
+}
+
+/// Most images of one result passed to the model; the others are described.
+const MAX_IMAGES: usize = 8;
+
+/// The image types both model APIs take.
+const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// An image the model can take, or why not: a type it does not accept, data that is not
+/// base64, or more bytes than its limit. A bad image in the session would be sent again
+/// on every later turn and break them all, so it never gets in.
+fn check_image(data: String, mime_type: String, ctx: &ToolContext) -> Result<Image, String> {
+    use base64::Engine;
+    if !IMAGE_TYPES.contains(&mime_type.as_str()) {
+        return Err("the model takes only PNG, JPEG, GIF and WebP".into());
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|_| "not valid base64".to_string())?;
+    if decoded.is_empty() {
+        return Err("empty".into());
+    }
+    if decoded.len() > ctx.image_max_bytes {
+        return Err(format!(
+            "{} bytes, over the model's limit of {}",
+            decoded.len(),
+            ctx.image_max_bytes
+        ));
+    }
+    Ok(Image {
+        kind: Default::default(),
+        data: data.trim().to_string(),
+        mime_type,
+    })
 }
 
 /// Keeps the text within the `read` limits; the whole of it is saved when cut.
@@ -161,6 +221,36 @@ mod tests {
         assert!(
             matches!(nested.content, ToolResultContent::Text { ref text } if text.contains("\"a\""))
         );
+    }
+
+    #[tokio::test]
+    async fn text_and_images_keep_both_within_the_models_limits() {
+        let d = tempfile::tempdir().unwrap();
+        let raw = json!({"content": [
+            {"type": "text", "text": "title"},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "image", "data": "not base64!", "mimeType": "image/png"},
+            {"type": "image", "data": "AAAAAAAAAAAA", "mimeType": "image/jpeg"},
+        ]});
+        let mut c = ctx(d.path());
+        c.image_max_bytes = 8;
+        let out = convert(&raw, &c).await;
+        assert_eq!(out.images.len(), 1, "{out:?}");
+        assert_eq!(out.images[0].data, "iVBORw0KGgo=");
+        let ToolResultContent::Text { text } = &out.content else {
+            panic!("{out:?}")
+        };
+        assert!(text.starts_with("title\n"), "{text}");
+        assert!(text.contains("not valid base64"), "{text}");
+        assert!(text.contains("over the model's limit of 8"), "{text}");
+        c.accepts_images = false;
+        let out = convert(&raw, &c).await;
+        assert!(out.images.is_empty());
+        let many: Vec<Value> = (0..10)
+            .map(|_| json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}))
+            .collect();
+        let out = convert(&json!({ "content": many }), &ctx(d.path())).await;
+        assert_eq!(out.images.len(), MAX_IMAGES);
     }
 
     #[tokio::test]

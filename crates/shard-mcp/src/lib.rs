@@ -11,6 +11,7 @@
 pub mod approval;
 pub mod config;
 pub mod content;
+mod limit;
 pub mod server;
 pub mod tool;
 
@@ -168,8 +169,8 @@ pub fn resolve(
             out.skipped.push(Skipped {
                 name: name.clone(),
                 reason: format!(
-                    "{} is not approved (new or changed); run `shard mcp approve` in this \
-                     project to start its servers",
+                    "{} is not approved (new, or it or a project file its servers run \
+                     changed); run `shard mcp approve` in this project to start its servers",
                     project.path.display()
                 ),
             });

@@ -3,6 +3,7 @@
 //! reporting every change through the manager's sink. A server never takes its Runtime
 //! down: every failure becomes a state with a reason.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,6 +21,11 @@ use crate::{McpUpdate, ServerState};
 
 /// Restarts after a crash before the server is left failed.
 pub const MAX_RESTARTS: u32 = 5;
+
+/// The most one message of a stdio server may hold (a tool result, as one JSON line):
+/// the limit of an HTTP server's messages too (rmcp's). A longer one ends the
+/// connection, so the call waiting for it fails at once instead of at its timeout.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// How long connecting (spawn + `initialize` + `tools/list`) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// A server that ran this long is healthy again: its restart count starts over.
@@ -35,6 +41,9 @@ pub struct StartContext {
     pub env_remove: Arc<Vec<String>>,
     /// Process groups to kill if the Runtime dies (ARCHITECTURE §16 item 15).
     pub processes: ProcessTracker,
+    /// The tool sandbox stdio servers run in (docs/mcp.md); `None` refuses every server
+    /// that is to be sandboxed rather than run it outside.
+    pub sandbox: Option<Arc<shard_sandbox::Sandbox>>,
 }
 
 /// Shared between a server's task and its tools.
@@ -43,6 +52,8 @@ pub struct ServerShared {
     pub spec: ServerSpec,
     peer: Mutex<Option<Peer<RoleClient>>>,
     state: Mutex<ServerState>,
+    /// The connection was cut because a message was over [`MAX_MESSAGE_BYTES`].
+    pub(crate) oversized: AtomicBool,
 }
 
 impl std::fmt::Debug for ServerShared {
@@ -59,6 +70,7 @@ impl ServerShared {
             spec,
             peer: Mutex::new(None),
             state: Mutex::new(ServerState::Starting),
+            oversized: AtomicBool::new(false),
         })
     }
 
@@ -157,6 +169,8 @@ struct Connection {
     group: Option<GroupGuard>,
     /// The last lines the child wrote to stderr (a crash's reason).
     stderr: Arc<Mutex<Vec<String>>>,
+    /// A stdio server's process, killed when the connection ends.
+    child: Option<Box<dyn process_wrap::tokio::ChildWrapper>>,
 }
 
 /// Runs one server until `cancel`: connect, serve, restart with backoff.
@@ -231,6 +245,7 @@ async fn serve(
         client,
         group,
         stderr,
+        child,
     } = conn;
     let peer = client.peer().clone();
     let mut reason = publish(shared, &peer, sink).await.err();
@@ -246,7 +261,12 @@ async fn serve(
             }
             ended = &mut waiting => {
                 let tail = lock(&stderr).join(" | ");
+                let over = shared.oversized.load(Ordering::SeqCst);
                 reason = Some(match (ended, tail.is_empty()) {
+                    _ if over => format!(
+                        "the server sent a message over the {} MiB limit",
+                        MAX_MESSAGE_BYTES / (1024 * 1024)
+                    ),
                     (_, false) => format!("the server stopped: {tail}"),
                     (Ok(q), true) => format!("the server stopped ({q:?})"),
                     (Err(e), true) => format!("the server's connection task failed: {e}"),
@@ -263,9 +283,10 @@ async fn serve(
     if let Some(c) = closed.take() {
         c.cancel();
     }
-    // Dropping the service kills the child (process-wrap's kill-on-drop); dropping the
-    // group guard kills the rest of its group, so a server's own children do not outlive it.
+    // Dropping the child kills it (process-wrap's kill-on-drop); dropping the group
+    // guard kills the rest of its group, so a server's own children do not outlive it.
     drop(waiting);
+    drop(child);
     drop(group);
     if cancel.is_cancelled() {
         // A stop is on purpose and its reader may be gone or busy stopping: a notice
@@ -364,22 +385,42 @@ async fn connect(
                 cmd.env_remove(k);
             }
             cmd.envs(env);
-            cmd.current_dir(
-                cwd.as_ref()
-                    .map(|c| ctx.cwd.join(c))
-                    .unwrap_or_else(|| ctx.cwd.clone()),
-            );
+            let dir = cwd
+                .as_ref()
+                .map(|c| ctx.cwd.join(c))
+                .unwrap_or_else(|| ctx.cwd.clone());
+            cmd.current_dir(&dir);
+            // Set before the sandbox's setup runs (std applies it first), so the process
+            // outside the namespaces leads the group the Runtime kills.
+            cmd.process_group(0);
+            if shared.spec.sandboxed {
+                let Some(sandbox) = &ctx.sandbox else {
+                    return Err("no tool sandbox is available to run this server in".into());
+                };
+                sandbox
+                    .apply(cmd.as_std_mut(), &dir)
+                    .map_err(|e| format!("cannot start `{command}` in the sandbox: {e}"))?;
+            }
+            cmd.stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
             let mut wrap = process_wrap::tokio::CommandWrap::from(cmd);
-            wrap.wrap(process_wrap::tokio::ProcessGroup::leader());
             wrap.wrap(process_wrap::tokio::KillOnDrop);
-            let (transport, child_stderr) = rmcp::transport::TokioChildProcess::builder(wrap)
-                .stderr(std::process::Stdio::piped())
+            let mut child = wrap
                 .spawn()
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-            let group = transport
+            let group = child
                 .id()
                 .and_then(|p| i32::try_from(p).ok())
                 .map(|pgid| GroupGuard::new(pgid, &ctx.processes));
+            let (Some(stdout), Some(stdin)) = (child.stdout().take(), child.stdin().take()) else {
+                return Err(format!("cannot start `{command}`: no pipes to it"));
+            };
+            let child_stderr = child.stderr().take();
+            shared.oversized.store(false, Ordering::SeqCst);
+            let stdout = crate::limit::Limited::new(stdout, MAX_MESSAGE_BYTES, shared.clone());
+            let transport =
+                rmcp::transport::async_rw::AsyncRwTransport::<RoleClient, _, _>::new(stdout, stdin);
             let stderr = Arc::new(Mutex::new(Vec::new()));
             if let Some(child_stderr) = child_stderr {
                 let keep = stderr.clone();
@@ -406,6 +447,7 @@ async fn connect(
                 client,
                 group,
                 stderr,
+                child: Some(child),
             })
         }
         Transport::Http { url, headers } => {
@@ -430,6 +472,7 @@ async fn connect(
                 client,
                 group: None,
                 stderr: Arc::new(Mutex::new(Vec::new())),
+                child: None,
             })
         }
     }

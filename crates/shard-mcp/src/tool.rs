@@ -133,6 +133,20 @@ impl McpTool {
                 let raw = serde_json::to_value(&r).unwrap_or_default();
                 crate::content::convert(&raw, ctx).await
             }
+            Err(rmcp::ServiceError::TransportClosed)
+                if self
+                    .server
+                    .oversized
+                    .load(std::sync::atomic::Ordering::SeqCst) =>
+            {
+                ToolOutput::error(format!(
+                    "`{}` failed: the MCP server `{server}` sent a message over the {} MiB \
+                     limit; it was not read, and the server is being restarted. Ask for \
+                     less at a time.",
+                    self.name,
+                    crate::server::MAX_MESSAGE_BYTES / (1024 * 1024)
+                ))
+            }
             Err(rmcp::ServiceError::TransportClosed) => ToolOutput::error(format!(
                 "`{}` failed: the MCP server `{server}` stopped during the call (it is being \
                  restarted; the call was not retried).",

@@ -4,6 +4,9 @@
 //! and the server gets only the environment it should.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../../tests/support/skip.rs"]
+mod skip;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,7 +33,7 @@ fn python() -> Option<&'static str> {
     if ok {
         Some("python3")
     } else {
-        eprintln!("skipped: python3 is not installed");
+        skip::skip("python3 is not installed");
         None
     }
 }
@@ -50,6 +53,8 @@ fn stdio_spec(name: &str, env: BTreeMap<String, String>, timeout: Duration) -> S
         timeout,
         secret_vars: vec![],
         secret_values: vec![],
+        // These tests are about the protocol; the sandbox has its own (docs/security.md).
+        sandboxed: false,
     }
 }
 
@@ -58,6 +63,7 @@ fn ctx(dir: &std::path::Path, remove: Vec<String>) -> StartContext {
         cwd: dir.to_path_buf(),
         env_remove: Arc::new(remove),
         processes: Default::default(),
+        sandbox: None,
     }
 }
 
@@ -258,6 +264,7 @@ async fn http_server_with_headers() {
         timeout: Duration::from_secs(20),
         secret_vars: vec![],
         secret_values: vec![],
+        sandboxed: false,
     };
     let (tx, mut rx) = mpsc::channel(16);
     let mgr = McpManager::start(vec![spec], ctx(dir.path(), vec![]), tx);

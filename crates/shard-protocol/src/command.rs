@@ -70,6 +70,13 @@ pub enum Command {
     /// Additive (§16 item 5): ask the Runtime for an authoritative `sync`.
     #[serde(rename = "request_sync")]
     RequestSync(AgentTarget),
+    /// Additive (0.1.x): an editor client offers its open files; the Runtime's `read`,
+    /// `write` and `edit` then go through `file_request` / `file_response`.
+    #[serde(rename = "client_files")]
+    ClientFiles(ClientFiles),
+    /// Additive (0.1.x): the answer to a `file_request`.
+    #[serde(rename = "file_response")]
+    FileResponse(FileResponse),
     /// List agents.
     #[serde(rename = "agent.list")]
     AgentList(Empty),
@@ -156,6 +163,8 @@ impl Command {
             Command::PermissionResponse(_) => "permission_response",
             Command::UiResponse(_) => "ui_response",
             Command::RequestSync(_) => "request_sync",
+            Command::ClientFiles(_) => "client_files",
+            Command::FileResponse(_) => "file_response",
             Command::AgentList(_) => "agent.list",
             Command::SessionList(_) => "session.list",
             Command::SessionActivate(_) => "session.activate",
@@ -215,6 +224,8 @@ impl Command {
             Command::SessionOp(c) => &c.agent_id,
             Command::PermissionResponse(c) => &c.agent_id,
             Command::UiResponse(c) => &c.agent_id,
+            Command::ClientFiles(c) => &c.agent_id,
+            Command::FileResponse(c) => &c.agent_id,
             _ => return None,
         })
     }
@@ -234,6 +245,8 @@ impl Command {
             Command::SessionOp(c) => &mut c.agent_id,
             Command::PermissionResponse(c) => &mut c.agent_id,
             Command::UiResponse(c) => &mut c.agent_id,
+            Command::ClientFiles(c) => &mut c.agent_id,
+            Command::FileResponse(c) => &mut c.agent_id,
             _ => return None,
         })
     }
@@ -535,6 +548,36 @@ pub struct UiResponse {
     /// The answer; `null` dismisses.
     #[serde(default)]
     pub value: Option<UiValue>,
+}
+
+/// `client_files` (additive, 0.1.x): which file operations an editor client serves. The
+/// Runtime keeps the offer until it is withdrawn (both false) or the Runtime ends.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientFiles {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Reads of text files go to the client (its unsaved buffers included).
+    pub read: bool,
+    /// Writes of text files go to the client.
+    pub write: bool,
+}
+
+/// `file_response` (additive, 0.1.x): the answer to a `file_request`: the file's text for
+/// a read, nothing for a write, or an error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FileResponse {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The request answered.
+    pub request_id: String,
+    /// The text of a read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 pub use crate::orchestrator::*;

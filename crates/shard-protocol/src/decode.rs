@@ -23,6 +23,8 @@ pub const COMMAND_TYPES: &[&str] = &[
     "permission_response",
     "ui_response",
     "request_sync",
+    "client_files",
+    "file_response",
     "agent.list",
     "session.list",
     "session.activate",
@@ -80,6 +82,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "agent_activity",
     "subagent_run_changed",
     "user_message",
+    "file_request",
 ];
 
 /// Why a line did not decode, with the `id` and `type` when they could be read.

@@ -34,27 +34,15 @@ pub enum ErrorCode {
     ToolError,
     /// Conflicts with the current state.
     Conflict,
-    /// The provider refused the credentials or the account behind them (billing, quota):
-    /// the user must act; retrying cannot help.
-    ProviderAuth,
-    /// The provider's rate limit held after the retries.
-    ProviderRateLimited,
-    /// The provider was overloaded after the retries.
-    ProviderOverloaded,
-    /// The request does not fit the model's context window: compact or start afresh.
-    ContextWindowExceeded,
-    /// The provider rejected the request itself (bad parameter, unknown model).
-    ProviderInvalidRequest,
-    /// The provider could not be reached, or the connection broke.
-    ProviderUnreachable,
     /// A code from a newer server.
     Other(String),
 }
 
 impl ErrorCode {
-    /// Every code of the registry: v0.1's, then the provider codes this project added
-    /// (docs/protocol.md, "Provider error codes").
-    pub const KNOWN: [ErrorCode; 18] = [
+    /// Every code of the registry (PROTOCOL §8). A failed model call is always
+    /// `PROVIDER_ERROR`; what kind of failure travels beside it
+    /// ([`ProviderErrorKind`]), so a client written against §8 keeps matching.
+    pub const KNOWN: [ErrorCode; 12] = [
         ErrorCode::InvalidRequest,
         ErrorCode::NotFound,
         ErrorCode::NotAttached,
@@ -67,12 +55,6 @@ impl ErrorCode {
         ErrorCode::ProviderError,
         ErrorCode::ToolError,
         ErrorCode::Conflict,
-        ErrorCode::ProviderAuth,
-        ErrorCode::ProviderRateLimited,
-        ErrorCode::ProviderOverloaded,
-        ErrorCode::ContextWindowExceeded,
-        ErrorCode::ProviderInvalidRequest,
-        ErrorCode::ProviderUnreachable,
     ];
 
     /// The wire string.
@@ -90,12 +72,6 @@ impl ErrorCode {
             ErrorCode::ProviderError => "PROVIDER_ERROR",
             ErrorCode::ToolError => "TOOL_ERROR",
             ErrorCode::Conflict => "CONFLICT",
-            ErrorCode::ProviderAuth => "PROVIDER_AUTH",
-            ErrorCode::ProviderRateLimited => "PROVIDER_RATE_LIMITED",
-            ErrorCode::ProviderOverloaded => "PROVIDER_OVERLOADED",
-            ErrorCode::ContextWindowExceeded => "CONTEXT_WINDOW_EXCEEDED",
-            ErrorCode::ProviderInvalidRequest => "PROVIDER_INVALID_REQUEST",
-            ErrorCode::ProviderUnreachable => "PROVIDER_UNREACHABLE",
             ErrorCode::Other(s) => s,
         }
     }
@@ -110,38 +86,116 @@ impl ErrorCode {
     }
 }
 
-impl fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+/// Display, serde and JSON Schema for an extensible string registry: `$t` has `KNOWN`,
+/// `as_str` and `parse` (unknown strings kept as `Other`), so it travels as a plain
+/// string and the schema lists the known values while accepting any string.
+macro_rules! string_registry {
+    ($t:ident, $description:literal) => {
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = Cow::<'de, str>::deserialize(d)?;
+                Ok($t::parse(&s))
+            }
+        }
+
+        impl JsonSchema for $t {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($t).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                let known: Vec<&str> = $t::KNOWN.iter().map(|c| c.as_str()).collect();
+                schemars::json_schema!({
+                    "description": $description,
+                    "anyOf": [ { "type": "string", "enum": known }, { "type": "string" } ]
+                })
+            }
+        }
+    };
+}
+
+string_registry!(
+    ErrorCode,
+    "Error code; the registry is extensible, so clients accept other strings."
+);
+
+/// What kind of failure a `PROVIDER_ERROR` was, carried beside the code so that a
+/// client can act on it (ask for a key, wait, compact) while one that knows only the
+/// code keeps working. Extensible like the code: a kind this build does not know is
+/// kept as [`ProviderErrorKind::Other`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ProviderErrorKind {
+    /// The provider refused the credentials or the account behind them (billing,
+    /// quota): the user must act; retrying cannot help.
+    Auth,
+    /// The provider's rate limit held after the retries.
+    RateLimited,
+    /// The provider was overloaded after the retries.
+    Overloaded,
+    /// The request does not fit the model's context window: compact or start afresh.
+    ContextWindowExceeded,
+    /// The provider rejected the request itself (bad parameter, unknown model).
+    InvalidRequest,
+    /// The provider could not be reached, or the connection broke.
+    Network,
+    /// The provider failed on its side, or sent something that cannot be understood.
+    Server,
+    /// A kind from a newer server.
+    Other(String),
+}
+
+impl ProviderErrorKind {
+    /// Every kind this build knows.
+    pub const KNOWN: [ProviderErrorKind; 7] = [
+        ProviderErrorKind::Auth,
+        ProviderErrorKind::RateLimited,
+        ProviderErrorKind::Overloaded,
+        ProviderErrorKind::ContextWindowExceeded,
+        ProviderErrorKind::InvalidRequest,
+        ProviderErrorKind::Network,
+        ProviderErrorKind::Server,
+    ];
+
+    /// The wire string.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ProviderErrorKind::Auth => "auth",
+            ProviderErrorKind::RateLimited => "rate_limited",
+            ProviderErrorKind::Overloaded => "overloaded",
+            ProviderErrorKind::ContextWindowExceeded => "context_window_exceeded",
+            ProviderErrorKind::InvalidRequest => "invalid_request",
+            ProviderErrorKind::Network => "network",
+            ProviderErrorKind::Server => "server",
+            ProviderErrorKind::Other(s) => s,
+        }
+    }
+
+    /// Parses a wire string; unknown kinds become [`ProviderErrorKind::Other`].
+    pub fn parse(s: &str) -> ProviderErrorKind {
+        ProviderErrorKind::KNOWN
+            .iter()
+            .find(|k| k.as_str() == s)
+            .cloned()
+            .unwrap_or_else(|| ProviderErrorKind::Other(s.to_string()))
     }
 }
 
-impl Serialize for ErrorCode {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for ErrorCode {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = Cow::<'de, str>::deserialize(d)?;
-        Ok(ErrorCode::parse(&s))
-    }
-}
-
-impl JsonSchema for ErrorCode {
-    fn schema_name() -> Cow<'static, str> {
-        "ErrorCode".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let known: Vec<&str> = ErrorCode::KNOWN.iter().map(|c| c.as_str()).collect();
-        schemars::json_schema!({
-            "description": "Error code; the registry is extensible, so clients accept other strings.",
-            "anyOf": [ { "type": "string", "enum": known }, { "type": "string" } ]
-        })
-    }
-}
+string_registry!(
+    ProviderErrorKind,
+    "Kind of a PROVIDER_ERROR; extensible, so clients accept other strings."
+);
 
 /// The `error` object of a failed `response`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

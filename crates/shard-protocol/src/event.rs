@@ -109,6 +109,9 @@ pub enum Event {
     /// A user message entered the conversation (additive, 0.1.x).
     #[serde(rename = "user_message")]
     UserMessage(Box<UserMessage>),
+    /// A tool asks the editor client for a file's text or to write it (additive, 0.1.x).
+    #[serde(rename = "file_request")]
+    FileRequest(Box<FileRequest>),
 }
 
 macro_rules! per_agent_slots {
@@ -152,6 +155,7 @@ per_agent_slots!(
     ReasoningLevelChanged,
     ToolsChanged,
     UserMessage,
+    FileRequest,
 );
 
 impl Event {
@@ -189,6 +193,7 @@ impl Event {
             Event::AgentActivity(_) => "agent_activity",
             Event::SubagentRunChanged(_) => "subagent_run_changed",
             Event::UserMessage(_) => "user_message",
+            Event::FileRequest(_) => "file_request",
         }
     }
 
@@ -393,6 +398,36 @@ pub struct UserMessage {
     pub message: Message,
 }
 
+/// Which file operation a `file_request` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FileOp {
+    /// Send the file's text.
+    Read,
+    /// Replace the file's text with `content`.
+    Write,
+}
+
+/// `file_request` (additive, 0.1.x): after `client_files`, the Runtime's file tools ask the
+/// client for a file (its editor buffer, saved or not) or to write one, and wait for a
+/// `file_response` with the same `request_id`. Only after the permission gate allowed the
+/// tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FileRequest {
+    /// Routing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Random request id.
+    pub request_id: String,
+    /// What to do.
+    pub op: FileOp,
+    /// Absolute path.
+    pub path: String,
+    /// The new text (write).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}
+
 /// `tool_call`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolCallEvent {
@@ -434,6 +469,10 @@ pub struct ToolResultEvent {
     /// Result render.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub render: Option<RenderDescriptor>,
+    /// Additive: images that come with the result beside `content` (an MCP tool
+    /// answering text and a screenshot); the model saw them too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<Vec<crate::types::Image>>,
 }
 
 /// `turn_end`.
@@ -451,6 +490,11 @@ pub struct TurnEnd {
     /// finished, so every client can say "interrupted" where it stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<bool>,
+    /// Additive (0.1.x): how the turn ended — the last model call's stop (`end_turn`,
+    /// `max_tokens`, `refusal`, …), `aborted`, or `error`. Editor bridges (ACP) answer a
+    /// prompt with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
 }
 
 /// `usage`.
@@ -495,6 +539,13 @@ pub struct ErrorEvent {
     /// The agent cannot continue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fatal: Option<bool>,
+    /// Additive, on `PROVIDER_ERROR`: what kind of provider failure it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<crate::error::ProviderErrorKind>,
+    /// Additive, on `PROVIDER_ERROR` of kind `rate_limited`: the wait the provider
+    /// asked for, in milliseconds, when it named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
 }
 
 /// `permission_request`.

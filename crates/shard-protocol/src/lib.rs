@@ -24,7 +24,7 @@ pub mod workspace;
 pub use codec::{JsonlCodec, LineError, to_line};
 pub use command::{ClientMessage, Command};
 pub use decode::{DecodeError, IncomingEvent, decode_command, decode_event, decode_event_lenient};
-pub use error::{ErrorBody, ErrorCode};
+pub use error::{ErrorBody, ErrorCode, ProviderErrorKind};
 pub use event::Event;
 pub use permission::PermissionAnswer;
 

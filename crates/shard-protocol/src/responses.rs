@@ -19,6 +19,10 @@ pub struct AgentsData {
 pub struct AgentCreated {
     /// New agent.
     pub agent_id: String,
+    /// Additive: one line the user should see, e.g. that the chosen model is not in the
+    /// catalog (its price is unknown and its context window assumed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
 }
 
 /// `agent.attach`.
@@ -73,6 +77,10 @@ pub struct SetModelData {
     pub active: ModelDescriptor,
     /// When it applies.
     pub effective: Effective,
+    /// Additive: one line the user should see, e.g. that the model is not in the
+    /// catalog (its price is unknown and its context window assumed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
 }
 
 /// A reasoning level of the catalog.

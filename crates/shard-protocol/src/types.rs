@@ -105,6 +105,10 @@ pub enum ContentBlock {
         /// Additive (§16 item 2): the result's render descriptor.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         render: Option<RenderDescriptor>,
+        /// Additive: images that come with a text result (an MCP tool answering text
+        /// and a screenshot); the model sees both.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        images: Option<Vec<Image>>,
     },
     /// Model reasoning.
     Thinking {

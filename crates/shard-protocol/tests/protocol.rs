@@ -33,6 +33,8 @@ const PER_AGENT_COMMANDS: &[&str] = &[
     "permission_response",
     "ui_response",
     "request_sync",
+    "client_files",
+    "file_response",
 ];
 
 /// Per-agent events of PROTOCOL §9–§10.2 whose `agent_id` is a routing id.
@@ -57,6 +59,7 @@ const PER_AGENT_EVENTS: &[&str] = &[
     "reasoning_level_changed",
     "tools_changed",
     "user_message",
+    "file_request",
 ];
 
 fn as_set(list: &[&str]) -> BTreeSet<String> {

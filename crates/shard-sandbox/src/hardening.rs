@@ -19,10 +19,23 @@ pub fn looks_secret(name: &str) -> bool {
 /// Start of process hardening: moves the environment to private memory (the C library
 /// heap), so that the initial block can be overwritten later.
 ///
-/// Must be called first thing in `main`, while the process has a single thread.
-pub fn detach_environment() {
+/// # Safety
+/// The process must be single-threaded: it rewrites every environment variable, which
+/// races with any other thread reading or writing the environment. Call it first thing
+/// in `main`, before anything starts a thread (an async runtime, a logger with a worker).
+///
+/// Calling it without `unsafe` does not compile:
+///
+/// ```compile_fail,E0133
+/// shard_sandbox::hardening::detach_environment();
+/// ```
+#[allow(unsafe_code)]
+pub unsafe fn detach_environment() {
+    // SAFETY: the caller guarantees the process is single-threaded.
     #[cfg(target_os = "linux")]
-    crate::sys::detach_environment();
+    unsafe {
+        crate::sys::detach_environment()
+    };
 }
 
 /// A closed stdout ends the process quietly (as `ls | head` does) instead of failing

@@ -18,6 +18,8 @@
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod config;
+#[cfg(target_os = "linux")]
+mod gitdirs;
 pub mod hardening;
 #[cfg(target_os = "linux")]
 mod plan;

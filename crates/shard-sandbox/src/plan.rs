@@ -156,6 +156,8 @@ pub(crate) fn prepare(
     };
     let mut writable: Vec<PathBuf> = roots.clone();
     writable.extend(config.allow_write.iter().map(|p| canon(p)));
+    let (commons, protected) = git_protection(&writable);
+    writable.extend(commons);
     let mut reattach = Vec::new();
     let visible: Vec<PathBuf> = spec.visible.iter().map(|p| canon(p)).collect();
     let entries = writable
@@ -183,7 +185,18 @@ pub(crate) fn prepare(
         reattach.push(Reattach {
             path: cstring(root)?,
             optional,
+            read_only: optional,
             mkdirs,
+        });
+    }
+    // After the roots they lie in, outer before inner (every clone is taken before the
+    // first mount, so a later move would hide an earlier one beneath it).
+    for (path, read_only) in &protected {
+        reattach.push(Reattach {
+            path: cstring(path)?,
+            optional: true,
+            read_only: *read_only,
+            mkdirs: Vec::new(),
         });
     }
     let clones = covers
@@ -242,10 +255,12 @@ pub(crate) fn prepare(
             .map(PathBuf::as_path)
             .unwrap_or(Path::new("/")),
     )?;
-    let cache = spec
-        .probe_cache
-        .as_ref()
-        .map(|dir| (dir.join(PROBE_CACHE), probe_key(config, &roots)));
+    let cache = spec.probe_cache.as_ref().map(|dir| {
+        (
+            dir.join(PROBE_CACHE),
+            probe_key(config, &writable, &protected),
+        )
+    });
     let cached = cache.as_ref().is_some_and(|(file, key)| {
         missing.is_empty() && std::fs::read_to_string(file).is_ok_and(|k| k == *key)
     });
@@ -305,17 +320,59 @@ const PROBE_CACHE: &str = "sandbox-probe";
 
 /// What a remembered probe is valid for: this boot, user, network setting, build and
 /// workspace roots.
-fn probe_key(config: &SandboxConfig, roots: &[PathBuf]) -> String {
+fn probe_key(config: &SandboxConfig, roots: &[PathBuf], protected: &[(PathBuf, bool)]) -> String {
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
     let roots: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+    let protected: Vec<String> = protected
+        .iter()
+        .map(|(p, _)| p.display().to_string())
+        .collect();
     format!(
-        "complete boot={} uid={} network={} version={} roots={:?}\n",
+        "complete boot={} uid={} network={} version={} roots={:?} protected={:?}\n",
         boot.trim(),
         nix::unistd::getuid().as_raw(),
         config.network,
         env!("CARGO_PKG_VERSION"),
-        roots
+        roots,
+        protected
     )
+}
+
+/// The verified common git dirs of the writable roots that are linked worktrees (to be
+/// made writable), and the paths git trusts in each root's repository, in mount order:
+/// `(path, read_only)`, pinned directories outer first, then the read-only files
+/// (`gitdirs` says why).
+fn git_protection(writable: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, bool)>) {
+    let mut commons = Vec::new();
+    let mut pinned = Vec::new();
+    let mut read_only = Vec::new();
+    for root in writable {
+        let common = crate::gitdirs::writable_common_dir(root);
+        let p = crate::gitdirs::protection(root, common.as_deref());
+        pinned.extend(p.pinned);
+        read_only.extend(p.read_only);
+        if let Some(c) = common
+            && !writable.iter().any(|w| within(&c, w))
+            && !commons.contains(&c)
+        {
+            commons.push(c);
+        }
+    }
+    let mut all_writable = writable.to_vec();
+    all_writable.extend(commons.iter().cloned());
+    let inside = |p: &PathBuf| all_writable.iter().any(|w| within(p, w));
+    pinned.retain(|p| inside(p));
+    read_only.retain(|p| inside(p));
+    pinned.sort_by_key(|p| p.components().count());
+    pinned.dedup();
+    read_only.sort_by_key(|p| p.components().count());
+    read_only.dedup();
+    let protected = pinned
+        .into_iter()
+        .map(|p| (p, false))
+        .chain(read_only.into_iter().map(|p| (p, true)))
+        .collect();
+    (commons, protected)
 }
 
 /// Writes the probe cache (0600, atomically); failures only cost a probe next time.

@@ -2,6 +2,9 @@
 //! tries to get out.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../../../tests/support/skip.rs"]
+mod skip;
+
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
@@ -37,10 +40,14 @@ impl Env {
         self.dir.path().join("outside")
     }
     fn sandbox(&self, config: SandboxConfig) -> Sandbox {
+        self.sandbox_at(config, &self.work())
+    }
+    /// A sandbox whose one workspace root is `root`.
+    fn sandbox_at(&self, config: SandboxConfig, root: &Path) -> Sandbox {
         Sandbox::new(
             &config,
             SandboxSpec {
-                workspace_roots: vec![self.work()],
+                workspace_roots: vec![root.to_path_buf()],
                 hidden: vec![self.home()],
                 visible: Vec::new(),
                 temp_parent: None,
@@ -75,6 +82,10 @@ macro_rules! both {
         }
     };
 }
+
+/// Repository files git trusts and writable roots taken from `.git` files.
+#[path = "attacks/git.rs"]
+mod git;
 
 fn run(via: Via, sb: &Sandbox, cwd: &Path, script: &str) -> Output {
     match via {
@@ -165,7 +176,7 @@ fn text(o: &Output) -> String {
 fn full(env: &Env, config: SandboxConfig) -> Option<Sandbox> {
     let sb = env.sandbox(config);
     if !sb.missing().is_empty() {
-        eprintln!("skipped: the kernel lacks {:?}", sb.missing());
+        skip::skip(&format!("the kernel lacks {:?}", sb.missing()));
         return None;
     }
     Some(sb)
@@ -248,7 +259,7 @@ fn shard_home_is_invisible(via: Via) {
             text(&out)
         );
     } else {
-        eprintln!("python3 absent: socket connect attempt skipped");
+        skip::skip("the socket connect attempt: python3 is not installed");
     }
 }
 
@@ -423,7 +434,7 @@ fn a_workspace_inside_shard_home_stays_writable(via: Via) {
     )
     .unwrap();
     if !sb.missing().is_empty() {
-        eprintln!("skipped: the kernel lacks {:?}", sb.missing());
+        skip::skip(&format!("the kernel lacks {:?}", sb.missing()));
         return;
     }
     let out = run(
@@ -466,7 +477,7 @@ fn a_visible_folder_inside_shard_home_is_readable_not_writable(via: Via) {
     )
     .unwrap();
     if !sb.missing().is_empty() {
-        eprintln!("skipped: the kernel lacks {:?}", sb.missing());
+        skip::skip(&format!("the kernel lacks {:?}", sb.missing()));
         return;
     }
     let out = run(
@@ -506,6 +517,10 @@ fn a_complete_probe_is_remembered_for_the_boot() {
     let file = env.home().join("sandbox-probe");
     if !sb.missing().is_empty() {
         assert!(!file.exists(), "an incomplete probe must not be remembered");
+        skip::skip(&format!(
+            "remembering a complete probe: the kernel lacks {:?}",
+            sb.missing()
+        ));
         return;
     }
     let key = std::fs::read_to_string(&file).unwrap();

@@ -67,6 +67,7 @@ fn write_turn(session: &mut shard_session::Session, i: usize) {
                 exit_code: None,
                 duration_ms: Some(3),
                 render: None,
+                images: None,
             }],
         ))
         .unwrap();

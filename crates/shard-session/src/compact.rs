@@ -248,6 +248,7 @@ mod tests {
                 exit_code: None,
                 duration_ms: None,
                 render: None,
+                images: None,
             }],
         }
     }

@@ -26,6 +26,7 @@ pub mod repair;
 mod session;
 mod state;
 mod store;
+pub mod streaming;
 mod window;
 
 pub use entry::{

@@ -34,6 +34,7 @@ pub fn interrupted_result(tool_call_id: &str) -> ContentBlock {
         exit_code: None,
         duration_ms: None,
         render: None,
+        images: None,
     }
 }
 
@@ -181,6 +182,7 @@ mod tests {
                 exit_code: None,
                 duration_ms: None,
                 render: None,
+                images: None,
             }],
         }
     }

@@ -109,8 +109,9 @@ impl SessionStore {
         let dir = self.session_dir(session_id)?;
         ensure_private_dir(&self.home)?;
         let sessions = self.sessions_dir();
-        if !sessions.exists() {
-            ensure_private_dir(&sessions)?;
+        let fresh = !sessions.exists();
+        ensure_private_dir(&sessions)?;
+        if fresh {
             // A brand-new store has no forks: its index is complete from the start.
             fork_index::rebuild(&sessions, &[]);
         }

@@ -80,6 +80,7 @@ fn tool_result(call: &str, out: &str) -> EntryKind {
             exit_code: Some(0),
             duration_ms: None,
             render: None,
+            images: None,
         }],
     })
 }

@@ -24,35 +24,45 @@ pub const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
 /// Candidate search for a failed match looks at most at this many lines.
 const CANDIDATE_SCAN_LINES: usize = 50_000;
 
-/// Arguments of `edit`.
+/// Arguments of `edit`. The fields carry no schema description: the tool's description
+/// states every rule once.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct EditArgs {
     /// File to edit: relative to the working directory, absolute, or starting with `~/`.
+    #[schemars(description = "")]
     pub path: String,
     /// Exact text to replace, copied from the file (whitespace included). It must occur
     /// exactly once unless `replace_all` is set. Omit it when giving `edits`.
+    #[schemars(description = "")]
     #[serde(default)]
     pub old_string: Option<String>,
     /// The replacement text.
+    #[schemars(description = "")]
     #[serde(default)]
     pub new_string: Option<String>,
     /// Replace every occurrence of `old_string`.
+    #[schemars(description = "")]
     #[serde(default)]
     pub replace_all: bool,
     /// Several replacements applied together (all or nothing), each matched against the
     /// original file; they must not overlap. Use instead of `old_string`/`new_string`.
+    #[schemars(description = "")]
     #[serde(default)]
     pub edits: Option<Vec<EditOp>>,
 }
 
 /// One replacement of a multi-edit.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(description = "")]
 pub struct EditOp {
     /// Exact text to replace.
+    #[schemars(description = "")]
     pub old_string: String,
     /// The replacement text.
+    #[schemars(description = "")]
     pub new_string: String,
     /// Replace every occurrence.
+    #[schemars(description = "")]
     #[serde(default)]
     pub replace_all: bool,
 }
@@ -64,10 +74,9 @@ pub struct EditTool;
 impl TypedTool for EditTool {
     type Args = EditArgs;
     const NAME: &'static str = "edit";
-    const DESCRIPTION: &'static str = "Replace exact text in a file. `old_string` must match the file exactly \
-        (whitespace included) and only once, unless `replace_all` is true. For several changes to one file, \
-        pass `edits: [{old_string, new_string}]`: all are matched against the original file and applied \
-        together, or none is. Line endings, BOM and untouched bytes are kept.";
+    const DESCRIPTION: &'static str = "Replace exact text in a file. `old_string` must match exactly (whitespace \
+        too) and once, unless `replace_all`. For several changes to one file, give `edits`: each matched \
+        against the original file, none overlapping; all apply or none.";
     const READ_ONLY: bool = false;
 
     fn permission_details(&self, args: &EditArgs, ctx: &ToolContext) -> Vec<PermissionDetail> {
@@ -101,6 +110,36 @@ impl TypedTool for EditTool {
             };
             let path = paths::resolve(&ctx.cwd, &args.path);
             let shown = paths::display(&ctx.cwd, &path);
+            if let Some(editor) = &ctx.editor
+                && let Some(read) = editor.read(&path).await
+            {
+                let original = match read {
+                    Ok(text) => text.into_bytes(),
+                    Err(e) => {
+                        return ToolOutput::error(format!(
+                            "Cannot read {shown} in the editor: {e}"
+                        ));
+                    }
+                };
+                let (updated, out) = match edit_bytes(&original, &shown, &ops) {
+                    Ok(r) => r,
+                    Err(msg) => return ToolOutput::error(msg),
+                };
+                let text = String::from_utf8_lossy(&updated).into_owned();
+                return match editor.write(&path, text).await {
+                    Some(Err(e)) => {
+                        ToolOutput::error(format!("Cannot write {shown} in the editor: {e}"))
+                    }
+                    Some(Ok(())) => out,
+                    None => {
+                        blocking(move || match atomic_write(&path, &updated) {
+                            Ok(()) => out,
+                            Err(e) => ToolOutput::error(format!("Cannot write {shown}: {e}")),
+                        })
+                        .await
+                    }
+                };
+            }
             blocking(move || edit_file(&path, &shown, &ops)).await
         }
         .boxed()
@@ -149,7 +188,7 @@ struct Planned {
     target: std::path::PathBuf,
     original: Vec<u8>,
     updated: Vec<u8>,
-    plan: Vec<Replacement>,
+    out: ToolOutput,
 }
 
 /// Reads the file and matches every op; the error is the message for the model.
@@ -167,6 +206,9 @@ fn plan_file(path: &Path, shown: &str, ops: &[NamedOp]) -> Result<Planned, Strin
     if !meta.is_file() {
         return Err(format!("{shown} is not a regular file."));
     }
+    if let Some(why) = crate::util::hard_linked(&meta, shown) {
+        return Err(why);
+    }
     if meta.len() > MAX_EDIT_BYTES {
         return Err(format!(
             "{shown} is {} bytes, over the {MAX_EDIT_BYTES}-byte edit limit; use bash (e.g. sed) instead.",
@@ -174,22 +216,21 @@ fn plan_file(path: &Path, shown: &str, ops: &[NamedOp]) -> Result<Planned, Strin
         ));
     }
     let original = std::fs::read(&target).map_err(|e| format!("Cannot read {shown}: {e}"))?;
-    let plan = plan_edits(&original, ops, shown)?;
-    let updated = apply(&original, &plan);
+    let (updated, out) = edit_bytes(&original, shown, ops)?;
     Ok(Planned {
         target,
         original,
         updated,
-        plan,
+        out,
     })
 }
 
 fn edit_file(path: &Path, shown: &str, ops: &[NamedOp]) -> ToolOutput {
     let Planned {
         target,
-        original,
         updated,
-        plan,
+        out,
+        ..
     } = match plan_file(path, shown, ops) {
         Ok(p) => p,
         Err(msg) => return ToolOutput::error(msg),
@@ -197,6 +238,18 @@ fn edit_file(path: &Path, shown: &str, ops: &[NamedOp]) -> ToolOutput {
     if let Err(e) = atomic_write(&target, &updated) {
         return ToolOutput::error(format!("Cannot write {shown}: {e}"));
     }
+    out
+}
+
+/// Applies the ops to `original`: the new bytes and the result to report once they are
+/// written, or the error message.
+fn edit_bytes(
+    original: &[u8],
+    shown: &str,
+    ops: &[NamedOp],
+) -> Result<(Vec<u8>, ToolOutput), String> {
+    let plan = plan_edits(original, ops, shown)?;
+    let updated = apply(original, &plan);
     let mut lines: Vec<usize> = plan.iter().map(|r| r.line).collect();
     lines.dedup();
     let line_list = lines
@@ -212,16 +265,17 @@ fn edit_file(path: &Path, shown: &str, ops: &[NamedOp]) -> ToolOutput {
     };
     let mut text = format!("Edited {shown}: {n} {noun} (line {line_list}).");
     let (hunks, cut) = diff::hunks(
-        &String::from_utf8_lossy(&original),
+        &String::from_utf8_lossy(original),
         &String::from_utf8_lossy(&updated),
     );
     if cut {
         text.push_str(" (The diff shown to the user was shortened.)");
     }
-    ToolOutput::text(text).with_render(RenderDescriptor::Diff {
+    let out = ToolOutput::text(text).with_render(RenderDescriptor::Diff {
         path: shown.to_string(),
         hunks,
-    })
+    });
+    Ok((updated, out))
 }
 
 /// One planned replacement.

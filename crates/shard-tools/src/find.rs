@@ -30,11 +30,14 @@ pub const DEFAULT_LIMIT: u64 = 1000;
 pub struct FindArgs {
     /// Glob. Without `/` it matches file and directory names at any depth (`*.rs`,
     /// `Cargo.toml`); with `/` it matches the path below `path` (`src/**/*.rs`).
+    #[schemars(description = "")]
     pub pattern: String,
     /// Directory to search (default: the working directory).
+    #[schemars(description = "")]
     #[serde(default)]
     pub path: Option<String>,
     /// Most results (default 1000).
+    #[schemars(description = "")]
     #[serde(default)]
     pub limit: Option<u64>,
 }
@@ -46,9 +49,9 @@ pub struct FindTool;
 impl TypedTool for FindTool {
     type Args = FindArgs;
     const NAME: &'static str = "find";
-    const DESCRIPTION: &'static str = "Find files and directories by glob: `*.rs` matches names at any depth, \
-        `src/**/test_*.py` matches paths. Honours .gitignore; skips hidden files. Results sorted by path, at \
-        most `limit` (default 1000); directories end with `/`.";
+    const DESCRIPTION: &'static str = "Find files and directories by glob, sorted by path; directories end with \
+        `/`. A pattern without `/` matches names at any depth (`*.rs`), one with `/` paths below `path` \
+        (`src/**/test_*.py`). Honours .gitignore; skips hidden files.";
     const READ_ONLY: bool = true;
 
     fn run<'a>(&'a self, args: FindArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {

@@ -49,26 +49,36 @@ pub enum GrepOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GrepArgs {
     /// Regular expression (Rust regex syntax), or plain text when `literal` is true.
+    #[schemars(description = "")]
     pub pattern: String,
     /// File or directory to search (default: the working directory).
+    #[schemars(description = "")]
     #[serde(default)]
     pub path: Option<String>,
     /// Only search files matching this glob, e.g. `*.rs` or `src/**/*.{ts,tsx}`.
+    #[schemars(description = "Only files matching it, e.g. `*.rs`.")]
     #[serde(default)]
     pub glob: Option<String>,
     /// Match without regard to case.
+    #[schemars(description = "")]
     #[serde(default)]
     pub ignore_case: bool,
     /// Treat `pattern` as plain text, not a regular expression.
+    #[schemars(description = "`pattern` is plain text.")]
     #[serde(default)]
     pub literal: bool,
     /// Lines of context before and after each match (content output only).
+    #[schemars(description = "Lines around each match.")]
     #[serde(default)]
     pub context: Option<u32>,
     /// `content` (default: matching lines), `files` (paths only) or `count` (per file).
+    #[schemars(
+        description = "`content` (default): matching lines; `files`: paths; `count`: per file."
+    )]
     #[serde(default)]
     pub output: Option<GrepOutput>,
     /// Most results: matching lines for `content`, files otherwise (default 100).
+    #[schemars(description = "Default 100.")]
     #[serde(default)]
     pub limit: Option<u64>,
 }
@@ -80,10 +90,8 @@ pub struct GrepTool;
 impl TypedTool for GrepTool {
     type Args = GrepArgs;
     const NAME: &'static str = "grep";
-    const DESCRIPTION: &'static str = "Search file contents with a regular expression (ripgrep's engine). \
-        Honours .gitignore and .ignore; skips hidden and binary files. Output `content` (matching lines with \
-        line numbers, the default), `files` or `count`. At most `limit` results (default 100); matched lines \
-        are cut at 500 characters.";
+    const DESCRIPTION: &'static str = "Search file contents by Rust regex (ripgrep). Honours .gitignore; skips \
+        hidden and binary files; cuts lines at 500 chars.";
     const READ_ONLY: bool = true;
 
     fn run<'a>(&'a self, args: GrepArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
@@ -258,7 +266,15 @@ pub fn search(
                 pending_break: false,
                 cancel,
             };
-            if let Err(err) = searcher.search_path(&matcher, entry.path(), &mut sink) {
+            // Opened once, and skipped when it has other names (`util::hard_linked`).
+            let searched = std::fs::File::open(entry.path()).and_then(|file| {
+                let meta = file.metadata()?;
+                if crate::util::hard_linked(&meta, "").is_some() {
+                    return Err(io::Error::other("the file has several hard links"));
+                }
+                searcher.search_file(&matcher, &file, &mut sink)
+            });
+            if let Err(err) = searched {
                 tracing::debug!(path = %entry.path().display(), %err, "grep skipped a file");
             }
             if sink.count == 0 {

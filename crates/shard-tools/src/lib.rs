@@ -11,6 +11,7 @@
 pub mod bash;
 pub mod diff;
 pub mod edit;
+pub mod editor;
 pub mod find;
 pub mod grep;
 pub mod ls;
@@ -24,6 +25,7 @@ mod util;
 mod walk;
 pub mod write;
 
+pub use editor::EditorFiles;
 pub use registry::{ToolRegistry, ToolSpec, builtin_tools};
 pub use tool::{PathFilter, ProcessTracker, Tool, ToolContext, ToolLimits, ToolOutput};
 pub use typed::{Typed, TypedTool};

@@ -22,9 +22,11 @@ pub const DEFAULT_LIMIT: u64 = 500;
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct LsArgs {
     /// Directory to list (default: the working directory).
+    #[schemars(description = "")]
     #[serde(default)]
     pub path: Option<String>,
     /// Most entries (default 500).
+    #[schemars(description = "")]
     #[serde(default)]
     pub limit: Option<u64>,
 }
@@ -36,8 +38,8 @@ pub struct LsTool;
 impl TypedTool for LsTool {
     type Args = LsArgs;
     const NAME: &'static str = "ls";
-    const DESCRIPTION: &'static str = "List a directory: each entry with its kind and size, sorted by name, \
-        hidden entries included; directories end with `/`. At most `limit` entries (default 500).";
+    const DESCRIPTION: &'static str = "List a directory, hidden entries included, sorted by name: each \
+        entry's kind and size; directories end with `/`.";
     const READ_ONLY: bool = true;
 
     fn run<'a>(&'a self, args: LsArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {

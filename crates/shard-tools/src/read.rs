@@ -32,11 +32,14 @@ const COUNT_TOTAL_MAX: u64 = 16 * 1024 * 1024;
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ReadArgs {
     /// File to read: relative to the working directory, absolute, or starting with `~/`.
+    #[schemars(description = "")]
     pub path: String,
     /// First line to show, 1-based (default 1).
+    #[schemars(description = "First line, from 1.")]
     #[serde(default)]
     pub offset: Option<u64>,
     /// Most lines to show (default and maximum 2000).
+    #[schemars(description = "")]
     #[serde(default)]
     pub limit: Option<u64>,
 }
@@ -48,9 +51,9 @@ pub struct ReadTool;
 impl TypedTool for ReadTool {
     type Args = ReadArgs;
     const NAME: &'static str = "read";
-    const DESCRIPTION: &'static str = "Read a text file with numbered lines (at most 2000 lines or 50 KB per call; \
-        the result says which offset to continue from). Lines over 2000 characters are cut. Images (PNG, JPEG, \
-        GIF, WebP) are returned as images. Binary files are refused.";
+    const DESCRIPTION: &'static str = "Read a file with line numbers, at most 2000 lines or 50 KB per call (the \
+        result says where to continue); lines over 2000 chars are cut. PNG, JPEG, GIF, WebP come back as \
+        images.";
     const READ_ONLY: bool = true;
 
     fn run<'a>(&'a self, args: ReadArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
@@ -79,6 +82,21 @@ impl TypedTool for ReadTool {
                 accepts_images: ctx.accepts_images,
                 cancel: ctx.cancel.clone(),
             };
+            if let Some(editor) = &ctx.editor {
+                let p = req.path.clone();
+                let may = tokio::task::spawn_blocking(move || crate::editor::editor_may_read(&p));
+                if may.await.unwrap_or(false)
+                    && let Some(r) = editor.read(&req.path).await
+                {
+                    return match r {
+                        Ok(text) => blocking(move || read_text(&req, text)).await,
+                        Err(e) => ToolOutput::error(format!(
+                            "Cannot read {} in the editor: {e}",
+                            req.shown
+                        )),
+                    };
+                }
+            }
             blocking(move || read_file(&req)).await
         }
         .boxed()
@@ -119,6 +137,15 @@ fn read_file(req: &ReadRequest) -> ToolOutput {
         Ok(f) => f,
         Err(e) => return ToolOutput::error(format!("Cannot open {shown}: {e}")),
     };
+    // Checked on the open file: what was opened is what is read.
+    match file.metadata() {
+        Ok(m) => {
+            if let Some(why) = crate::util::hard_linked(&m, shown) {
+                return ToolOutput::error(why);
+            }
+        }
+        Err(e) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),
+    }
     let mut sniff = vec![0u8; 8192];
     let n = match read_up_to(&mut file, &mut sniff) {
         Ok(n) => n,
@@ -139,6 +166,17 @@ fn read_file(req: &ReadRequest) -> ToolOutput {
         Ok(out) => out,
         Err(ReadError::Cancelled) => ToolOutput::error("read was cancelled"),
         Err(ReadError::Io(e)) => ToolOutput::error(format!("Cannot read {shown}: {e}")),
+    }
+}
+
+/// `read` of text an editor sent (its buffer, saved or not).
+fn read_text(req: &ReadRequest, text: String) -> ToolOutput {
+    let len = text.len() as u64;
+    let reader = BufReader::new(io::Cursor::new(text.into_bytes()));
+    match read_lines(req, reader, len) {
+        Ok(out) => out,
+        Err(ReadError::Cancelled) => ToolOutput::error("read was cancelled"),
+        Err(ReadError::Io(e)) => ToolOutput::error(format!("Cannot read {}: {e}", req.shown)),
     }
 }
 
@@ -195,6 +233,7 @@ fn read_image(req: &ReadRequest, mut file: File, head: &[u8], mime: &str, size: 
         exit_code: None,
         duration_ms: None,
         render: None,
+        images: Vec::new(),
     }
 }
 

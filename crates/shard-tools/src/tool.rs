@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use shard_protocol::types::{PermissionDetail, RenderDescriptor, ToolResultContent};
+use shard_protocol::types::{Image, PermissionDetail, RenderDescriptor, ToolResultContent};
 use tokio_util::sync::CancellationToken;
 
 /// Size and time bounds shared by the tools.
@@ -165,10 +165,14 @@ pub struct ToolContext {
     pub output_dir: PathBuf,
     /// The active model accepts images (else `read` describes an image instead).
     pub accepts_images: bool,
+    /// The largest decoded image the active model takes, in bytes.
+    pub image_max_bytes: usize,
     /// The sandbox `bash` runs its commands in (docs/sandbox.md).
     pub sandbox: Arc<shard_sandbox::Sandbox>,
     /// What `grep`, `find` and `ls` may show.
     pub path_filter: PathFilter,
+    /// The editor's files, when a client offers them (`read`, `write`, `edit` use it).
+    pub editor: Option<Arc<dyn crate::editor::EditorFiles>>,
 }
 
 impl ToolContext {
@@ -183,8 +187,10 @@ impl ToolContext {
             processes: ProcessTracker::default(),
             output_dir: output_dir.into(),
             accepts_images: true,
+            image_max_bytes: 5 * 1024 * 1024,
             sandbox: Arc::new(shard_sandbox::Sandbox::off()),
             path_filter: PathFilter::default(),
+            editor: None,
         }
     }
 }
@@ -202,6 +208,8 @@ pub struct ToolOutput {
     pub duration_ms: Option<u64>,
     /// Result render for clients.
     pub render: Option<RenderDescriptor>,
+    /// Images beside a text `content`, already within the model's limits.
+    pub images: Vec<Image>,
 }
 
 impl ToolOutput {
@@ -213,6 +221,7 @@ impl ToolOutput {
             exit_code: None,
             duration_ms: None,
             render: None,
+            images: Vec::new(),
         }
     }
 
@@ -226,6 +235,7 @@ impl ToolOutput {
             exit_code: None,
             duration_ms: None,
             render: None,
+            images: Vec::new(),
         }
     }
 

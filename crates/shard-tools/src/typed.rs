@@ -137,13 +137,14 @@ pub fn schema_for<A: JsonSchema>() -> Value {
 }
 
 /// A `oneOf` of string constants (a documented Rust enum) as a plain `enum`, which
-/// every provider understands; the variants' docs join the field's description.
+/// every provider understands. The variants' docs are dropped: they are written for the
+/// code's readers, and every request would repeat them; the tool's description (or the
+/// field's) says what the model needs of each value.
 fn const_union_to_enum(map: &mut Map<String, Value>) {
     let Some(Value::Array(variants)) = map.get("oneOf") else {
         return;
     };
     let mut names = Vec::new();
-    let mut docs = Vec::new();
     for v in variants {
         let (Some(name), Some("string")) = (
             v.get("const").and_then(Value::as_str),
@@ -151,17 +152,11 @@ fn const_union_to_enum(map: &mut Map<String, Value>) {
         ) else {
             return;
         };
-        if let Some(d) = v.get("description").and_then(Value::as_str) {
-            docs.push(format!("`{name}`: {d}"));
-        }
         names.push(Value::String(name.to_string()));
     }
     map.remove("oneOf");
     map.insert("type".into(), Value::String("string".into()));
     map.insert("enum".into(), Value::Array(names));
-    if !docs.is_empty() && !map.contains_key("description") {
-        map.insert("description".into(), Value::String(docs.join(" ")));
-    }
 }
 
 /// Removes what some providers reject: `null` in type unions (an absent optional field
@@ -194,8 +189,16 @@ fn simplify(value: &mut Value) {
             const_union_to_enum(map);
             // `#[serde(default)]` on an Option emits `"default": null`, which contradicts
             // the field's type for strict validators; absence already means "not given".
-            if map.get("default").is_some_and(Value::is_null) {
+            // Likewise `false` for a flag, and `minimum: 0` for a count (a negative number
+            // fails to deserialize with an error naming the field): bytes on every request.
+            if map
+                .get("default")
+                .is_some_and(|d| d.is_null() || *d == Value::Bool(false))
+            {
                 map.remove("default");
+            }
+            if map.get("minimum").and_then(Value::as_u64) == Some(0) {
+                map.remove("minimum");
             }
             // Doc comments keep their line wrapping; models read one paragraph better.
             if let Some(Value::String(d)) = map.get_mut("description")

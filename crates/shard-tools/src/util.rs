@@ -18,6 +18,24 @@ where
     }
 }
 
+/// Why a path tool refuses a file, when it has more than one name (hard links). The
+/// PermissionGate judges a call by the path it names; a hard link inside the workspace
+/// to a file elsewhere (a key under `~/.ssh`, a file a deny rule covers) would reach
+/// that file under a name no rule covers, and no cheap way finds a file's other names.
+/// So `read`, `write`, `edit` and `grep` never read or write through one; `bash` (asked
+/// for, and sandboxed) can.
+pub fn hard_linked(meta: &std::fs::Metadata, shown: &str) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    (meta.is_file() && meta.nlink() > 1).then(|| {
+        format!(
+            "{shown} has {} hard links; its other names may lie outside the workspace or \
+             under a deny rule, so this tool does not read or write it. Ask for it with bash \
+             if the user wants it.",
+            meta.nlink()
+        )
+    })
+}
+
 /// Binary when the sample has a NUL byte (the rule git and ripgrep use).
 pub fn sniff_binary(sample: &[u8]) -> bool {
     sample.contains(&0)

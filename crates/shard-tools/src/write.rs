@@ -20,8 +20,10 @@ use crate::util::blocking;
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteArgs {
     /// File to write: relative to the working directory, absolute, or starting with `~/`.
+    #[schemars(description = "")]
     pub path: String,
     /// The complete new content of the file.
+    #[schemars(description = "")]
     pub content: String,
 }
 
@@ -32,9 +34,8 @@ pub struct WriteTool;
 impl TypedTool for WriteTool {
     type Args = WriteArgs;
     const NAME: &'static str = "write";
-    const DESCRIPTION: &'static str = "Create a file or replace its whole content. Parent directories are \
-        created; the replacement is atomic and keeps the file's permissions. Prefer edit for changes to part \
-        of an existing file.";
+    const DESCRIPTION: &'static str = "Create a file, or replace its whole content; parent directories are \
+        created. To change part of a file, use edit.";
     const READ_ONLY: bool = false;
 
     fn permission_details(&self, args: &WriteArgs, ctx: &ToolContext) -> Vec<PermissionDetail> {
@@ -58,6 +59,21 @@ impl TypedTool for WriteTool {
         async move {
             let path = paths::resolve(&ctx.cwd, &args.path);
             let shown = paths::display(&ctx.cwd, &path);
+            if let Some(editor) = &ctx.editor {
+                let old = match editor.read(&path).await {
+                    Some(Ok(text)) => Some(text),
+                    _ => None,
+                };
+                let content = args.content.clone();
+                if let Some(r) = editor.write(&path, content).await {
+                    return match r {
+                        Ok(()) => report(&shown, old.as_deref().map(str::as_bytes), &args.content),
+                        Err(e) => {
+                            ToolOutput::error(format!("Cannot write {shown} in the editor: {e}"))
+                        }
+                    };
+                }
+            }
             blocking(move || write_file(&path, &shown, args.content)).await
         }
         .boxed()
@@ -78,6 +94,11 @@ fn write_file(path: &Path, shown: &str, content: String) -> ToolOutput {
                 "{shown} is not a regular file; write only replaces files."
             ));
         }
+        Ok(m) => {
+            if let Some(why) = crate::util::hard_linked(&m, shown) {
+                return ToolOutput::error(why);
+            }
+        }
         _ => {}
     }
     let old = match std::fs::read(&target) {
@@ -88,15 +109,17 @@ fn write_file(path: &Path, shown: &str, content: String) -> ToolOutput {
     if let Err(e) = atomic_write(&target, content.as_bytes()) {
         return ToolOutput::error(format!("Cannot write {shown}: {e}"));
     }
-    let old_text = old
-        .as_deref()
-        .map(String::from_utf8_lossy)
-        .unwrap_or_default();
-    let (hunks, cut) = diff::hunks(&old_text, &content);
+    report(shown, old.as_deref(), &content)
+}
+
+/// The result of a write: what changed, with its diff.
+fn report(shown: &str, old: Option<&[u8]>, content: &str) -> ToolOutput {
+    let old_text = old.map(String::from_utf8_lossy).unwrap_or_default();
+    let (hunks, cut) = diff::hunks(&old_text, content);
     let lines = content.lines().count();
     let verb = if old.is_some() { "Replaced" } else { "Created" };
     let mut text = format!("{verb} {shown} ({} bytes, {lines} lines).", content.len());
-    if old.as_deref() == Some(content.as_bytes()) {
+    if old == Some(content.as_bytes()) {
         text = format!("{shown} already had this content; nothing changed.");
     }
     if cut {

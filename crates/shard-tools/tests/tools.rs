@@ -4,6 +4,8 @@
 
 #[path = "tools/common.rs"]
 mod common;
+#[path = "../../../tests/support/skip.rs"]
+mod skip;
 
 #[path = "tools/bash.rs"]
 mod bash;

@@ -171,15 +171,36 @@ async fn handle(req: AdminRequest, door: &Door) -> AdminReply {
     }
 }
 
+/// The `web_error` of `SHARD_HOME/daemon.json`, when a running daemon wrote one (a
+/// file left by a daemon that died is ignored: its socket no longer answers).
+async fn doorless_reason(home: &Path) -> Option<String> {
+    UnixStream::connect(home.join("daemon.sock")).await.ok()?;
+    let text = tokio::fs::read_to_string(home.join("daemon.json"))
+        .await
+        .ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("web_error")?.as_str().map(str::to_string)
+}
+
 /// Sends one request to a running daemon (the client side, for `shard web`).
 pub async fn request(home: &Path, req: &AdminRequest) -> Result<AdminReply, WebError> {
     let path = socket_path(home);
-    let stream = UnixStream::connect(&path).await.map_err(|e| {
-        WebError::Admin(format!(
-            "no daemon with a web door at {} ({e}); start one with `shard daemon`",
-            path.display()
-        ))
-    })?;
+    let stream = match UnixStream::connect(&path).await {
+        Ok(s) => s,
+        Err(e) => {
+            // A daemon that could bind no port runs without the door and says why in
+            // daemon.json.
+            if let Some(why) = doorless_reason(home).await {
+                return Err(WebError::Admin(format!(
+                    "the daemon runs without its web door: {why}"
+                )));
+            }
+            return Err(WebError::Admin(format!(
+                "no daemon with a web door at {} ({e}); start one with `shard daemon`",
+                path.display()
+            )));
+        }
+    };
     let (r, mut w) = stream.into_split();
     let mut out = serde_json::to_vec(req).map_err(|e| WebError::Admin(e.to_string()))?;
     out.push(b'\n');

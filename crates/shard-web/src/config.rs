@@ -10,11 +10,18 @@ use crate::error::WebError;
 /// The default HTTP port of `shard daemon`.
 pub const DEFAULT_PORT: u16 = 7420;
 
+/// How many ports after [`DEFAULT_PORT`] are tried when it is taken (Jupyter's
+/// `port_retries`): another daemon for another `SHARD_HOME`, or any program, may hold it.
+pub const PORT_RETRIES: u16 = 50;
+
 /// The flags as the user gave them (unchecked).
 #[derive(Debug, Clone)]
 pub struct WebOptions {
     /// `--port` (0 picks a free port).
     pub port: u16,
+    /// How many following ports to try when `port` is taken: [`PORT_RETRIES`] for the
+    /// default port, 0 for one chosen explicitly (a taken explicit port is an error).
+    pub port_retries: u16,
     /// `--web-host`: the address to bind (default 127.0.0.1).
     pub web_host: Option<IpAddr>,
     /// `--public-host HOST:PORT`: the Host browsers use in remote mode.
@@ -42,6 +49,7 @@ impl Default for WebOptions {
     fn default() -> Self {
         WebOptions {
             port: DEFAULT_PORT,
+            port_retries: 0,
             web_host: None,
             public_host: None,
             allowed_origins: Vec::new(),
@@ -100,6 +108,9 @@ pub struct WebConfig {
     pub bind: IpAddr,
     /// The requested port (0: any).
     pub port: u16,
+    /// Following ports tried when `port` is taken (0 in remote mode, where
+    /// `--public-host` pins the port).
+    pub port_retries: u16,
     /// The configuration.
     pub mode: Mode,
     /// The pinned Host in remote mode.
@@ -222,9 +233,15 @@ impl WebOptions {
             }
             origins.push(o);
         }
+        let port_retries = if mode == Mode::Loopback && self.port != 0 {
+            self.port_retries
+        } else {
+            0
+        };
         Ok(WebConfig {
             bind,
             port: self.port,
+            port_retries,
             mode,
             public_host: self.public_host,
             allowed_origins: origins,

@@ -42,6 +42,21 @@ pub enum WebError {
     /// The daemon answered the admin socket with an error.
     #[error("{0}")]
     Admin(String),
+    /// The port chosen explicitly (`--port`) is taken.
+    #[error(
+        "port {0} is taken (--port {0}): stop what holds it, choose another with --port N, or leave --port out to use the first free port from 7420"
+    )]
+    PortTaken(u16),
+    /// Neither the default port nor any of the ports after it could be bound.
+    #[error("no port from {first} to {last} could be bound for the web door ({last_error})")]
+    NoFreePort {
+        /// The first port tried.
+        first: u16,
+        /// The last port tried.
+        last: u16,
+        /// Why the last one failed.
+        last_error: String,
+    },
 }
 
 impl WebError {

@@ -16,6 +16,7 @@ pub mod config;
 pub mod door;
 pub mod error;
 mod http;
+mod listener;
 mod pages;
 pub mod secret;
 pub mod store;
@@ -30,7 +31,7 @@ use shard_daemon::transport::{Connection, Transport};
 use shard_daemon::{Daemon, ShutdownHandle};
 use tokio::sync::mpsc;
 
-pub use config::{DEFAULT_PORT, Mode, WebConfig, WebOptions};
+pub use config::{DEFAULT_PORT, Mode, PORT_RETRIES, WebConfig, WebOptions};
 pub use error::WebError;
 pub use http::{COOKIE_PLAIN, COOKIE_SECURE, SUBPROTOCOL};
 
@@ -49,6 +50,57 @@ impl Transport for WebTransport {
     fn describe(&self) -> String {
         format!("websocket:http://{}/ws", self.addr)
     }
+}
+
+/// Binds the door's port: the configured one, else (default port only) the next free
+/// of the [`config::PORT_RETRIES`] after it, as Jupyter does. A taken explicit port is
+/// [`WebError::PortTaken`]; no bindable port at all is [`WebError::NoFreePort`].
+async fn bind(cfg: &WebConfig) -> Result<tokio::net::TcpListener, WebError> {
+    let first = cfg.port;
+    let last = first.saturating_add(cfg.port_retries);
+    let mut last_error = String::new();
+    for port in first..=last {
+        let addr = SocketAddr::new(cfg.bind, port);
+        match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => {
+                if port != first {
+                    tracing::info!(taken = first, port, "the default web port is taken");
+                }
+                return Ok(l);
+            }
+            Err(e) if cfg.port_retries == 0 && e.kind() == std::io::ErrorKind::AddrInUse => {
+                return Err(WebError::PortTaken(port));
+            }
+            Err(e) if cfg.port_retries == 0 => {
+                return Err(WebError::io(format!("binding {addr}"), e));
+            }
+            Err(e) => last_error = e.to_string(),
+        }
+    }
+    Err(WebError::NoFreePort {
+        first,
+        last,
+        last_error,
+    })
+}
+
+/// Writes `SHARD_HOME/daemon.json` (owner-only) for a daemon serving without its web
+/// door: `{"pid", "web": null, "web_error"}`, so `shard web` can say why there is no
+/// link instead of only that nothing answers.
+pub fn write_doorless_daemon_json(home: &Path, why: &str) -> Result<(), WebError> {
+    let v = serde_json::json!({
+        "pid": std::process::id(),
+        "web": serde_json::Value::Null,
+        "web_error": why,
+    });
+    let bytes = serde_json::to_vec_pretty(&v)
+        .map_err(|e| WebError::io("daemon.json", std::io::Error::other(e)))?;
+    store::write_atomic(&home.join("daemon.json"), &bytes)
+}
+
+/// Removes `SHARD_HOME/daemon.json` (a doorless daemon's, at exit).
+pub fn remove_daemon_json(home: &Path) {
+    let _ = std::fs::remove_file(home.join("daemon.json"));
 }
 
 /// What a started door tells its caller (and `daemon.json`).
@@ -85,11 +137,8 @@ impl WebDoor {
         let store = tokio::task::spawn_blocking(move || store::SecurityStore::open(&h))
             .await
             .map_err(|e| WebError::io("store task", std::io::Error::other(e)))??;
-        let addr = SocketAddr::new(cfg.bind, cfg.port);
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| WebError::io(format!("binding {addr}"), e))?;
-        let bound = listener
+        let tcp = bind(&cfg).await?;
+        let bound = tcp
             .local_addr()
             .map_err(|e| WebError::io("reading the bound address", e))?;
         let (tx, rx) = mpsc::channel(64);
@@ -99,16 +148,9 @@ impl WebDoor {
         daemon.add_transport(Box::new(WebTransport { rx, addr: bound }));
         let handle: ShutdownHandle = daemon.shutdown_handle();
         tokio::spawn(admin::serve(admin, Arc::clone(&d), handle));
-        let app = http::router(Arc::clone(&d)).into_make_service_with_connect_info::<SocketAddr>();
-        let stop = d.stop.clone();
-        tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { stop.cancelled().await })
-                .await;
-            if let Err(e) = served {
-                tracing::error!(error = %e, "the web door stopped");
-            }
-        });
+        let app = http::router(Arc::clone(&d));
+        let registry = listener::Registry::new(listener::MAX_PER_PEER, listener::MAX_PENDING);
+        tokio::spawn(listener::serve(tcp, app, registry, d.stop.clone()));
         let info = WebInfo {
             port: bound.port(),
             url: d.local_url.clone(),
@@ -127,13 +169,14 @@ impl WebDoor {
         &self.info
     }
 
-    /// Writes `SHARD_HOME/daemon.json` (owner-only): `{"pid", "url", "port"}` and
-    /// `public_url` in remote mode.
+    /// Writes `SHARD_HOME/daemon.json` (owner-only): `{"pid", "url", "port", "web"}`
+    /// (`web` is the URL again: the door is up) and `public_url` in remote mode.
     pub fn write_daemon_json(&self) -> Result<(), WebError> {
         let mut v = serde_json::json!({
             "pid": std::process::id(),
             "url": self.info.url,
             "port": self.info.port,
+            "web": self.info.url,
         });
         if let Some(p) = &self.info.public_url {
             v["public_url"] = serde_json::Value::String(p.clone());

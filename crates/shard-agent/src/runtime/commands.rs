@@ -96,6 +96,14 @@ impl Runtime {
                 let value = serde_json::to_value(&r.value).unwrap_or(serde_json::Value::Null);
                 self.answer_ui(&r.request_id, value).await;
             }
+            Command::ClientFiles(c) => {
+                self.editor.offer(c.read, c.write);
+                self.emit(Event::ok(id, name, None)).await;
+            }
+            Command::FileResponse(r) => {
+                self.editor.answer(&r.request_id, r.content, r.error);
+                self.emit(Event::ok(id, name, None)).await;
+            }
             Command::RequestSync(_) => {
                 let sync = self.build_sync().await;
                 self.emit(sync).await;
@@ -278,6 +286,7 @@ impl Runtime {
             previous,
             active,
             effective: Effective::NextProviderCall,
+            notice: self.models.notice(),
         };
         self.emit(Event::ok(id, name, to_value(&data))).await;
     }

@@ -5,8 +5,8 @@
 
 use shard_protocol::ErrorCode;
 use shard_protocol::types::{ContentBlock, Message, Role};
-use shard_session::EntryKind;
 use shard_session::repair::{self, is_synthesized};
+use shard_session::{EntryKind, MessageEntry, streaming};
 
 use super::Runtime;
 
@@ -49,24 +49,70 @@ impl Runtime {
     /// start); older unanswered calls are paired when the context is read.
     pub(super) async fn first_sync(&mut self) -> shard_protocol::Event {
         let mut window = self.read_live_window().await;
+        self.recover_streamed(&mut window);
         for id in repair::unanswered_calls(&window.messages) {
             let message = Message {
                 id: String::new(),
                 role: Role::User,
                 content: vec![repair::interrupted_result(&id)],
             };
-            match self.session.append(EntryKind::message(message)) {
-                Ok(entry) => {
-                    if let EntryKind::Message(m) = entry.kind {
-                        window.messages.push(m.message);
-                    }
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "could not persist an interrupted tool result");
-                }
-            }
+            self.append_result(&mut window, message);
         }
         self.sync_from(window)
+    }
+
+    /// Persists a made-up tool result at start and shows it in the first `sync`.
+    fn append_result(&mut self, window: &mut shard_protocol::event::LiveWindow, m: Message) {
+        match self.session.append(EntryKind::message(m)) {
+            Ok(entry) => {
+                if let EntryKind::Message(m) = entry.kind {
+                    window.messages.push(m.message);
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "could not persist an interrupted tool result");
+            }
+        }
+    }
+
+    /// A previous run killed while a message streamed left its deltas in the streaming
+    /// journal: what clients saw becomes an interrupted assistant message (unless the
+    /// message reached the transcript before the kill), its calls answered, so the next
+    /// request carries it validly. Then the journal goes.
+    fn recover_streamed(&mut self, window: &mut shard_protocol::event::LiveWindow) {
+        let dir = self.session.dir().to_path_buf();
+        let recovered = match streaming::read_journal(&dir) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the streaming journal");
+                return;
+            }
+        };
+        if let Some(r) = recovered
+            && !window.messages.iter().any(|m| m.id == r.message.id)
+        {
+            let entry = EntryKind::Message(MessageEntry {
+                message: r.message.clone(),
+                aborted: true,
+                stop_reason: Some(streaming::INTERRUPTED_STOP.into()),
+                usage: None,
+                model: None,
+            });
+            match self.session.append_with_id(r.message.id.clone(), entry) {
+                Ok(_) => window.messages.push(r.message),
+                Err(e) => {
+                    // Kept for the next start rather than lost.
+                    tracing::error!(error = %e, "could not persist the interrupted message");
+                    return;
+                }
+            }
+            for result in r.results {
+                self.append_result(window, result);
+            }
+        }
+        if let Err(e) = streaming::discard(&dir) {
+            tracing::warn!(error = %e, "could not remove the streaming journal");
+        }
     }
 
     /// Records an "interrupted" result for each call of an assistant message whose turn
@@ -96,6 +142,7 @@ impl Runtime {
                     exit_code: None,
                     duration_ms: None,
                     render: None,
+                    images: None,
                 },
             )))
             .await;

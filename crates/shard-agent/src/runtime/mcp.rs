@@ -48,6 +48,7 @@ impl Runtime {
             cwd: self.opts.cwd.clone(),
             env_remove: self.env_remove.clone(),
             processes: self.processes.clone(),
+            sandbox: Some(self.sandbox.clone()),
         };
         self.mcp = Some(McpManager::start(plan.start, ctx, tx));
         // Through the actor's own queue: updates apply between commands, never mid-call.

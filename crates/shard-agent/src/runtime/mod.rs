@@ -6,17 +6,19 @@
 mod commands;
 mod compaction;
 mod context;
+mod editor;
 mod fork;
 mod mcp;
 mod partial;
 mod permissions;
+#[cfg(test)]
+mod recovery_tests;
 mod serve;
 mod start;
 mod sync;
 mod tool_calls;
 mod tools;
 mod turn;
-mod worktree;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -43,7 +45,7 @@ pub use start::{Prepared, prepare, validate_choice};
 use start::{restore_choices, session_start_error};
 pub use tools::{RuntimeGone, ToolChange, ToolsHandle};
 
-use crate::ask::{AskUser, UiAsk, UiHandle};
+use crate::ask::{UiAsk, UiHandle};
 
 /// What the actor waits for next: a transport input, or a message from its own parts.
 pub(crate) enum Next {
@@ -133,10 +135,10 @@ fn start_sandbox(
     let cwd = opts.cwd.clone();
     let home = opts.shard_home.clone();
     std::thread::spawn(move || {
-        let mut workspace_roots = vec![cwd.clone()];
-        workspace_roots.extend(worktree::common_dir(&cwd));
+        // A linked worktree's common git dir is added by the sandbox itself, once git's
+        // back-link verifies (docs/sandbox.md).
         let spec = shard_sandbox::SandboxSpec {
-            workspace_roots,
+            workspace_roots: vec![cwd.clone()],
             hidden: vec![home.clone()],
             visible: vec![tool_output],
             temp_parent: None,
@@ -212,6 +214,8 @@ pub struct Runtime {
     )>,
     eof: bool,
     sink_closed: bool,
+    /// The editor client's files (`client_files`).
+    editor: Arc<editor::EditorBridge>,
     /// MCP servers resolved at start, started when the Runtime runs.
     mcp_plan: Option<shard_mcp::Resolved>,
     /// The running MCP servers; stopped with the Runtime.
@@ -289,16 +293,13 @@ impl Runtime {
         restore_choices(&opts, &mut session, &mut modes, &mut models);
 
         let (internal_tx, internal) = mpsc::channel(INTERNAL_QUEUE);
-        let mut tools = shard_tools::builtin_tools();
-        tools.push(Arc::new(shard_tools::Typed::new(AskUser::new(
-            UiHandle::new(internal_tx.clone()),
-        ))));
-        // Offered only under a daemon (issue 16): it forwards to `subagent.*`.
-        // Its description lists the agent definitions there are now (two small dirs).
-        if let Some(sub) = crate::subagent::SubagentTool::from_env() {
+        // `subagent` is offered only under a daemon: it forwards to `subagent.*`. Its
+        // description lists the agent definitions there are now (two small dirs).
+        let subagent = crate::subagent::SubagentTool::from_env().map(|sub| {
             let defs = shard_protocol::definitions::list_blocking(&opts.shard_home, &opts.cwd);
-            tools.push(Arc::new(crate::subagent::Subagent::new(sub, &defs)));
-        }
+            crate::subagent::Subagent::new(sub, &defs)
+        });
+        let tools = crate::tool_budget::first_tools(UiHandle::new(internal_tx.clone()), subagent);
         let tools = tools::Tools::new(tools, opts.tools.clone(), internal_tx);
 
         let env_remove = config.child_env_remove(mcp_plan.secret_vars());
@@ -321,6 +322,7 @@ impl Runtime {
         }
 
         let cwd_for_prompt = opts.cwd.clone();
+        let editor = editor::EditorBridge::new(events.clone());
         let mut runtime = Runtime {
             opts,
             config,
@@ -356,6 +358,7 @@ impl Runtime {
             pending_ui: Vec::new(),
             eof: false,
             sink_closed: false,
+            editor,
             mcp_plan: Some(mcp_plan),
             mcp_waiting: None,
             mcp: None,
@@ -385,6 +388,12 @@ impl Runtime {
     /// environment block.
     pub fn secret_env_vars(&self) -> &[String] {
         &self.env_remove
+    }
+
+    /// The journal the event writer keeps of the message being streamed (see
+    /// `shard_session::streaming`), for this Runtime's session.
+    pub fn stream_journal(&self) -> shard_session::streaming::StreamJournal {
+        shard_session::streaming::StreamJournal::new(self.session.dir())
     }
 
     /// The session id.
@@ -422,6 +431,8 @@ impl Runtime {
                 code: ErrorCode::SessionCorrupt,
                 message,
                 fatal: Some(false),
+                kind: None,
+                retry_after_ms: None,
             }))
             .await;
         }
@@ -640,6 +651,12 @@ impl Runtime {
             // Inside the session's folder: removed with it, bounded per session.
             output_dir: self.session.dir().join("tool-output"),
             accepts_images: self.models.active().is_ok_and(|a| a.info.supports_images),
+            image_max_bytes: self
+                .models
+                .active()
+                .ok()
+                .and_then(|a| shard_ai::image_limits(&a.info))
+                .map_or(0, |l| l.max_bytes),
             sandbox: self.sandbox.clone(),
             path_filter: {
                 let gate = self.gate.clone();
@@ -647,6 +664,10 @@ impl Runtime {
                     gate.visible(tool, path, link)
                 }))
             },
+            editor: self
+                .editor
+                .offered()
+                .then(|| Arc::clone(&self.editor) as Arc<dyn shard_tools::EditorFiles>),
         }
     }
 

@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
+use shard_ai::StreamEvent;
+use shard_protocol::event::{DeltaKind, MessageDelta};
 use shard_protocol::types::ContentBlock;
 
 use super::tool_calls::CallRequest;
@@ -75,6 +77,84 @@ impl PartialMessage {
                 },
             })
             .collect()
+    }
+
+    /// Folds one stream event into the message; the delta clients get, if any.
+    pub(crate) fn apply(&mut self, ev: StreamEvent) -> Option<MessageDelta> {
+        let partial = self;
+        let message_id = partial.message_id.clone();
+        let delta = |block_index: usize, kind: DeltaKind| MessageDelta {
+            agent_id: None,
+            message_id: message_id.clone(),
+            block_index: block_index as u32,
+            kind,
+            text_delta: None,
+            tool_call_id: None,
+            name: None,
+            args_delta: None,
+        };
+        match ev {
+            StreamEvent::TextDelta { index, text } => {
+                let i = partial.slot(index, || PartialBlock::Text(String::new()));
+                if let PartialBlock::Text(t) = &mut partial.blocks[i] {
+                    t.push_str(&text);
+                }
+                Some(MessageDelta {
+                    text_delta: Some(text),
+                    ..delta(i, DeltaKind::Text)
+                })
+            }
+            StreamEvent::ThinkingDelta { index, text } => {
+                let i = partial.slot(index, || PartialBlock::Thinking {
+                    text: String::new(),
+                    signature: None,
+                });
+                if let PartialBlock::Thinking { text: t, .. } = &mut partial.blocks[i] {
+                    t.push_str(&text);
+                }
+                Some(MessageDelta {
+                    text_delta: Some(text),
+                    ..delta(i, DeltaKind::Thinking)
+                })
+            }
+            StreamEvent::ThinkingSignature { index, signature } => {
+                let i = partial.slot(index, || PartialBlock::Thinking {
+                    text: String::new(),
+                    signature: None,
+                });
+                if let PartialBlock::Thinking { signature: s, .. } = &mut partial.blocks[i] {
+                    *s = Some(signature);
+                }
+                None
+            }
+            StreamEvent::ToolCallStart { index, id, name } => {
+                let i = partial.slot(index, || PartialBlock::ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    args_json: String::new(),
+                });
+                Some(MessageDelta {
+                    tool_call_id: Some(id),
+                    name: Some(name),
+                    ..delta(i, DeltaKind::ToolCall)
+                })
+            }
+            StreamEvent::ToolCallArgsDelta { index, json } => {
+                let i = partial.slot(index, || PartialBlock::ToolCall {
+                    id: String::new(),
+                    name: String::new(),
+                    args_json: String::new(),
+                });
+                if let PartialBlock::ToolCall { args_json, .. } = &mut partial.blocks[i] {
+                    args_json.push_str(&json);
+                }
+                Some(MessageDelta {
+                    args_delta: Some(json),
+                    ..delta(i, DeltaKind::ToolCall)
+                })
+            }
+            _ => None,
+        }
     }
 
     /// The final blocks and the calls they hold. After an abort or a failure the caller

@@ -245,6 +245,15 @@ impl Runtime {
             }
             PermissionAnswer::Decision { decision } => match decision {
                 PermissionDecision::Allow => AnswerKind::AllowOnce,
+                // Not offered (a write to a trusted file): allowed this once only.
+                PermissionDecision::AllowAlways
+                    if !pending
+                        .request
+                        .options
+                        .contains(&PermissionDecision::AllowAlways) =>
+                {
+                    AnswerKind::AllowOnce
+                }
                 PermissionDecision::AllowAlways => AnswerKind::AllowExact,
                 // The daemon's queue timed out: the tool gets a TIMEOUT error (§16 item 7).
                 PermissionDecision::Deny if r.source.as_deref() == Some("headless_timeout") => {

@@ -30,6 +30,12 @@ impl Prepared {
     pub fn model_problem(&self) -> Option<String> {
         self.models.active().err()
     }
+
+    /// The one-line notice owed for a selected model the catalog lacks (its price and
+    /// context window are unknown), if any.
+    pub fn model_notice(&self) -> Option<String> {
+        self.models.notice()
+    }
 }
 
 /// Reads the configuration and the project's grants, canonicalizes the cwd and selects
@@ -108,7 +114,8 @@ fn check_mode(config: &Config, mode: &str) -> Result<(), String> {
 /// Checks a mode, provider and model the way `shard agent` would at start, without
 /// opening anything: the daemon's `agent.create` and `shard run` call it so an unknown
 /// choice is one clear error and nothing is created. `Err` is one line saying what would
-/// work. A provider without credentials is an error too (it could never answer).
+/// work; `Ok` holds the notice owed for a model the catalog lacks. A provider without
+/// credentials is an error too (it could never answer).
 pub fn validate_choice(
     shard_home: &std::path::Path,
     mode: Option<&str>,
@@ -116,18 +123,18 @@ pub fn validate_choice(
     model: Option<&str>,
     script: Option<&std::path::Path>,
     env: EnvLookup,
-) -> Result<(), String> {
+) -> Result<Option<String>, String> {
     let config = Config::load(shard_home).map_err(|e| e.to_string())?;
     if let Some(mode) = mode {
         check_mode(&config, mode)?;
     }
     if provider.is_none() && model.is_none() {
-        return Ok(());
+        return Ok(None);
     }
     let ai_config = config.ai_config();
     let mut models = ModelController::new(ai_config, env, script.map(Into::into));
     models.init(provider, model);
-    models.active().map(|_| ())
+    models.active().map(|_| models.notice())
 }
 
 /// Applies the session's recorded mode, model and reasoning level, unless a flag chose

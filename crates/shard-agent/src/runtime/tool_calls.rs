@@ -222,6 +222,7 @@ impl Runtime {
             exit_code: output.exit_code,
             duration_ms: output.duration_ms,
             render: output.render.clone(),
+            images: (!output.images.is_empty()).then(|| output.images.clone()),
         };
         let message = Message {
             id: String::new(),
@@ -240,6 +241,7 @@ impl Runtime {
             exit_code: output.exit_code,
             duration_ms: output.duration_ms,
             render: output.render,
+            images: (!output.images.is_empty()).then_some(output.images),
         })))
         .await;
     }
@@ -254,5 +256,6 @@ fn aborted_output(message: &str) -> ToolOutput {
         exit_code: None,
         duration_ms: None,
         render: None,
+        images: Vec::new(),
     }
 }

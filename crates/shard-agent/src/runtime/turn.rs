@@ -4,17 +4,17 @@
 
 use futures::StreamExt;
 use shard_ai::{ErrorKind, ModelRequest, ProviderError, StopReason, StreamEvent};
-use shard_protocol::ErrorCode;
 use shard_protocol::event::{
-    DeltaKind, ErrorEvent, Event, MessageComplete, MessageDelta, StatusEvent, TurnEnd, TurnStart,
-    UsageEvent, UserMessage,
+    ErrorEvent, Event, MessageComplete, MessageDelta, StatusEvent, TurnEnd, TurnStart, UsageEvent,
+    UserMessage,
 };
 use shard_protocol::ids;
 use shard_protocol::types::{AgentStatus, Message, Role, Usage};
+use shard_protocol::{ErrorCode, ProviderErrorKind};
 use shard_session::{EntryKind, MessageEntry};
 use tokio_util::sync::CancellationToken;
 
-use super::partial::{PartialBlock, PartialMessage};
+use super::partial::PartialMessage;
 use super::tool_calls::CallRequest;
 use super::{Runtime, UserInput};
 use crate::hooks::{HookOutcome, ModelCallView, SharedContext};
@@ -34,6 +34,8 @@ pub(crate) struct TurnState {
     usage: Usage,
     /// A `context_window_exceeded` refusal was answered by compacting once already.
     overflow_retried: bool,
+    /// How the last model call stopped (`turn_end.stop_reason`).
+    last_stop: Option<String>,
 }
 
 impl TurnState {
@@ -53,9 +55,17 @@ enum Call {
 enum StreamOutcome {
     Done(StopReason),
     Aborted,
-    /// The protocol code of the failure (one per provider error kind), its message, and
-    /// whether the provider said the context does not fit its window.
-    Failed(ErrorCode, String, bool),
+    /// The model call failed (always `PROVIDER_ERROR` on the wire).
+    Failed(Failure),
+}
+
+/// A failed model call as the `error` event reports it.
+struct Failure {
+    message: String,
+    kind: Option<ProviderErrorKind>,
+    retry_after_ms: Option<u64>,
+    /// The provider said the context does not fit its window.
+    overflow: bool,
 }
 
 impl Runtime {
@@ -84,10 +94,6 @@ impl Runtime {
     }
 
     pub(crate) async fn run_turn(&mut self, input: UserInput) {
-        // The sandbox's zygote starts with the first turn (a no-op after it), while the
-        // model answers: an agent that is only created costs no process, and a burst of
-        // creates is not doubled by zygote starts (docs/sandbox.md).
-        self.sandbox.prewarm();
         let turn_id = ids::new_id(ids::TURN);
         self.turn = Some(TurnState {
             cancel: CancellationToken::new(),
@@ -95,6 +101,7 @@ impl Runtime {
             aborted: false,
             usage: Usage::default(),
             overflow_retried: false,
+            last_stop: None,
         });
         self.set_status(AgentStatus::Streaming).await;
         self.emit(Event::TurnStart(TurnStart {
@@ -141,12 +148,18 @@ impl Runtime {
         }
         self.resolve_all_ui().await;
         self.drop_strict_steers(&turn_id).await;
-        let usage = self.turn.take().map(|t| t.usage);
+        let (usage, stop_reason) = match self.turn.take() {
+            Some(t) if t.aborted => (Some(t.usage), Some("aborted".to_string())),
+            Some(t) if failed => (Some(t.usage), Some("error".to_string())),
+            Some(t) => (Some(t.usage), t.last_stop),
+            None => (None, None),
+        };
         self.emit(Event::TurnEnd(TurnEnd {
             agent_id: None,
             turn_id,
             usage,
             interrupted: interrupted.then_some(true),
+            stop_reason,
         }))
         .await;
         self.set_status(AgentStatus::Idle).await;
@@ -159,6 +172,8 @@ impl Runtime {
             code,
             message,
             fatal: Some(false),
+            kind: None,
+            retry_after_ms: None,
         }))
         .await;
     }
@@ -311,22 +326,36 @@ impl Runtime {
         let message_id = ids::new_id(ids::ENTRY);
         self.streaming = Some(PartialMessage::new(message_id.clone()));
         let mut usage: Option<Usage> = None;
+        let mut first = true;
         let outcome = loop {
             let Some(ev) = self.serve_while(stream.next(), Runtime::cancelled).await else {
                 break StreamOutcome::Aborted;
             };
+            if std::mem::take(&mut first) {
+                // The sandbox's zygote starts once the model is answering (a no-op after
+                // the first time): its fork and set-up never delay the request itself,
+                // and the rest of the answer hides them. An agent that is only created
+                // costs no process, and a burst of creates starts no zygotes
+                // (docs/sandbox.md).
+                self.sandbox.prewarm();
+            }
             match ev {
                 None => {
-                    break StreamOutcome::Failed(
-                        ErrorCode::ProviderError,
-                        "the model's stream ended before it finished".into(),
-                        false,
-                    );
+                    break StreamOutcome::Failed(Failure {
+                        message: "the model's stream ended before it finished".into(),
+                        kind: Some(ProviderErrorKind::Network),
+                        retry_after_ms: None,
+                        overflow: false,
+                    });
                 }
                 Some(Err(ProviderError::Cancelled)) => break StreamOutcome::Aborted,
                 Some(Err(e)) => {
-                    let overflow = e.kind() == Some(ErrorKind::ContextWindowExceeded);
-                    break StreamOutcome::Failed(e.error_code(), e.to_string(), overflow);
+                    break StreamOutcome::Failed(Failure {
+                        message: e.to_string(),
+                        kind: e.wire_kind(),
+                        retry_after_ms: e.kind().and_then(|k| k.retry_after_ms()),
+                        overflow: e.kind() == Some(ErrorKind::ContextWindowExceeded),
+                    });
                 }
                 Some(Ok(StreamEvent::Done { stop_reason })) => {
                     break StreamOutcome::Done(stop_reason);
@@ -360,7 +389,7 @@ impl Runtime {
         let (stop_reason, error) = match outcome {
             StreamOutcome::Done(r) => (Some(r), None),
             StreamOutcome::Aborted => (None, None),
-            StreamOutcome::Failed(code, e, overflow) => (None, Some((code, e, overflow))),
+            StreamOutcome::Failed(f) => (None, Some(f)),
         };
         let (blocks, calls) = partial.finish();
         let stop_text = match (&stop_reason, &error) {
@@ -368,6 +397,9 @@ impl Runtime {
             (None, Some(_)) => "error".to_string(),
             (None, None) => "aborted".to_string(),
         };
+        if let Some(t) = &mut self.turn {
+            t.last_stop = Some(stop_text.clone());
+        }
         let message = Message {
             id: message_id.clone(),
             role: Role::Assistant,
@@ -415,8 +447,8 @@ impl Runtime {
             }))
             .await;
         }
-        if let Some((code, e, overflow)) = error {
-            let retry = overflow
+        if let Some(failure) = error {
+            let retry = failure.overflow
                 && self.config.compaction.enabled
                 && self.turn.as_ref().is_some_and(|t| !t.overflow_retried);
             if retry {
@@ -430,7 +462,15 @@ impl Runtime {
                     return Call::Again;
                 }
             }
-            self.emit_error(code, e).await;
+            self.emit(Event::Error(ErrorEvent {
+                agent_id: None,
+                code: ErrorCode::ProviderError,
+                message: failure.message,
+                fatal: Some(false),
+                kind: failure.kind,
+                retry_after_ms: failure.retry_after_ms,
+            }))
+            .await;
             return Call::Stop;
         }
         match stop_reason {
@@ -447,80 +487,7 @@ impl Runtime {
     }
 
     fn apply_delta(&mut self, ev: StreamEvent) -> Option<MessageDelta> {
-        let partial = self.streaming.as_mut()?;
-        let message_id = partial.message_id.clone();
-        let delta = |block_index: usize, kind: DeltaKind| MessageDelta {
-            agent_id: None,
-            message_id: message_id.clone(),
-            block_index: block_index as u32,
-            kind,
-            text_delta: None,
-            tool_call_id: None,
-            name: None,
-            args_delta: None,
-        };
-        match ev {
-            StreamEvent::TextDelta { index, text } => {
-                let i = partial.slot(index, || PartialBlock::Text(String::new()));
-                if let PartialBlock::Text(t) = &mut partial.blocks[i] {
-                    t.push_str(&text);
-                }
-                Some(MessageDelta {
-                    text_delta: Some(text),
-                    ..delta(i, DeltaKind::Text)
-                })
-            }
-            StreamEvent::ThinkingDelta { index, text } => {
-                let i = partial.slot(index, || PartialBlock::Thinking {
-                    text: String::new(),
-                    signature: None,
-                });
-                if let PartialBlock::Thinking { text: t, .. } = &mut partial.blocks[i] {
-                    t.push_str(&text);
-                }
-                Some(MessageDelta {
-                    text_delta: Some(text),
-                    ..delta(i, DeltaKind::Thinking)
-                })
-            }
-            StreamEvent::ThinkingSignature { index, signature } => {
-                let i = partial.slot(index, || PartialBlock::Thinking {
-                    text: String::new(),
-                    signature: None,
-                });
-                if let PartialBlock::Thinking { signature: s, .. } = &mut partial.blocks[i] {
-                    *s = Some(signature);
-                }
-                None
-            }
-            StreamEvent::ToolCallStart { index, id, name } => {
-                let i = partial.slot(index, || PartialBlock::ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    args_json: String::new(),
-                });
-                Some(MessageDelta {
-                    tool_call_id: Some(id),
-                    name: Some(name),
-                    ..delta(i, DeltaKind::ToolCall)
-                })
-            }
-            StreamEvent::ToolCallArgsDelta { index, json } => {
-                let i = partial.slot(index, || PartialBlock::ToolCall {
-                    id: String::new(),
-                    name: String::new(),
-                    args_json: String::new(),
-                });
-                if let PartialBlock::ToolCall { args_json, .. } = &mut partial.blocks[i] {
-                    args_json.push_str(&json);
-                }
-                Some(MessageDelta {
-                    args_delta: Some(json),
-                    ..delta(i, DeltaKind::ToolCall)
-                })
-            }
-            _ => None,
-        }
+        self.streaming.as_mut()?.apply(ev)
     }
 }
 

@@ -3,7 +3,7 @@
 //! three APIs from the documented error bodies in `tests/fixtures/llm/errors/`.
 
 use shard_ai::{ApiError, ErrorKind, ProviderError};
-use shard_protocol::ErrorCode;
+use shard_protocol::ProviderErrorKind;
 
 use crate::support::*;
 
@@ -62,8 +62,8 @@ async fn context_overflow_is_recognised_for_all_three_apis() {
         assert_eq!(e.kind, ErrorKind::ContextWindowExceeded, "{file}: {e:?}");
         assert_eq!(e.status, Some(400), "{file}");
         assert!(e.message.contains(says), "{file}: {}", e.message);
-        assert_eq!(e.kind.error_code(), ErrorCode::ContextWindowExceeded);
-        assert_eq!(e.kind.error_code().as_str(), "CONTEXT_WINDOW_EXCEEDED");
+        assert_eq!(e.kind.wire_kind(), ProviderErrorKind::ContextWindowExceeded);
+        assert_eq!(e.kind.wire_kind().as_str(), "context_window_exceeded");
     }
 }
 
@@ -81,7 +81,10 @@ async fn context_overflow_inside_a_responses_stream() {
         Some(ErrorKind::ContextWindowExceeded),
         "{err:?}"
     );
-    assert_eq!(err.error_code(), ErrorCode::ContextWindowExceeded);
+    assert_eq!(
+        err.wire_kind(),
+        Some(ProviderErrorKind::ContextWindowExceeded)
+    );
     assert!(err.to_string().contains("context_length_exceeded"), "{err}");
 }
 
@@ -99,7 +102,7 @@ async fn each_kind_keeps_status_and_message_and_maps_to_its_code() {
     .await;
     assert_eq!((e.kind, e.status), (ErrorKind::InvalidRequest, Some(404)));
     assert!(e.message.contains("model: claude-nope"), "{}", e.message);
-    assert_eq!(e.kind.error_code(), ErrorCode::ProviderInvalidRequest);
+    assert_eq!(e.kind.wire_kind(), ProviderErrorKind::InvalidRequest);
 
     let e = failure(
         "anthropic",
@@ -108,7 +111,7 @@ async fn each_kind_keeps_status_and_message_and_maps_to_its_code() {
     )
     .await;
     assert_eq!((e.kind, e.status), (ErrorKind::Auth, Some(403)));
-    assert_eq!(e.kind.error_code(), ErrorCode::ProviderAuth);
+    assert_eq!(e.kind.wire_kind(), ProviderErrorKind::Auth);
 
     // Retried, then reported with the kind of the last answer.
     let mock = serve(vec![
@@ -124,7 +127,7 @@ async fn each_kind_keeps_status_and_message_and_maps_to_its_code() {
     assert_eq!(mock.count(), 2);
     let err = f.error.unwrap();
     assert_eq!(err.kind(), Some(ErrorKind::Overloaded), "{err:?}");
-    assert_eq!(err.error_code(), ErrorCode::ProviderOverloaded);
+    assert_eq!(err.wire_kind(), Some(ProviderErrorKind::Overloaded));
 
     let mock = serve(vec![
         Reply::status(
@@ -165,11 +168,11 @@ async fn each_kind_keeps_status_and_message_and_maps_to_its_code() {
     });
     let err = collect(&p, simple_request("m")).await.error.unwrap();
     assert_eq!(err.kind(), Some(ErrorKind::Server));
-    assert_eq!(err.error_code(), ErrorCode::ProviderError);
+    assert_eq!(err.wire_kind(), Some(ProviderErrorKind::Server));
 }
 
 #[test]
-fn every_kind_maps_to_a_distinct_registered_code() {
+fn every_kind_maps_to_a_distinct_registered_kind() {
     let kinds = [
         ErrorKind::Auth,
         ErrorKind::RateLimited { retry_after: None },
@@ -179,13 +182,18 @@ fn every_kind_maps_to_a_distinct_registered_code() {
         ErrorKind::Network,
         ErrorKind::Server,
     ];
-    let codes: Vec<ErrorCode> = kinds.iter().map(ErrorKind::error_code).collect();
-    for (i, c) in codes.iter().enumerate() {
-        assert!(ErrorCode::KNOWN.contains(c), "{c} is not in the registry");
-        assert!(!codes[..i].contains(c), "{c} used twice");
+    let wire: Vec<ProviderErrorKind> = kinds.iter().map(ErrorKind::wire_kind).collect();
+    for (i, (k, w)) in kinds.iter().zip(&wire).enumerate() {
+        assert!(
+            ProviderErrorKind::KNOWN.contains(w),
+            "{w} is not registered"
+        );
+        assert!(!wire[..i].contains(w), "{w} used twice");
+        assert_eq!(k.as_str(), w.as_str());
     }
-    assert_eq!(
-        ErrorKind::Network.error_code().as_str(),
-        "PROVIDER_UNREACHABLE"
-    );
+    let limited = ErrorKind::RateLimited {
+        retry_after: Some(std::time::Duration::from_millis(1500)),
+    };
+    assert_eq!(limited.retry_after_ms(), Some(1500));
+    assert_eq!(ErrorKind::Overloaded.retry_after_ms(), None);
 }

@@ -49,6 +49,7 @@ fn tool_result(call_id: &str, text: &str) -> Message {
             exit_code: Some(0),
             duration_ms: None,
             render: None,
+            images: None,
         }],
     }
 }

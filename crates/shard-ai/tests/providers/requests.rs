@@ -88,6 +88,7 @@ fn conversation() -> ModelRequest {
                     exit_code: None,
                     duration_ms: Some(3),
                     render: None,
+                    images: None,
                 }],
             ),
             msg(
@@ -102,6 +103,7 @@ fn conversation() -> ModelRequest {
                     exit_code: Some(1),
                     duration_ms: None,
                     render: None,
+                    images: None,
                 }],
             ),
             msg(
@@ -261,9 +263,12 @@ async fn responses_request_body_is_exact() {
     );
 }
 
-#[tokio::test]
-async fn tool_result_images_reach_each_api() {
-    let req = ModelRequest {
+/// A call of `screenshot` answered with `content` and `images`.
+fn tool_result_request(
+    content: ToolResultContent,
+    images: Option<Vec<shard_protocol::types::Image>>,
+) -> ModelRequest {
+    ModelRequest {
         messages: vec![
             Message {
                 id: "a".into(),
@@ -279,14 +284,12 @@ async fn tool_result_images_reach_each_api() {
                 role: Role::User,
                 content: vec![ContentBlock::ToolResult {
                     tool_call_id: "c1".into(),
-                    content: ToolResultContent::Image {
-                        data: "iVBO".into(),
-                        mime_type: "image/png".into(),
-                    },
+                    content,
                     is_error: None,
                     exit_code: None,
                     duration_ms: None,
                     render: None,
+                    images,
                 }],
             },
         ]
@@ -295,7 +298,18 @@ async fn tool_result_images_reach_each_api() {
         .collect(),
         tools: Vec::new().into(),
         ..simple_request("m")
-    };
+    }
+}
+
+#[tokio::test]
+async fn tool_result_images_reach_each_api() {
+    let req = tool_result_request(
+        ToolResultContent::Image {
+            data: "iVBO".into(),
+            mime_type: "image/png".into(),
+        },
+        None,
+    );
     let a = sent_body(
         "anthropic",
         req.clone(),
@@ -333,5 +347,61 @@ async fn tool_result_images_reach_each_api() {
     assert_eq!(
         r["input"][1]["output"],
         json!([{"type": "input_image", "image_url": "data:image/png;base64,iVBO"}])
+    );
+}
+
+#[tokio::test]
+async fn tool_result_text_and_images_reach_each_api_as_both() {
+    let image = |data: &str| shard_protocol::types::Image {
+        kind: Default::default(),
+        data: data.into(),
+        mime_type: "image/png".into(),
+    };
+    let req = tool_result_request(
+        ToolResultContent::Text {
+            text: "Page title: Example".into(),
+        },
+        Some(vec![image("iVBO"), image("R0lG")]),
+    );
+    let png = |d: &str| json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": d}});
+    let a = sent_body(
+        "anthropic",
+        req.clone(),
+        Reply::sse(fixture("anthropic/sdk-python/basic_response.txt")),
+    )
+    .await;
+    assert_eq!(
+        a["messages"][1]["content"][0]["content"],
+        json!([png("iVBO"), png("R0lG"), {"type": "text", "text": "Page title: Example"}])
+    );
+    let c = sent_body(
+        "openai",
+        req.clone(),
+        Reply::sse(fixture("openai-chat/text.sse")),
+    )
+    .await;
+    assert_eq!(
+        c["messages"][2],
+        json!({"role": "tool", "tool_call_id": "c1",
+               "content": "Page title: Example\n[images attached in the next message]"})
+    );
+    let url = |d: &str| json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{d}")}});
+    assert_eq!(
+        c["messages"][3],
+        json!({"role": "user", "content": [url("iVBO"), url("R0lG")]})
+    );
+    let r = sent_body(
+        "openai-responses",
+        req,
+        Reply::sse(fixture("openai-responses/text.sse")),
+    )
+    .await;
+    assert_eq!(
+        r["input"][1]["output"],
+        json!([
+            {"type": "input_image", "image_url": "data:image/png;base64,iVBO"},
+            {"type": "input_image", "image_url": "data:image/png;base64,R0lG"},
+            {"type": "input_text", "text": "Page title: Example"}
+        ])
     );
 }

@@ -306,7 +306,18 @@ pub fn reply(app: &mut App, purpose: Purpose, result: Result<Option<Value>, Stri
     let outcome: Result<(), String> = (|| {
         match purpose {
             Purpose::Quiet | Purpose::Abort => {}
-            Purpose::Set(what) => app.note_text(what, app.theme.dim()),
+            Purpose::Set(what) => {
+                app.note_text(what, app.theme.dim());
+                // A model the catalog lacks comes with a notice (cost unknown, context
+                // window assumed).
+                let notice = data
+                    .as_ref()
+                    .and_then(|d| d.get("notice"))
+                    .and_then(Value::as_str);
+                if let Some(n) = notice {
+                    app.note_text(strip(n), app.theme.dim());
+                }
+            }
             Purpose::Modes(open) => {
                 let d: ListModesData = parse(data)?;
                 app.modes = d.modes.iter().map(|m| m.name.clone()).collect();

@@ -5,7 +5,6 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as StdCommand, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -518,36 +517,30 @@ async fn slow_client_is_dropped_while_a_fast_one_keeps_streaming() {
 async fn delegated_child_permission_is_answered_by_the_parents_client() {
     let h = home();
     let d = Daemon::start(h.path(), &[]);
-    let ps = script(h.path(), "p.json", json!([]));
     let cs = script(h.path(), "c.json", bash_turns("echo child"));
+    // Only the daemon's subagent machinery makes children: the parent's model asks.
+    let ps = script(
+        h.path(),
+        "p.json",
+        json!([
+            {"steps":[{"tool_call":{"id":"call-1","name":"subagent",
+                "args":{"action":"create","task":"work","model":cs}}}]},
+            {"steps":[{"text":"launched"}]},
+            {"steps":[{"text":"noted"}]}
+        ]),
+    );
     let a = d.client().await;
     let parent = a.create(create_req(h.path(), &ps)).await.unwrap();
-    let mut child_req = create_req(h.path(), &cs);
-    child_req.parent_agent_id = Some(parent.clone());
-    let child = a.create(child_req).await.unwrap();
     let (_, _ea) = a.attach(&parent, AttachRole::Interactive).await.unwrap();
-    // Delegated requests carry the child's agent_id: the SDK demuxes them by that id.
-    let mut ea = a.subscribe(&child);
-    // Someone starts the child's turn, sees the request, and leaves.
-    let b = Arc::new(d.client().await);
-    let (_, mut eb) = b.attach(&child, AttachRole::Interactive).await.unwrap();
-    b.call(prompt(&child, "work")).await.unwrap();
-    let (ev, _) = until(&mut eb, |e| matches!(e, Event::PermissionRequest(_))).await;
+    a.call(prompt(&parent, "delegate")).await.unwrap();
+    // The parent's client is the nearest interactive responder; delegated requests carry
+    // the child's agent_id, which the SDK hands out with the orchestrator events.
+    let ev = orchestrator_until(&a, |e| matches!(e, Event::PermissionRequest(_))).await;
     let Event::PermissionRequest(req) = ev else {
         unreachable!()
     };
-    b.detach(&child).await.unwrap();
-    // The parent's client is now the nearest interactive responder.
-    let (ev, _) = until(&mut ea, |e| matches!(e, Event::PermissionRequest(_))).await;
-    let Event::PermissionRequest(got) = ev else {
-        unreachable!()
-    };
-    assert_eq!(got.request_id, req.request_id);
-    assert_eq!(
-        got.agent_id.as_deref(),
-        Some(child.as_str()),
-        "keeps the child's agent_id"
-    );
+    let child = req.agent_id.clone().expect("keeps the child's agent_id");
+    assert_ne!(child, parent);
     // A reconnecting parent client sees it again in its sync.
     let a2 = d.client().await;
     let (_, mut ea2) = a2.attach(&parent, AttachRole::Interactive).await.unwrap();
@@ -565,7 +558,7 @@ async fn delegated_child_permission_is_answered_by_the_parents_client() {
         .await
         .unwrap();
     assert!(r.success, "{r:?}");
-    let (ev, _) = until(&mut ea, |e| matches!(e, Event::PermissionResolved(_))).await;
+    let ev = orchestrator_until(&a, |e| matches!(e, Event::PermissionResolved(_))).await;
     let Event::PermissionResolved(p) = ev else {
         unreachable!()
     };

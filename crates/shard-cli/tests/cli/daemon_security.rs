@@ -58,11 +58,20 @@ async fn a_tool_process_cannot_use_the_daemon() {
         "the tool process listed the agents: {out}"
     );
     assert!(!out.contains("exit=0"), "`shard ls` succeeded: {out}");
+    // Either the daemon refused the tool process, and says why, or the tool could not
+    // reach the daemon at all: where the binary under test lives in the host's /tmp (a
+    // clone under /tmp), the sandbox's private /tmp hides it and bash cannot run it (127);
+    // where the socket is covered, `shard ls` finds no daemon.
     let log = std::fs::read_to_string(h.path().join("daemon-test.log")).unwrap();
+    let refused = log.contains("tool processes may not use the daemon");
+    let unreachable = out.contains("exit=127") || out.contains("no daemon running");
     assert!(
-        log.contains("tool processes may not use the daemon"),
-        "the daemon says why"
+        refused || unreachable,
+        "neither refused by the daemon nor kept from it: {out}"
     );
+    if !refused {
+        eprintln!("the tool process cannot reach the daemon at all: {out}");
+    }
     // The daemon is fine and the person's own client still works.
     assert_eq!(c.list().await.unwrap().len(), 1);
 }

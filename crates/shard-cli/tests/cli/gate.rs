@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 /// Runs one prompt whose model makes `calls` (id, tool, args) in turn, answering every
 /// permission request with `answer(request)` (a choice id). Returns the tool results by
 /// id and the permission requests seen.
-fn run_calls(
+pub(crate) fn run_calls(
     sb: &Sandbox,
     calls: &[(&str, &str, Value)],
     extra: &[&str],
@@ -42,7 +42,7 @@ fn run_calls(
     (results, requests)
 }
 
-fn result_text(r: &Value) -> String {
+pub(crate) fn result_text(r: &Value) -> String {
     r["content"]["text"]
         .as_str()
         .or(r["content"]["message"].as_str())

@@ -3,6 +3,7 @@
 //! (`run`), and a real daemon with its clients (`daemon`). One test binary for the crate.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod acp;
 mod choices;
 mod commands;
 mod config;
@@ -12,15 +13,23 @@ mod daemon_security;
 mod daemon_sessions;
 mod doc_commands;
 mod gate;
+mod gate_trust;
+mod git_outside;
+mod hard_links;
 mod harness;
 mod mcp;
+mod mcp_sandbox;
 mod mock;
+mod new_models;
 mod provider_errors;
 mod run;
 mod run_terminal;
 mod runtime;
 mod sandbox;
+#[path = "../../../../tests/support/skip.rs"]
+mod skip;
 mod subagents;
+mod trust;
 mod tui;
 mod workspaces;
 

@@ -8,18 +8,22 @@ use crate::harness::*;
 use serde_json::{Value, json};
 
 /// A private copy of the test server, so each test can find its own process by path.
-fn server_script(sb: &Sandbox) -> Option<PathBuf> {
+pub(super) fn server_script(sb: &Sandbox) -> Option<PathBuf> {
     let ok = std::process::Command::new("python3")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("skipped: python3 is not installed");
+        crate::skip::skip("python3 is not installed");
         return None;
     }
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../shard-mcp/tests/servers/mcp_test_server.py");
-    let dst = sb.dir.path().join("mcp_test_server.py");
+    // Inside the workspace: servers run in the tool sandbox, where the host's /tmp (which
+    // holds the test's directory) is not visible.
+    let dir = sb.work().join(".srv");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dst = dir.join("mcp_test_server.py");
     std::fs::copy(src, &dst).unwrap();
     Some(dst)
 }
@@ -58,7 +62,7 @@ impl Drop for ServerChild {
 }
 
 /// `shard mcp list --json` for the sandbox's work directory.
-fn mcp_list(sb: &Sandbox) -> Value {
+pub(super) fn mcp_list(sb: &Sandbox) -> Value {
     let cwd = sb.work();
     let out = shard(
         sb,
@@ -69,7 +73,10 @@ fn mcp_list(sb: &Sandbox) -> Value {
 
 /// Sends one prompt and collects (results, permission requests) until `turn_end`,
 /// answering requests with `answer`.
-fn turn(a: &mut Agent, answer: impl Fn(&Value) -> &'static str) -> (Vec<Value>, Vec<Value>) {
+pub(super) fn turn(
+    a: &mut Agent,
+    answer: impl Fn(&Value) -> &'static str,
+) -> (Vec<Value>, Vec<Value>) {
     a.send(prompt("go"));
     let mut results = Vec::new();
     let mut requests = Vec::new();
@@ -98,7 +105,7 @@ fn seen_or_until(a: &mut Agent, pred: impl Fn(&Value) -> bool) -> Value {
     }
 }
 
-fn text_of(r: &Value) -> String {
+pub(super) fn text_of(r: &Value) -> String {
     r["content"]["text"]
         .as_str()
         .or(r["content"]["message"].as_str())
@@ -455,7 +462,9 @@ fn have(programs: &[&str]) -> bool {
         })
         .collect();
     if !missing.is_empty() {
-        eprintln!("skipped: not installed: {missing:?} (.ci/run installs them from npm and PyPI)");
+        crate::skip::skip(&format!(
+            "not installed: {missing:?} (.ci/run installs them from npm and PyPI)"
+        ));
     }
     missing.is_empty()
 }
@@ -639,4 +648,68 @@ fn a_late_or_failing_server_is_reported_and_the_turn_goes_on() {
         "{stderr}"
     );
     assert!(stderr.contains("mcp: server `broken` failed"), "{stderr}");
+}
+
+#[test]
+fn a_result_with_text_and_images_reaches_the_model_and_clients_as_both() {
+    let sb = Sandbox::new();
+    let Some(script) = server_script(&sb) else {
+        return;
+    };
+    user_server(&sb, &script, "");
+    let api = crate::mock::MockApi::start(vec![
+        crate::mock::anthropic_tool("toolu_1", "mcp__t__screenshot", json!({})),
+        crate::mock::anthropic_text("I see it"),
+    ]);
+    let env = api.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut a = Agent::spawn_env(&sb, None, &["--provider", "anthropic"], &env);
+    ready(&mut a);
+    let (results, _) = turn(&mut a, |_| "allow");
+    // Clients: the text as content, the images beside it; the TIFF is described.
+    let r = &results[0];
+    assert_eq!(r["is_error"], false, "{r}");
+    let text = text_of(r);
+    assert!(text.starts_with("Page title: Example"), "{text}");
+    assert!(text.contains("[image: image/tiff, not shown:"), "{text}");
+    let images = r["images"].as_array().unwrap();
+    assert_eq!(images.len(), 2, "{r}");
+    assert_eq!(images[0]["mime_type"], "image/png");
+    assert_eq!(images[1]["mime_type"], "image/gif");
+    // The model: one tool_result with both images and the text.
+    let seen = api.requests();
+    assert_eq!(seen.len(), 2);
+    let body = &seen[1].body;
+    crate::mock::assert_anthropic_pairs(body);
+    let result = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["type"] == "tool_result")
+        .unwrap();
+    let parts = result["content"].as_array().unwrap();
+    let kinds: Vec<&str> = parts.iter().map(|p| p["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, vec!["image", "image", "text"], "{result}");
+    assert_eq!(parts[0]["source"]["data"], "iVBORw0KGgo=");
+    assert_eq!(parts[1]["source"]["media_type"], "image/gif");
+    assert!(
+        parts[2]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Page title: Example")
+    );
+    // A resumed session sends them again: they were saved with the result.
+    let transcript = std::fs::read_to_string(
+        std::fs::read_dir(sb.home().join("sessions"))
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("sess-"))
+            .unwrap()
+            .path()
+            .join("session.jsonl"),
+    )
+    .unwrap();
+    assert!(transcript.contains("R0lGODlhAQABAAAAACw="));
+    assert!(a.finish().success());
 }

@@ -140,11 +140,16 @@ pub fn anthropic_text(text: &str) -> String {
 
 /// An Anthropic Messages stream calling `bash` with `command`.
 pub fn anthropic_bash(call_id: &str, command: &str) -> String {
+    anthropic_tool(call_id, "bash", serde_json::json!({"command": command}))
+}
+
+/// An Anthropic Messages stream calling tool `name` with `args`.
+pub fn anthropic_tool(call_id: &str, name: &str, args: Value) -> String {
     use serde_json::json;
-    let args = json!({"command": command}).to_string();
+    let args = args.to_string();
     [
         event("message_start", json!({"type": "message_start", "message": {"usage": {"input_tokens": 3, "output_tokens": 0}}})),
-        event("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": call_id, "name": "bash", "input": {}}})),
+        event("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}}})),
         event("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": args}})),
         event("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
         event("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 1}})),

@@ -1,30 +1,38 @@
-//! Issue 11 §5: a provider failure reaches the client as the protocol code of its kind.
+//! A provider failure reaches the client as `PROVIDER_ERROR`, the one code PROTOCOL §8
+//! defines for it, with the failure's kind beside it (and the wait a rate limit asks for).
 
 use serde_json::json;
 
 use crate::harness::*;
 
 #[test]
-fn each_provider_error_kind_is_reported_with_its_code() {
-    for (kind, code) in [
-        ("context_window_exceeded", "CONTEXT_WINDOW_EXCEEDED"),
-        ("auth", "PROVIDER_AUTH"),
-        ("rate_limited", "PROVIDER_RATE_LIMITED"),
-        ("overloaded", "PROVIDER_OVERLOADED"),
-        ("invalid_request", "PROVIDER_INVALID_REQUEST"),
-        ("network", "PROVIDER_UNREACHABLE"),
-        ("server", "PROVIDER_ERROR"),
+fn every_provider_failure_is_provider_error_with_its_kind() {
+    for kind in [
+        "context_window_exceeded",
+        "auth",
+        "rate_limited",
+        "overloaded",
+        "invalid_request",
+        "network",
+        "server",
     ] {
         let sb = Sandbox::new();
-        let script = sb.script(
-            "s.json",
-            json!({"turns": [{"steps": [{"error": format!("it failed: {kind}"), "kind": kind, "status": 400}]}]}),
-        );
+        let mut step = json!({"error": format!("it failed: {kind}"), "kind": kind, "status": 400});
+        if kind == "rate_limited" {
+            step["retry_after_ms"] = json!(2500);
+        }
+        let script = sb.script("s.json", json!({"turns": [{"steps": [step]}]}));
         let mut a = Agent::spawn(&sb, Some(&script), &[]);
         a.until_type("sync");
         a.send(prompt("x"));
         let err = a.until_type("error");
-        assert_eq!(err["code"], code, "{kind}: {err}");
+        assert_eq!(err["code"], "PROVIDER_ERROR", "{kind}: {err}");
+        assert_eq!(err["kind"], kind, "{kind}: {err}");
+        if kind == "rate_limited" {
+            assert_eq!(err["retry_after_ms"], 2500, "{err}");
+        } else {
+            assert!(err.get("retry_after_ms").is_none(), "{kind}: {err}");
+        }
         assert!(
             err["message"].as_str().unwrap().contains(kind),
             "{kind}: {err}"

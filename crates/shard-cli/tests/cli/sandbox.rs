@@ -20,7 +20,11 @@ fn result_text(v: &Value) -> String {
 
 /// Runs one scripted `bash` call per command (each allowed when asked) and returns the
 /// results in order.
-fn run_bash(sb: &Sandbox, commands: &[&str], envs: &[(&str, &str)]) -> (Value, Vec<String>) {
+pub(super) fn run_bash(
+    sb: &Sandbox,
+    commands: &[&str],
+    envs: &[(&str, &str)],
+) -> (Value, Vec<String>) {
     let mut turns: Vec<Value> = commands
         .iter()
         .enumerate()
@@ -55,14 +59,16 @@ fn caps(hello: &Value) -> Vec<String> {
 }
 
 /// True when this machine's sandbox is complete; prints why a test is skipped otherwise.
-fn complete(hello: &Value) -> bool {
+pub(super) fn complete(hello: &Value) -> bool {
     let caps = caps(hello);
     let missing: Vec<&String> = caps
         .iter()
         .filter(|c| c.starts_with("sandbox-missing:"))
         .collect();
     if !caps.contains(&"sandbox".to_string()) || !missing.is_empty() {
-        eprintln!("skipped: the kernel's sandbox is incomplete here: {caps:?}");
+        crate::skip::skip(&format!(
+            "the kernel's sandbox is incomplete here: {caps:?}"
+        ));
         return false;
     }
     true
@@ -341,7 +347,7 @@ fn required_refuses_bash_when_namespaces_are_unavailable() {
         .status()
         .is_ok_and(|s| s.success());
     if !works {
-        eprintln!("skipped: `unshare --user` with a namespace limit is not available here");
+        crate::skip::skip("`unshare --user` with a namespace limit is not available here");
         return;
     }
     let sb = Sandbox::new();

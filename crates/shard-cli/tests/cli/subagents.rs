@@ -303,3 +303,64 @@ async fn config_toml_changes_the_launch_limits() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("max_depth must be at least 1"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_name_that_is_no_definition_makes_a_general_child_under_that_name() {
+    let h = home();
+    let d = Daemon::start(h.path(), &[]);
+    // A project definition, so the batch mixes a definition and a plain label.
+    let defs = h.path().join(".shard/agents");
+    std::fs::create_dir_all(&defs).unwrap();
+    std::fs::write(
+        defs.join("reviewer.md"),
+        "---\ndescription: Reviews diffs\n---\nYou review code.\n",
+    )
+    .unwrap();
+    let cs = script(
+        h.path(),
+        "c.json",
+        json!([{"steps":[{"text":"child done"}]}]),
+    );
+    let ps = script(
+        h.path(),
+        "p.json",
+        json!([
+            {"steps":[{"tool_call":{"id":"call-1","name":"subagent","args":{
+                "action":"create","strategy":"parallel","model":cs,
+                "tasks":[{"name":"reviewer","task":"review it"},
+                         {"name":"docs writer","task":"write the docs"}]}}}]},
+            {"steps":[{"text":"launched"}]},
+            {"steps":[{"text":"noted"}]},
+            {"steps":[{"text":"noted again"}]}
+        ]),
+    );
+    let a = d.client().await;
+    let parent = a.create(create_req(h.path(), &ps)).await.unwrap();
+    let (_, mut ev) = a.attach(&parent, AttachRole::Interactive).await.unwrap();
+    a.call(prompt(&parent, "go")).await.unwrap();
+    let (e, _) = until(&mut ev, |e| matches!(e, Event::ToolResult(_))).await;
+    let Event::ToolResult(r) = e else {
+        unreachable!()
+    };
+    assert!(!r.is_error, "the whole job was accepted: {r:?}");
+    let text = match &r.content {
+        shard_protocol::types::ToolResultContent::Text { text } => text.clone(),
+        other => panic!("{other:?}"),
+    };
+    let data: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let runs = data["runs"].as_array().unwrap();
+    assert_eq!(runs[0]["alias"], "reviewer", "{data}");
+    assert_eq!(runs[0]["definition_name"], "reviewer", "{data}");
+    assert_eq!(runs[1]["alias"], "docs-writer", "{data}");
+    assert!(
+        runs[1].get("definition_name").is_none_or(|v| v.is_null()),
+        "no definition: {data}"
+    );
+    let record = job_record(h.path(), |v| {
+        v["runs"].as_array().is_some_and(|r| r.len() == 2)
+    });
+    let labelled = &record["runs"][1];
+    assert_eq!(labelled["alias"], "docs-writer");
+    assert!(labelled.get("definition_name").is_none_or(|v| v.is_null()));
+    let _ = T;
+}

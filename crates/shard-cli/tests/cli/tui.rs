@@ -24,7 +24,7 @@ fn have_tmux() -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("skipped: tmux is not installed (Debian package `tmux`)");
+        crate::skip::skip("tmux is not installed (Debian package `tmux`)");
     }
     ok
 }

@@ -20,7 +20,7 @@ pub(super) fn have_git() -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("skipped: `git` is not installed (Debian package: git)");
+        crate::skip::skip("`git` is not installed (Debian package: git)");
     }
     ok
 }
@@ -295,6 +295,55 @@ async fn an_unmerged_branch_is_deleted_only_when_confirmed_and_can_be_restored()
     let args: Vec<&str> = restore.split_whitespace().skip(1).collect();
     git(&r, &args);
     assert_eq!(git(&r, &["show", "feature/x:work.txt"]), "precious");
+}
+
+/// A commit the branch once held but no longer points at (reset away, amended) lives
+/// only in the branch's reflog, which deleting the branch deletes: not merged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_only_the_reflog_holds_keeps_the_branch_unless_confirmed() {
+    if !have_git() {
+        return;
+    }
+    let h = home();
+    let r = repo(h.path(), "project");
+    let d = Daemon::start(&shard_home(h.path()), &[]);
+    let s = empty_script(h.path());
+    let c = d.client().await;
+    for detached in [false, true] {
+        let created = create(&c, &r, &s, json!({})).await;
+        let ws = created["workspace"]["workspace_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let branch = created["workspace"]["branch"].as_str().unwrap().to_string();
+        let wt = PathBuf::from(created["workspace"]["cwd"].as_str().unwrap());
+        stop_agents(&c, &created).await;
+        if detached {
+            // Committed on a detached HEAD, then back on the branch: only HEAD's reflog.
+            git(&wt, &["checkout", "-q", "--detach"]);
+        }
+        std::fs::write(wt.join("work.txt"), "precious\n").unwrap();
+        commit_all(&wt, "precious work");
+        let lost = git(&wt, &["rev-parse", "HEAD"]);
+        if detached {
+            git(&wt, &["checkout", "-q", &branch]);
+        } else {
+            git(&wt, &["reset", "-q", "--hard", "HEAD~1"]);
+        }
+        // The tip is merged (it is main's commit); the reflogs are not.
+        assert_eq!(
+            git(&wt, &["rev-parse", "HEAD"]),
+            git(&r, &["rev-parse", "main"])
+        );
+        let data = refused(&c, retire(&ws, None), "confirmation_required").await;
+        assert!(
+            data["reason"].as_str().unwrap().contains("reflog"),
+            "{data}"
+        );
+        assert!(branch_exists(&r, &branch), "never deleted unconfirmed");
+        assert_eq!(git(&r, &["cat-file", "-t", &lost]), "commit");
+        ok(&c, retire(&ws, Some("keep"))).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -32,7 +32,7 @@ fn run(cmd: &mut Command) {
 #[test]
 fn generated_protocol_types_are_current() {
     if !has_node() {
-        println!("SKIPPED: node is not installed");
+        crate::skip::skip("node is not installed");
         return;
     }
     run(Command::new("node")
@@ -44,8 +44,8 @@ fn generated_protocol_types_are_current() {
 fn client_types_check_with_tsc() {
     let tsc = repo().join("node_modules/typescript/bin/tsc");
     if !has_node() || !tsc.exists() {
-        println!(
-            "SKIPPED: node or node_modules/typescript is absent (run `npm ci` at the repo root)"
+        crate::skip::skip(
+            "node or node_modules/typescript is absent (run `npm ci` at the repo root)",
         );
         return;
     }
@@ -59,12 +59,12 @@ fn client_types_check_with_tsc() {
 fn browser_end_to_end_in_headless_chromium() {
     let chromium = std::env::var("SHARD_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     if !Path::new(&chromium).exists() {
-        println!("SKIPPED: {chromium} is absent (apt-get install chromium)");
+        crate::skip::skip(&format!("{chromium} is absent (apt-get install chromium)"));
         return;
     }
     if !has_node() || !repo().join("node_modules/playwright-core").exists() {
-        println!(
-            "SKIPPED: node or node_modules/playwright-core is absent (run `npm ci` at the repo root)"
+        crate::skip::skip(
+            "node or node_modules/playwright-core is absent (run `npm ci` at the repo root)",
         );
         return;
     }

@@ -5,7 +5,11 @@
 
 mod browser;
 mod harness;
+mod held;
 mod nginx;
+mod port;
+#[path = "../../../../tests/support/skip.rs"]
+mod skip;
 
 use std::io::{Read, Write};
 

@@ -225,8 +225,8 @@ fn run(program: &Path, args: &[&str], dir: &Path) {
 /// printed) when nginx or openssl is missing.
 fn start(dir: &Path) -> Option<(Daemon, Proxy)> {
     let (Some(nginx), Some(openssl)) = (found("nginx"), found("openssl")) else {
-        eprintln!(
-            "skipped: the nginx recipe test needs `nginx` and `openssl` (Debian packages nginx, openssl)"
+        crate::skip::skip(
+            "the nginx recipe test needs `nginx` and `openssl` (Debian packages nginx, openssl)",
         );
         return None;
     };

@@ -151,6 +151,8 @@ pub(crate) fn start_headless_timer(
                     timeout.as_secs()
                 ),
                 fatal: Some(false),
+                kind: None,
+                retry_after_ms: None,
             });
             super::broker::fan_out(st, &aid, &super::broker::frame(&ev));
         }

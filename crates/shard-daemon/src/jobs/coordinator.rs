@@ -164,6 +164,12 @@ fn child_manifest(shared: &Shared, job_id: &str, index: usize) -> Result<AgentMa
         .agent_view(&parent)
         .ok_or("the parent agent no longer exists")?;
     let pm = &view.manifest;
+    // Checked again as the child materializes: the parent may have switched mode since
+    // the job was accepted (a chain's later step, a relaunch), and its tools narrow the
+    // child's whatever the record says.
+    let mode = super::handlers::child_mode(view.mode.as_deref(), mode.as_deref())
+        .map_err(|e| e.message)?;
+    let tools = super::handlers::child_tools(tools, pm.tools.as_deref());
     // A scripted parent's "model" is its script; children name their own (or inherit it).
     Ok(AgentManifest {
         version: MANIFEST_VERSION,
@@ -173,8 +179,8 @@ fn child_manifest(shared: &Shared, job_id: &str, index: usize) -> Result<AgentMa
         name: Some(alias),
         model: model.or_else(|| pm.model.clone()),
         provider: provider.or_else(|| pm.provider.clone()),
-        mode: mode.or_else(|| view.mode.clone()),
-        tools: tools.or_else(|| pm.tools.clone()),
+        mode,
+        tools,
         skills: pm.skills.clone(),
         headless_policy: view.headless_policy,
         parent_agent_id: Some(parent),

@@ -8,18 +8,26 @@ use shard_protocol::ErrorCode;
 use crate::reply::ProtocolError;
 
 pub(crate) use shard_protocol::definitions::Definition;
-use shard_protocol::definitions::{BUILT_IN, BUILT_IN_DESCRIPTION, parse};
+use shard_protocol::definitions::{BUILT_IN, BUILT_IN_DESCRIPTION, is_valid_name, parse};
 
-/// Finds definition `name` (already checked to be a plain name): the project's file
-/// first, then `SHARD_HOME`'s, then the built-in `general`.
-pub(crate) async fn find(home: &Path, cwd: &Path, name: &str) -> Result<Definition, ProtocolError> {
+/// Finds definition `name`: the project's file first, then `SHARD_HOME`'s, then the
+/// built-in `general`; `None` when nothing matches. Only a plain file-name stem is looked
+/// up on disk; any other name (a label with spaces, say) matches nothing.
+pub(crate) async fn find(
+    home: &Path,
+    cwd: &Path,
+    name: &str,
+) -> Result<Option<Definition>, ProtocolError> {
+    if !is_valid_name(name) {
+        return Ok(None);
+    }
     let file = format!("{name}.md");
     for path in [
         cwd.join(".shard/agents").join(&file),
         home.join("agents").join(&file),
     ] {
         match tokio::fs::read_to_string(&path).await {
-            Ok(text) => return Ok(parse(&text)),
+            Ok(text) => return Ok(Some(parse(&text))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
                 return Err(ProtocolError::new(
@@ -29,16 +37,13 @@ pub(crate) async fn find(home: &Path, cwd: &Path, name: &str) -> Result<Definiti
             }
         }
     }
-    if name == BUILT_IN {
-        return Ok(Definition {
-            description: Some(BUILT_IN_DESCRIPTION.into()),
-            ..Definition::default()
-        });
+    Ok((name == BUILT_IN).then(general))
+}
+
+/// The built-in `general` definition.
+pub(crate) fn general() -> Definition {
+    Definition {
+        description: Some(BUILT_IN_DESCRIPTION.into()),
+        ..Definition::default()
     }
-    Err(ProtocolError::new(
-        ErrorCode::InvalidRequest,
-        format!(
-            "no agent definition {name:?} (.shard/agents/{name}.md or SHARD_HOME/agents/{name}.md)"
-        ),
-    ))
 }

@@ -83,15 +83,18 @@ pub(crate) fn handle(
     })
 }
 
-/// A checked definition name: `general` or a file name stem, never a path.
+/// A checked task name: a definition's name, or any short label for a `general` child
+/// (1-64 characters, no control characters). Only a plain file-name stem is ever looked
+/// up as a definition, so a label cannot name a path.
 fn check_name(name: &str) -> Result<(), ProtocolError> {
-    if shard_protocol::definitions::is_valid_name(name) {
-        Ok(())
-    } else {
-        Err(invalid(format!(
-            "agent definition name {name:?} must be 1-64 letters, digits, '-' or '_'"
-        )))
+    let len = name.chars().count();
+    if len == 0 || len > 64 || name.chars().any(char::is_control) || name.trim().is_empty() {
+        return Err(invalid(format!(
+            "task name {name:?} must be 1-64 characters without control characters: an agent \
+             definition's name, or a label for a general child"
+        )));
     }
+    Ok(())
 }
 
 async fn create(shared: &Arc<Shared>, c: SubagentCreate) -> Result<Reply, ProtocolError> {
@@ -153,11 +156,16 @@ async fn create(shared: &Arc<Shared>, c: SubagentCreate) -> Result<Reply, Protoc
     let mut defs = Vec::new();
     for (name, _) in &tasks {
         let def = super::definitions::find(&shared.cfg.home, &cwd, name).await?;
+        // A name that matches no definition is a `general` child under that name.
+        let (def, definition_name) = match def {
+            Some(d) => (d, Some(name.clone())),
+            None => (super::definitions::general(), None),
+        };
         let mode = child_mode(
             parent.mode.as_deref(),
             c.mode.as_deref().or(def.mode.as_deref()),
         )?;
-        defs.push((def, mode));
+        defs.push((def, mode, definition_name));
     }
     let mode = child_mode(parent.mode.as_deref(), c.mode.as_deref())?;
     let job_id = ids::new_id(ids::JOB);
@@ -172,29 +180,31 @@ async fn create(shared: &Arc<Shared>, c: SubagentCreate) -> Result<Reply, Protoc
             .into_iter()
             .zip(defs)
             .enumerate()
-            .map(|(i, ((name, task), (def, run_mode)))| RunRecord {
-                model: c.model.clone().or(def.model.clone()),
-                mode: run_mode,
-                tools: def.tools.clone(),
-                system_prompt: (!def.prompt.is_empty()).then(|| def.prompt.clone()),
-                run_id: ids::new_id(ids::RUN),
-                index: i as u32,
-                alias: fresh_alias(&name, &mut taken),
-                definition_name: Some(name.clone()),
-                display_name: def.description.clone(),
-                name,
-                task,
-                agent_id: ids::new_id(ids::AGENT),
-                state: RunState::Queued,
-                final_text: None,
-                usage: None,
-                error: None,
-                started_at: None,
-                ended_at: None,
-                reported: false,
-                steers: 0,
-                last_action: None,
-            })
+            .map(
+                |(i, ((name, task), (def, run_mode, definition_name)))| RunRecord {
+                    model: c.model.clone().or(def.model.clone()),
+                    mode: run_mode,
+                    tools: child_tools(def.tools.clone(), parent.manifest.tools.as_deref()),
+                    system_prompt: (!def.prompt.is_empty()).then(|| def.prompt.clone()),
+                    run_id: ids::new_id(ids::RUN),
+                    index: i as u32,
+                    alias: fresh_alias(&name, &mut taken),
+                    definition_name,
+                    display_name: def.description.clone(),
+                    name,
+                    task,
+                    agent_id: ids::new_id(ids::AGENT),
+                    state: RunState::Queued,
+                    final_text: None,
+                    usage: None,
+                    error: None,
+                    started_at: None,
+                    ended_at: None,
+                    reported: false,
+                    steers: 0,
+                    last_action: None,
+                },
+            )
             .collect();
         let job = JobRecord {
             version: JOB_VERSION,
@@ -226,24 +236,55 @@ async fn create(shared: &Arc<Shared>, c: SubagentCreate) -> Result<Reply, Protoc
     done(data)
 }
 
-/// A child never exceeds its parent's mode: a planning parent gets planning children.
-fn child_mode(parent: Option<&str>, wanted: Option<&str>) -> Result<Option<String>, ProtocolError> {
+/// A child never exceeds its parent's mode. A parent in `build` (or with no mode: the
+/// Runtime's default, which is `build`) may launch a child in any mode, since every other
+/// mode only narrows `build`; a parent in any other mode (`plan`, or a configured mode
+/// with its own tool list) gets children in exactly its own mode, because the daemon
+/// cannot tell whether a different narrowing is narrower.
+pub(super) fn child_mode(
+    parent: Option<&str>,
+    wanted: Option<&str>,
+) -> Result<Option<String>, ProtocolError> {
     match (parent, wanted) {
-        (Some("plan"), None | Some("plan")) => Ok(Some("plan".to_string())),
-        (Some("plan"), Some(other)) => Err(ProtocolError::new(
+        (None | Some("build"), m) => Ok(m.map(str::to_string)),
+        (Some(p), None) => Ok(Some(p.to_string())),
+        (Some(p), Some(w)) if p == w => Ok(Some(p.to_string())),
+        (Some(p), Some(other)) => Err(ProtocolError::new(
             ErrorCode::PermissionDenied,
-            format!("a parent in plan mode cannot launch a child in {other} mode"),
+            format!("a parent in {p} mode cannot launch a child in {other} mode"),
         )),
-        (_, m) => Ok(m.map(str::to_string)),
+    }
+}
+
+/// A child's tool allow-list: its definition's, narrowed to its parent's (`None` on
+/// either side is no restriction from that side). Delegation never widens what the
+/// parent was given.
+pub(super) fn child_tools(
+    definition: Option<Vec<String>>,
+    parent: Option<&[String]>,
+) -> Option<Vec<String>> {
+    match (definition, parent) {
+        (None, p) => p.map(<[String]>::to_vec),
+        (Some(d), None) => Some(d),
+        (Some(d), Some(p)) => Some(d.into_iter().filter(|t| p.contains(t)).collect()),
     }
 }
 
 fn created_run(r: &RunRecord) -> Value {
-    json!({
+    without_nulls(json!({
         "run_id": r.run_id, "index": r.index, "name": r.name, "state": "queued",
         "agent_id": r.agent_id, "alias": r.alias,
         "definition_name": r.definition_name, "display_name": r.display_name,
-    })
+    }))
+}
+
+/// Drops the absent optional fields (`definition_name` of a child that no definition
+/// describes): the protocol leaves them out rather than sending `null`.
+fn without_nulls(mut v: Value) -> Value {
+    if let Value::Object(map) = &mut v {
+        map.retain(|_, x| !x.is_null());
+    }
+    v
 }
 
 /// Every run a handle stands for at acceptance, as (job id, index).
@@ -264,11 +305,11 @@ pub(super) fn run_at<'a>(cat: &'a super::Catalog, at: &(String, usize)) -> Optio
 }
 
 fn agent_entry(job_id: &str, parent: &str, r: &RunRecord) -> Value {
-    json!({
+    without_nulls(json!({
         "agent_id": r.agent_id, "alias": r.alias, "definition_name": r.definition_name,
         "display_name": r.display_name, "parent_agent_id": parent,
         "run": r.snapshot(job_id),
-    })
+    }))
 }
 
 fn status(shared: &Shared, s: SubagentStatus) -> Result<Reply, ProtocolError> {
@@ -477,11 +518,11 @@ async fn relaunch(shared: &Arc<Shared>, r: SubagentRelaunch) -> Result<Reply, Pr
             last_action: None,
             ..last
         };
-        let data = json!({
+        let data = without_nulls(json!({
             "job_id": job_id, "run_id": run.run_id, "agent_id": run.agent_id, "alias": run.alias,
             "definition_name": run.definition_name, "display_name": run.display_name,
             "state": "queued",
-        });
+        }));
         cat.jobs.insert(
             job_id.clone(),
             JobRecord {
@@ -507,4 +548,52 @@ async fn relaunch(shared: &Arc<Shared>, r: SubagentRelaunch) -> Result<Reply, Pr
     }
     spawn_job(shared, job_id);
     done(data)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|t| t.to_string()).collect()
+    }
+
+    #[test]
+    fn a_child_gets_at_most_its_parents_tools() {
+        let parent = v(&["read", "subagent"]);
+        assert_eq!(
+            child_tools(Some(v(&["bash", "read"])), Some(&parent)),
+            Some(v(&["read"]))
+        );
+        assert_eq!(child_tools(None, Some(&parent)), Some(parent.clone()));
+        assert_eq!(child_tools(Some(v(&["bash"])), None), Some(v(&["bash"])));
+        assert_eq!(child_tools(Some(v(&["bash"])), Some(&parent)), Some(v(&[])));
+        assert_eq!(child_tools(None, None), None);
+    }
+
+    #[test]
+    fn a_child_is_never_in_a_looser_mode() {
+        assert_eq!(
+            child_mode(None, Some("plan")).unwrap().as_deref(),
+            Some("plan")
+        );
+        assert_eq!(child_mode(Some("build"), None).unwrap(), None);
+        assert_eq!(
+            child_mode(Some("plan"), None).unwrap().as_deref(),
+            Some("plan")
+        );
+        assert_eq!(
+            child_mode(Some("docs"), None).unwrap().as_deref(),
+            Some("docs")
+        );
+        assert_eq!(
+            child_mode(Some("docs"), Some("docs")).unwrap().as_deref(),
+            Some("docs")
+        );
+        for (parent, wanted) in [("plan", "build"), ("docs", "build"), ("docs", "plan")] {
+            let e = child_mode(Some(parent), Some(wanted)).unwrap_err();
+            assert_eq!(e.code, ErrorCode::PermissionDenied);
+        }
+    }
 }

@@ -1,25 +1,71 @@
-//! The user's own `git` command line, run as a child process on the async executor
-//! (ARCHITECTURE §10): their hooks, config and credentials apply, and a slow git never
-//! blocks the daemon. Every call names its directory with `-C`; variables a calling git
-//! hook may have left in the daemon's environment (`GIT_DIR`, …) are removed so they
-//! cannot redirect a command to another repository.
+//! Every `git` the daemon runs, built by one function ([`command`]) and run as a child
+//! process on the async executor (ARCHITECTURE §10), so a slow git never blocks the
+//! daemon.
+//!
+//! The repositories git reads here are written by agents: their config, hooks and
+//! attributes are agent-controlled whatever the tool sandbox allows (a sandbox that lacks
+//! namespaces, `mode = "off"`, a repository written before). So nothing those files
+//! name is ever run by the daemon, which holds the provider keys: every way git has of
+//! starting a program (hooks, fsmonitor, pagers, editors, credential helpers, transports,
+//! signing programs, external diff, textconv, and the filter and merge drivers the
+//! repository's own config defines) is turned off on the command line, which overrides
+//! every config file, and git starts with an environment holding only what it needs
+//! (no key, no token, no `GIT_*` variable of the daemon's). docs/workspaces.md lists it.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-/// Variables that would make git act on another repository than the one `-C` names.
-const REPO_VARS: &[&str] = &[
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-    "GIT_CEILING_DIRECTORIES",
-    "GIT_PREFIX",
+/// Settings given with `-c` to every git: each names a program git would otherwise run
+/// (or a way to reach one), and `-c` wins over every config file.
+const OFF: &[&str] = &[
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.pager=cat",
+    "core.editor=false",
+    "sequence.editor=false",
+    "core.askPass=",
+    "core.sshCommand=false",
+    "core.gitProxy=",
+    "core.alternateRefsCommand=",
+    "diff.external=",
+    "credential.helper=",
+    "protocol.allow=never",
+    "submodule.recurse=false",
+    // A submodule is a repository of its own, with its own config: never looked into.
+    "diff.ignoreSubmodules=all",
+    "log.showSignature=false",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "gpg.program=false",
+    "gpg.ssh.program=false",
+    "gpg.x509.program=false",
+    "uploadpack.packObjectsHook=",
+    "receive.procReceiveRefs=",
 ];
 
+/// Variables of the daemon's environment git may see: where to find programs and the
+/// user's own git config, and the locale. Everything else (provider keys, tokens, the
+/// daemon's `GIT_*`) stays behind.
+const KEEP_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "XDG_CONFIG_HOME",
+];
+
+/// Per-driver keys that name a program: `<section>.<driver>.<key>`.
+const DRIVER_KEYS: &[(&str, &[&str])] = &[
+    ("filter", &["clean", "smudge", "process"]),
+    ("diff", &["textconv", "command"]),
+    ("merge", &["driver"]),
+];
 /// What one git run produced.
 #[derive(Debug)]
 pub(crate) struct Output {
@@ -50,19 +96,78 @@ impl Output {
     }
 }
 
-/// Runs `git -C dir args…` and waits for it. `Err` only when git cannot be started.
-pub(crate) async fn run(dir: &Path, args: &[&str]) -> std::io::Result<Output> {
+/// The one builder of every git the daemon runs: `git -C dir`, the programs git could
+/// run turned off ([`OFF`], plus `extra` settings), a cleared environment, no terminal.
+fn command(dir: &Path, extra: &[String]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new("git");
-    cmd.arg("-C").arg(dir).args(args);
-    for v in REPO_VARS {
-        cmd.env_remove(v);
+    cmd.env_clear();
+    for k in KEEP_ENV {
+        if let Some(v) = std::env::var_os(k) {
+            cmd.env(k, v);
+        }
     }
-    // Never wait for a password prompt nobody can see (the daemon has no terminal).
+    // Never wait for a password prompt nobody can see (the daemon has no terminal); never
+    // fetch missing objects of a partial clone (a transport is a program too); never take
+    // locks only a status refresh wants.
     cmd.env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(Stdio::null())
+        .env("GIT_NO_LAZY_FETCH", "1")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_PROTOCOL_FROM_USER", "0");
+    cmd.arg("--no-pager").arg("-C").arg(dir);
+    for setting in OFF.iter().copied().chain(extra.iter().map(String::as_str)) {
+        cmd.arg("-c").arg(setting);
+    }
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    cmd
+}
+
+/// The filter, diff and merge drivers every config file of the repository at `dir`
+/// defines, each turned off (`-c filter.NAME.clean=` …): their names are chosen by the
+/// repository, so [`OFF`] cannot list them. Reading config runs nothing.
+async fn drivers_off(dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut cmd = command(dir, &[]);
+    cmd.args([
+        "config",
+        "--null",
+        "--name-only",
+        "--get-regexp",
+        r"^(filter|diff|merge)\.",
+    ]);
+    let out = crate::children::output(cmd).await?;
+    let mut off = Vec::new();
+    for name in String::from_utf8_lossy(&out.stdout).split('\0') {
+        let name = name.trim();
+        let Some((section, rest)) = name.split_once('.') else {
+            continue;
+        };
+        let Some((driver, key)) = rest.rsplit_once('.') else {
+            continue;
+        };
+        let runs = DRIVER_KEYS.iter().any(|(s, keys)| {
+            s.eq_ignore_ascii_case(section) && keys.iter().any(|k| k.eq_ignore_ascii_case(key))
+        });
+        if runs {
+            off.push(format!("{section}.{driver}.{key}="));
+            if section.eq_ignore_ascii_case("filter") {
+                // A required filter that no longer runs fails the command instead.
+                off.push(format!("{section}.{driver}.required=false"));
+            }
+        }
+    }
+    off.sort();
+    off.dedup();
+    Ok(off)
+}
+
+/// Runs `git -C dir args…` through [`command`] and waits for it. `Err` only when git
+/// cannot be started.
+pub(crate) async fn run(dir: &Path, args: &[&str]) -> std::io::Result<Output> {
+    let extra = drivers_off(dir).await?;
+    let mut cmd = command(dir, &extra);
+    cmd.args(args);
     let out = crate::children::output(cmd).await?;
     Ok(Output {
         code: out.status.code(),

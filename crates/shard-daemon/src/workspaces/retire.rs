@@ -193,8 +193,11 @@ pub(super) async fn retire(
     })
 }
 
-/// `Ok(Ok(()))` when `tip` is reachable from the integration target's local ref (no
-/// fetch), else the reason it could not be proven.
+/// `Ok(Ok(()))` when every commit the workspace branch ever pointed at — its tip, its
+/// reflog, and the worktree HEAD's reflog (commits made while detached) — is reachable
+/// from the integration target's local ref (no fetch), else the reason it could not be
+/// proven. Deleting the branch deletes its reflog: a commit only the reflog still names
+/// (an amended or reset-away commit) would be lost with it.
 async fn proven(rec: &WorkspaceRecord, tip: &str) -> Result<Result<(), String>, ProtocolError> {
     let Some(target) = &rec.integration_target else {
         return Ok(Err(
@@ -221,18 +224,51 @@ async fn proven(rec: &WorkspaceRecord, tip: &str) -> Result<Result<(), String>, 
             "the integration target {short} no longer exists locally"
         )));
     }
-    let out = git::run(rc, &["merge-base", "--is-ancestor", tip, t.line()])
-        .await
-        .map_err(|e| no_git(&e))?;
-    Ok(match out.code {
+    let mut commits = vec![tip.to_string()];
+    commits.extend(reflog(rc, &format!("refs/heads/{}", rec.branch)).await?);
+    if !is_missing(&rec.cwd).await {
+        commits.extend(reflog(Path::new(&rec.cwd), "HEAD").await?);
+    }
+    commits.sort();
+    commits.dedup();
+    let not = format!("^{}", t.line());
+    let mut args = vec!["rev-list", "--count", "--ignore-missing", &not];
+    args.extend(commits.iter().map(String::as_str));
+    let out = git::run(rc, &args).await.map_err(|e| no_git(&e))?;
+    let unmerged: Option<u64> = out.ok().then(|| out.line().parse().ok()).flatten();
+    Ok(match unmerged {
         Some(0) => Ok(()),
-        Some(1) => Err(format!(
-            "branch {} is not merged into {short}; deleting it needs confirmation",
+        Some(n) => Err(format!(
+            "branch {} is not merged into {short}: {n} commit(s) it held (its tip or its \
+             reflog) are not in {short}; deleting it needs confirmation",
             rec.branch
         )),
-        _ => Err(format!(
+        None => Err(format!(
             "git could not decide whether branch {} is merged into {short}",
             rec.branch
         )),
     })
+}
+
+/// The commits `reference` pointed at, from its reflog (none when it has no reflog).
+async fn reflog(dir: &Path, reference: &str) -> Result<Vec<String>, ProtocolError> {
+    let out = git::run(
+        dir,
+        &[
+            "log",
+            "--walk-reflogs",
+            "--format=%H",
+            "--end-of-options",
+            reference,
+        ],
+    )
+    .await
+    .map_err(|e| no_git(&e))?;
+    Ok(out
+        .stdout
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map(str::to_string)
+        .collect())
 }

@@ -11,7 +11,9 @@ use crate::shell::{self, SimpleCommand, Word};
 mod programs;
 mod wrappers;
 
-pub use programs::{GIT_BUILTINS, git_runs_code, is_interpreter, sed_runs, sed_scripts};
+pub use programs::{
+    GIT_BUILTINS, git_runs_code, is_interpreter, runs_command_subcommand, sed_runs, sed_scripts,
+};
 use programs::{awk, git, interpreter};
 use wrappers::{env, flag_string, joined_string, nice, shell_inner, ssh, sudo, wrapper, xargs};
 
@@ -42,14 +44,35 @@ impl Effective {
     }
 }
 
+/// What a line may do: the commands it may run and the files its redirections write.
+#[derive(Debug, Clone, Default)]
+pub struct Walk {
+    /// Every command the line may run (a line that does not parse is one open command).
+    pub commands: Vec<Effective>,
+    /// The targets of the redirections that may write a file (`>`, `>>`, `&>` …), of the
+    /// line and of every line it runs (`bash -c '… > f'`).
+    pub writes: Vec<Word>,
+}
+
+impl Walk {
+    fn push(&mut self, e: Effective) {
+        self.commands.push(e);
+    }
+}
+
 /// Every command a line may run; a line that does not parse is one open command.
 pub fn effective(line: &str) -> Vec<Effective> {
-    let mut out = Vec::new();
+    walk(line).commands
+}
+
+/// Every command a line may run and every file its redirections may write.
+pub fn walk(line: &str) -> Walk {
+    let mut out = Walk::default();
     line_into(line, 0, &mut out);
     out
 }
 
-fn line_into(line: &str, depth: usize, out: &mut Vec<Effective>) {
+fn line_into(line: &str, depth: usize, out: &mut Walk) {
     match shell::parse(line) {
         Some(cmds) if depth < MAX_DEPTH => {
             for c in &cmds {
@@ -60,7 +83,13 @@ fn line_into(line: &str, depth: usize, out: &mut Vec<Effective>) {
     }
 }
 
-fn command_into(cmd: &SimpleCommand, depth: usize, out: &mut Vec<Effective>) {
+fn command_into(cmd: &SimpleCommand, depth: usize, out: &mut Walk) {
+    out.writes.extend(
+        cmd.redirects
+            .iter()
+            .filter(|r| r.writes())
+            .map(|r| r.target.clone()),
+    );
     // An assignment may change what the command does (`GIT_CONFIG_*`, `LD_PRELOAD`,
     // `PATH`); it is not followed.
     if !cmd.assignments.is_empty() {
@@ -84,7 +113,7 @@ pub fn base_name(exe: &str) -> &str {
     exe.rsplit('/').next().unwrap_or(exe)
 }
 
-fn words_into(words: &[Word], depth: usize, out: &mut Vec<Effective>) {
+fn words_into(words: &[Word], depth: usize, out: &mut Walk) {
     let Some(first) = words.first() else {
         out.push(Effective::anything());
         return;
@@ -189,6 +218,7 @@ fn words_into(words: &[Word], depth: usize, out: &mut Vec<Effective>) {
         | "npx" | "pnpx" | "bunx" | "uvx" | "expect" | "tmux" | "screen" | "caffeinate"
         | "torsocks" | "proxychains" | "proxychains4" => Inner::Unknown,
         n if programs::runs_program_option(n, rest) => Inner::Unknown,
+        n if programs::runs_command_subcommand(n, rest) => Inner::Unknown,
         _ => Inner::None,
     };
     match inner {
@@ -205,13 +235,14 @@ fn words_into(words: &[Word], depth: usize, out: &mut Vec<Effective>) {
             if depth + 1 >= MAX_DEPTH {
                 out.push(Effective::anything());
             } else {
-                let mut sub = Vec::new();
+                let mut sub = Walk::default();
                 words_into(&w, depth + 1, &mut sub);
                 // The command gets more arguments than written.
-                if let Some(first) = sub.first_mut() {
+                if let Some(first) = sub.commands.first_mut() {
                     first.open = true;
                 }
-                out.extend(sub);
+                out.commands.extend(sub.commands);
+                out.writes.extend(sub.writes);
             }
         }
         Inner::Line(s) => line_into(&s, depth + 1, out),
@@ -248,7 +279,7 @@ impl Inner {
     }
 }
 
-fn find(rest: &[Word], depth: usize, out: &mut Vec<Effective>) -> Inner {
+fn find(rest: &[Word], depth: usize, out: &mut Walk) -> Inner {
     let mut i = 0;
     while i < rest.len() {
         let t = rest[i].text.as_str();

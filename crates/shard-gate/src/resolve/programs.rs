@@ -409,3 +409,38 @@ pub fn runs_program_option(name: &str, rest: &[Word]) -> bool {
         })
     })
 }
+
+/// Subcommands that run the command named after them (`rustup run stable git push`,
+/// `npm exec -- git push`, `poetry run git push`): what they run is not followed here, so
+/// it is unknown.
+const RUNS_COMMAND_SUBCOMMANDS: &[(&str, &[&str])] = &[
+    ("npm", &["exec", "x", "explore"]),
+    ("pnpm", &["exec", "dlx"]),
+    ("yarn", &["exec", "dlx"]),
+    ("uv", &["run", "tool"]),
+    ("rustup", &["run"]),
+    ("poetry", &["run"]),
+    ("pipenv", &["run"]),
+    ("pdm", &["run"]),
+    ("hatch", &["run"]),
+    ("conda", &["run"]),
+    ("bundle", &["exec"]),
+    ("nix", &["run", "shell", "develop"]),
+    ("nix-shell", &["--run", "--command"]),
+    ("direnv", &["exec"]),
+    ("mise", &["exec", "x"]),
+    ("asdf", &["exec"]),
+    ("rbenv", &["exec"]),
+    ("pyenv", &["exec"]),
+];
+
+/// True when `name`'s first operand (after its options) is a subcommand that runs a
+/// command the line names (see [`RUNS_COMMAND_SUBCOMMANDS`]).
+pub fn runs_command_subcommand(name: &str, rest: &[Word]) -> bool {
+    let Some((_, subs)) = RUNS_COMMAND_SUBCOMMANDS.iter().find(|(n, _)| *n == name) else {
+        return false;
+    };
+    // Any word may be the subcommand after options of unknown arity: look at all.
+    rest.iter()
+        .any(|w| w.dynamic || subs.contains(&w.text.as_str()))
+}

@@ -4,7 +4,8 @@
 Speaks JSON-RPC over stdio (default) or streamable HTTP (`--http PORT`, JSON responses).
 Tools: echo (readOnlyHint), write_note (writes a file), env (reads a variable), crash
 (exits mid-call), hang (never answers; logs the cancellation it gets), add_tool (adds
-`extra` and sends notifications/tools/list_changed), image (an image result).
+`extra` and sends notifications/tools/list_changed), image (an image result), screenshot
+(readOnlyHint; text and two images, like a browser server's screenshot).
 Set MCP_TEST_LOG to a file to record every message received.
 """
 import json
@@ -25,6 +26,10 @@ TOOLS = [
     {"name": "hang", "description": "Never answers.", "inputSchema": {"type": "object"}},
     {"name": "add_tool", "description": "Adds the tool `extra`.", "inputSchema": {"type": "object"}},
     {"name": "image", "description": "Returns a tiny image.", "inputSchema": {"type": "object"}},
+    {"name": "big", "description": "Returns that many bytes of text.",
+     "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
+    {"name": "screenshot", "description": "Returns a page title and two images.",
+     "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
 ]
 EXTRA = {"name": "extra", "description": "Added later.", "inputSchema": {"type": "object"}}
 
@@ -67,6 +72,8 @@ def handle(msg, notify):
             with open(args["file"], "w") as f:
                 f.write(args["text"])
             result = text("wrote " + args["file"])
+        elif name == "big":
+            result = text("x" * int(args.get("bytes", 0)))
         elif name == "env":
             result = text(os.environ.get(args.get("name", ""), "<unset>"))
         elif name == "crash":
@@ -80,6 +87,13 @@ def handle(msg, notify):
                 TOOLS.append(EXTRA)
             notify({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             result = text("added extra")
+        elif name == "screenshot":
+            result = {"content": [
+                {"type": "text", "text": "Page title: Example"},
+                {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+                {"type": "image", "data": "R0lGODlhAQABAAAAACw=", "mimeType": "image/gif"},
+                {"type": "image", "data": "AAAA", "mimeType": "image/tiff"},
+            ]}
         elif name == "image":
             result = {"content": [{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]}
         elif name == "extra":

@@ -162,6 +162,7 @@ fn block() -> impl Strategy<Value = ContentBlock> {
                     exit_code,
                     duration_ms: None,
                     render,
+                    images: None,
                 }
             }),
         (text(), opt_text())
@@ -408,6 +409,7 @@ pub fn event() -> impl Strategy<Value = Event> {
                         exit_code,
                         duration_ms,
                         render,
+                        images: None,
                     }))
                 }
             ),
@@ -455,6 +457,8 @@ pub fn event() -> impl Strategy<Value = Event> {
                     code: ErrorCode::parse(&code),
                     message,
                     fatal,
+                    kind: None,
+                    retry_after_ms: None,
                 })
             }
         ),

@@ -10,7 +10,7 @@ use libc::{c_int, c_long, c_uint, c_void};
 
 /// The most workspace roots and cover bind sources one plan may clone (a fixed array in
 /// the child, which must not allocate).
-pub const MAX_CLONES: usize = 16;
+pub const MAX_CLONES: usize = 32;
 
 const OPEN_TREE_CLONE: c_uint = 1;
 const AT_RECURSIVE: c_uint = 0x8000;
@@ -39,10 +39,12 @@ pub enum Cover {
 pub struct Reattach {
     /// The root.
     pub path: CString,
-    /// A folder meant to stay visible, not a root: mounted read-only (a mount beneath a
-    /// writable folder would otherwise be writable to Landlock), and skipped, not fatal,
-    /// while it does not exist.
+    /// Skipped, not fatal, while it does not exist (a folder meant to stay visible, a
+    /// file git trusts).
     pub optional: bool,
+    /// Mounted read-only: a folder meant to stay visible (a mount beneath a writable
+    /// folder would otherwise be writable to Landlock), a file git trusts inside a root.
+    pub read_only: bool,
     /// Directories to create under the cover, outermost first, so `path` exists.
     pub mkdirs: Vec<CString>,
 }
@@ -445,7 +447,7 @@ pub unsafe fn set_up_mounts(plan: &Plan) -> Result<(), Failure> {
                     });
                 }
             }
-            if r.optional && set_read_only(clones[next]) < 0 {
+            if r.read_only && set_read_only(clones[next]) < 0 {
                 return Err(Failure {
                     stage: Stage::Reattach,
                     errno: errno(),

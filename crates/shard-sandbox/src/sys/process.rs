@@ -95,13 +95,15 @@ pub fn probe(plan: &Plan, cwd: &std::ffi::CStr) -> io::Result<Option<Failure>> {
 /// initial environment block (what `/proc/PID/environ` shows) can be overwritten without
 /// changing what the process and its children see.
 ///
-/// # Safety contract for callers
-/// Call it first thing in `main`, before any thread exists: `setenv` is not thread-safe.
-pub fn detach_environment() {
+/// # Safety
+/// The process must be single-threaded: no other thread may read or write the
+/// environment while this runs (`setenv` is not thread-safe, and a concurrent `getenv`
+/// may read freed memory). Call it first thing in `main`, before anything starts a thread.
+pub unsafe fn detach_environment() {
     let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     for (k, v) in vars {
-        // SAFETY: documented precondition: the process is still single-threaded, so no
-        // other thread reads or writes the environment concurrently.
+        // SAFETY: the caller guarantees the process is single-threaded, so no other
+        // thread reads or writes the environment concurrently.
         unsafe { std::env::set_var(k, v) };
     }
 }

@@ -171,9 +171,12 @@ pub fn zygote_begin() -> bool {
 }
 
 /// Enters the zygote's namespaces (user, mount and, when set, network — not PID: each
-/// call gets its own) and sets up the covers, once per Runtime. Call it in the
-/// single-threaded zygote only.
-pub fn zygote_enter(plan: &Plan, runtime: u32) -> Result<(), Failure> {
+/// call gets its own) and sets up the covers, once per Runtime.
+///
+/// # Safety
+/// Only in the zygote process, while it is single-threaded: it changes the whole
+/// process's namespaces, mounts and signal dispositions.
+pub unsafe fn zygote_enter(plan: &Plan, runtime: u32) -> Result<(), Failure> {
     let tie = || {
         // SAFETY: async-signal-safe system calls on an integer.
         unsafe { arm_parent_death(runtime) }.map_err(|err| Failure {
@@ -265,10 +268,20 @@ pub fn failure_record(f: Failure) -> [u8; RECORD] {
 /// leads a process group of its own, which the Runtime records like a child's); the child
 /// never returns. The caller then drops the call's descriptors, or reports an error on
 /// its channel.
-pub fn start_call(call: &Call, confinement: &Confinement, lifeline: &Lifeline) -> io::Result<()> {
+///
+/// # Safety
+/// Only in the single-threaded zygote: the raw `clone` skips the C library's fork
+/// handlers, and the child runs ordinary code (it allocates), which is sound only when no
+/// other thread could hold a lock or be mid-update at the time of the clone.
+pub unsafe fn start_call(
+    call: &Call,
+    confinement: &Confinement,
+    lifeline: &Lifeline,
+) -> io::Result<()> {
     let flags = (libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::SIGCHLD) as libc::c_ulong;
-    // SAFETY: a fork-like clone (no shared memory, no new stack) of the single-threaded
-    // zygote: the child owns a copy of everything and may run any code.
+    // SAFETY: a fork-like clone (no shared memory, no new stack) of the zygote, which the
+    // caller guarantees is single-threaded: the child owns a copy of everything and may
+    // run any code.
     let pid = unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) };
     if pid < 0 {
         return Err(io::Error::last_os_error());
@@ -297,7 +310,10 @@ pub type Decode = fn(&[u8], Vec<OwnedFd>, OwnedFd) -> Option<Call>;
 /// request. Returns its pid (leader of its own process group) and the Runtime's end of
 /// that socket, which then serves as the call's channel. A slot takes the namespace work
 /// off the call's critical path and lets the Runtime send the call straight to it.
-pub fn start_slot(
+///
+/// # Safety
+/// As [`start_call`]: only in the single-threaded zygote.
+pub unsafe fn start_slot(
     confinement: &Confinement,
     lifeline: &Lifeline,
     decode: Decode,

@@ -34,11 +34,25 @@ pub(crate) fn program() -> Option<&'static PathBuf> {
 
 /// To be called first in `main`: when this process was started as a zygote, serves
 /// and returns its exit code; otherwise returns None at once.
-pub fn main_if_asked() -> Option<i32> {
+///
+/// # Safety
+/// The process must still be single-threaded (nothing has started a thread yet): a
+/// zygote enters namespaces and starts each call with a raw `clone` whose child runs
+/// ordinary code, which another thread holding a lock would make unsound.
+///
+/// Calling it without `unsafe` does not compile:
+///
+/// ```compile_fail,E0133
+/// let _ = shard_sandbox::zygote::main_if_asked();
+/// ```
+#[allow(unsafe_code)]
+pub unsafe fn main_if_asked() -> Option<i32> {
     if std::env::args_os().nth(1)? != SUBCOMMAND {
         return None;
     }
-    Some(server::serve())
+    // SAFETY: the caller guarantees a single-threaded process; the subcommand says the
+    // sandbox started it as a zygote.
+    Some(unsafe { server::serve() })
 }
 
 /// A command for the zygote to run in a sandboxed call.

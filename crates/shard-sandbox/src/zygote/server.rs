@@ -14,7 +14,13 @@ use crate::sys::{Failure, Stage};
 pub(crate) const MAX_MESSAGE: usize = 1 << 20;
 
 /// The zygote's life; returns the process's exit code.
-pub(crate) fn serve() -> i32 {
+///
+/// # Safety
+/// The process must be the zygote (started by the sandbox with its control socket on
+/// [`CONTROL_FD`]) and single-threaded: it enters namespaces and clones calls with a raw
+/// `clone` (see [`z::start_call`]).
+#[allow(unsafe_code)]
+pub(crate) unsafe fn serve() -> i32 {
     if !z::zygote_begin() {
         return 1;
     }
@@ -32,7 +38,8 @@ pub(crate) fn serve() -> i32 {
         }));
         return 1;
     };
-    if let Err(f) = z::zygote_enter(&plan, runtime) {
+    // SAFETY: the caller guarantees this is the single-threaded zygote.
+    if let Err(f) = unsafe { z::zygote_enter(&plan, runtime) } {
         reply(Err(f));
         return 1;
     }
@@ -52,7 +59,8 @@ pub(crate) fn serve() -> i32 {
         landlock: plan.landlock,
     };
     reply(Ok(()));
-    offer_slot(&confinement, &lifeline);
+    // SAFETY: still the single-threaded zygote.
+    unsafe { offer_slot(&confinement, &lifeline) };
     loop {
         let (n, fds) = match z::recv_with_fds(CONTROL_FD, &mut buf) {
             Ok((0, _)) => return 0,
@@ -64,7 +72,8 @@ pub(crate) fn serve() -> i32 {
         };
         if fds.is_empty() && n == z::RECORD && buf[0] == b'N' {
             // The Runtime used a slot: prepare the next one.
-            offer_slot(&confinement, &lifeline);
+            // SAFETY: still the single-threaded zygote.
+            unsafe { offer_slot(&confinement, &lifeline) };
             continue;
         }
         let Ok([stdin, stdout, stderr, channel]) = <[OwnedFd; 4]>::try_from(fds) else {
@@ -73,7 +82,8 @@ pub(crate) fn serve() -> i32 {
         let Some(call) = decode_slot_call(&buf[..n], vec![stdin, stdout, stderr], channel) else {
             continue;
         };
-        if let Err(err) = z::start_call(&call, &confinement, &lifeline) {
+        // SAFETY: still the single-threaded zygote.
+        if let Err(err) = unsafe { z::start_call(&call, &confinement, &lifeline) } {
             z::write_record(
                 std::os::fd::AsRawFd::as_raw_fd(&call.channel),
                 &z::failure_record(Failure {
@@ -88,8 +98,14 @@ pub(crate) fn serve() -> i32 {
 /// Prepares a slot (a call's init waiting for its call) and offers it to the Runtime: an
 /// `O` record with the init's pid and the slot's socket. A slot that cannot be made is
 /// only a missed optimisation: calls then come through the control socket.
-fn offer_slot(confinement: &Confinement, lifeline: &z::Lifeline) {
-    if let Ok((pid, socket)) = z::start_slot(confinement, lifeline, decode_slot_call, MAX_MESSAGE) {
+///
+/// # Safety
+/// Only in the single-threaded zygote (see [`z::start_slot`]).
+#[allow(unsafe_code)]
+unsafe fn offer_slot(confinement: &Confinement, lifeline: &z::Lifeline) {
+    // SAFETY: the caller guarantees this is the single-threaded zygote.
+    let slot = unsafe { z::start_slot(confinement, lifeline, decode_slot_call, MAX_MESSAGE) };
+    if let Ok((pid, socket)) = slot {
         let mut rec = [0u8; z::RECORD];
         rec[0] = b'O';
         rec[4..].copy_from_slice(&pid.to_le_bytes());

@@ -80,7 +80,7 @@ pub(crate) fn encode_plan(runtime: u32, plan: &Plan) -> Vec<u8> {
     w.u32(plan.reattach.len() as u32);
     for r in &plan.reattach {
         w.bytes(r.path.as_bytes());
-        w.u32(u32::from(r.optional));
+        w.u32(u32::from(r.optional) | (u32::from(r.read_only) << 1));
         w.u32(r.mkdirs.len() as u32);
         for d in &r.mkdirs {
             w.bytes(d.as_bytes());
@@ -112,11 +112,12 @@ pub(crate) fn decode_plan(buf: &[u8], mut fds: Vec<OwnedFd>) -> Option<(u32, Pla
     let mut reattach = Vec::new();
     for _ in 0..r.u32()? {
         let path = r.cstring()?;
-        let optional = r.u32()? != 0;
+        let flags = r.u32()?;
         let mkdirs = r.strings()?;
         reattach.push(Reattach {
             path,
-            optional,
+            optional: flags & 1 != 0,
+            read_only: flags & 2 != 0,
             mkdirs,
         });
     }
@@ -193,6 +194,7 @@ mod tests {
             reattach: vec![Reattach {
                 path: CString::new("/h/w").unwrap(),
                 optional: true,
+                read_only: true,
                 mkdirs: vec![CString::new("/h/w").unwrap()],
             }],
             proc_mount: true,

@@ -44,8 +44,10 @@ const SET_ENV: &[(&str, &str)] = &[
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct BashArgs {
     /// The command line, run with `bash -c` in the working directory. Stdin is closed.
+    #[schemars(description = "")]
     pub command: String,
     /// Timeout in milliseconds (default 120000; larger values are capped at the configured maximum).
+    #[schemars(description = "Default 120000.")]
     #[serde(default)]
     pub timeout_ms: Option<u64>,
 }
@@ -57,12 +59,9 @@ pub struct BashTool;
 impl TypedTool for BashTool {
     type Args = BashArgs;
     const NAME: &'static str = "bash";
-    const DESCRIPTION: &'static str = "Run a shell command with `bash -c` in the working directory (stdin \
-        closed, no pager, TERM=dumb). stdout and stderr are interleaved. Output over 50 KB or 2000 lines keeps \
-        its head and tail and the full output is saved to a file named in the result. Default timeout 120 s; \
-        a timeout kills the command and everything it started. In the sandbox (the default on Linux) writes are \
-        allowed only in the workspace and /tmp, and processes left in the background end when the command ends. \
-        A non-zero exit code is reported, not an error.";
+    const DESCRIPTION: &'static str = "Run `bash -c COMMAND` in the working directory, stdin closed. Output over 50 KB or 2000 lines keeps head and tail; the full output is \
+        saved to a file the result names. A timeout kills all the command started. Sandbox (Linux default): \
+        writes only in the workspace and /tmp; background processes end with the command.";
     const READ_ONLY: bool = false;
 
     fn run<'a>(&'a self, args: BashArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {

@@ -168,7 +168,9 @@ async fn grep_honours_gitignore_across_ten_thousand_files() {
             rg.sort();
             assert_eq!(rg, files);
         }
-        Err(e) => println!("skipping the ripgrep cross-check: rg not runnable ({e})"),
+        Err(e) => crate::skip::skip(&format!(
+            "the ripgrep cross-check: rg not runnable ({e}) (Debian package ripgrep)"
+        )),
     }
 }
 
@@ -265,7 +267,9 @@ async fn find_matches_fd_on_an_ignored_tree() {
             theirs.sort();
             assert_eq!(theirs, ours);
         }
-        None => println!("skipping the fd cross-check: neither fdfind nor fd is installed"),
+        None => crate::skip::skip(
+            "the fd cross-check: neither fdfind nor fd is installed (Debian package fd-find)",
+        ),
     }
 }
 

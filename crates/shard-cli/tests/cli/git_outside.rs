@@ -1,0 +1,218 @@
+//! Attack suite: configuration an agent writes into a repository is never run outside the
+//! tool sandbox. The real daemon runs `git` on a workspace whose config, hooks and
+//! attributes name a program; that program must never start, and no git the daemon starts
+//! may see a provider key.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::daemon::{Daemon, home};
+use super::harness::Sandbox;
+use super::sandbox::{complete, run_bash};
+use super::workspaces::{
+    create, empty_script, git, have_git, repo, shard_home, status, stop_agents,
+};
+
+const KEY: &str = "sk-ant-test-git-outside-5e1f";
+
+fn executable(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A program that records that it ran (with its environment) and passes its input on,
+/// so it works as a hook, a filter, a pager or an fsmonitor.
+fn evil(dir: &Path, marks: &Path) -> PathBuf {
+    let p = dir.join("evil.sh");
+    executable(
+        &p,
+        &format!(
+            "#!/bin/sh\nenv > \"{}/ran-$$\"\ncat 2>/dev/null\nexit 0\n",
+            marks.display()
+        ),
+    );
+    p
+}
+
+/// A `git` ahead of the real one on the daemon's PATH, logging each environment it gets.
+fn logging_git(dir: &Path, log: &Path) -> PathBuf {
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    executable(
+        &bin.join("git"),
+        &format!(
+            "#!/bin/sh\n{{ env; echo ----; }} >> \"{}\"\nexec {} \"$@\"\n",
+            log.display(),
+            real.trim()
+        ),
+    );
+    bin
+}
+
+fn marks_left(marks: &Path) -> Vec<String> {
+    std::fs::read_dir(marks)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_written_git_config_never_runs_in_the_daemon_and_git_gets_no_key() {
+    if !have_git() {
+        return;
+    }
+    let h = home();
+    let r = repo(h.path(), "project");
+    let marks = h.path().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let program = evil(h.path(), &marks);
+    let log = h.path().join("git-env.log");
+    let bin = logging_git(h.path(), &log);
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let d = Daemon::start_with_env(
+        &shard_home(h.path()),
+        &[],
+        &[("ANTHROPIC_API_KEY", Some(KEY)), ("PATH", Some(&path))],
+    );
+    let s = empty_script(h.path());
+    let c = d.client().await;
+    let created = create(&c, &r, &s, json!({})).await;
+    stop_agents(&c, &created).await;
+    let ws = created["workspace"]["workspace_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let wt = PathBuf::from(created["workspace"]["cwd"].as_str().unwrap());
+
+    // What a model could write from a workspace whose sandbox lacks namespaces (or one
+    // written before the config was protected): every way git has to run a program.
+    let p = program.display().to_string();
+    let hooks = h.path().join("hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    for hook in [
+        "post-checkout",
+        "pre-commit",
+        "reference-transaction",
+        "post-index-change",
+    ] {
+        executable(&hooks.join(hook), &format!("#!/bin/sh\nexec {p}\n"));
+    }
+    for (k, v) in [
+        ("core.fsmonitor", p.as_str()),
+        ("core.hooksPath", hooks.to_str().unwrap()),
+        ("core.pager", p.as_str()),
+        ("diff.external", p.as_str()),
+        ("filter.evil.clean", p.as_str()),
+        ("filter.evil.smudge", p.as_str()),
+        ("filter.evil.required", "true"),
+        ("diff.evil.textconv", p.as_str()),
+    ] {
+        git(&wt, &["config", k, v]);
+    }
+    let common = PathBuf::from(git(
+        &r,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    ));
+    std::fs::create_dir_all(common.join("info")).unwrap();
+    std::fs::write(common.join("info/attributes"), "* filter=evil diff=evil\n").unwrap();
+    // A changed tracked file makes status hash it (through the clean filter).
+    std::fs::write(wt.join("README.md"), "changed by the agent\n").unwrap();
+
+    let st = status(&c, &ws).await;
+    assert_eq!(st["dirty_files"], 1, "{st}");
+    // A new workspace checks files out (smudge filter, post-checkout hook).
+    let second = create(&c, &r, &s, json!({})).await;
+    stop_agents(&c, &second).await;
+    let ws2 = second["workspace"]["workspace_id"].as_str().unwrap();
+    status(&c, ws2).await;
+
+    let ran = marks_left(&marks);
+    assert!(
+        ran.is_empty(),
+        "agent-written config ran outside the sandbox: {ran:?}"
+    );
+    let envs = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        envs.contains("----"),
+        "the daemon's git was not the logging one"
+    );
+    assert!(!envs.contains(KEY), "a git child saw the provider key");
+    assert!(!envs.contains("ANTHROPIC_API_KEY"), "{envs}");
+}
+
+/// A real `shard agent`: its `bash` cannot change the repository's config or hooks,
+/// though it commits.
+#[test]
+fn bash_in_the_agent_cannot_change_git_config_or_hooks_but_commits() {
+    if !have_git() {
+        return;
+    }
+    let sb = Sandbox::new();
+    sb.config("[permissions]\n");
+    git(&sb.work(), &["init", "-q", "-b", "main"]);
+    let config = sb.work().join(".git/config");
+    let before = std::fs::read_to_string(&config).unwrap();
+    let (hello, out) = run_bash(
+        &sb,
+        &["git config core.fsmonitor /bin/evil && echo CONFIG_SET; \
+             echo '#!/bin/sh' > .git/hooks/post-checkout && echo HOOK_WRITTEN; \
+             mv .git .git-old && echo MOVED; echo x > a.txt && git add a.txt && \
+             git -c user.name=A -c user.email=a@example.com commit -q -m agent && echo COMMITTED"],
+        &[],
+    );
+    if !complete(&hello) {
+        return;
+    }
+    for bad in ["CONFIG_SET", "HOOK_WRITTEN", "MOVED"] {
+        assert!(!out[0].contains(bad), "{bad}: {}", out[0]);
+    }
+    assert!(out[0].contains("COMMITTED"), "{}", out[0]);
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), before);
+    assert!(!sb.work().join(".git/hooks/post-checkout").exists());
+}
+
+/// A `.git` file and a git dir the model wrote, naming another repository as their
+/// common dir, make nothing of that repository writable to the next Runtime.
+#[test]
+fn a_forged_git_file_makes_no_other_repository_writable_to_the_next_runtime() {
+    if !have_git() {
+        return;
+    }
+    let sb = Sandbox::new();
+    sb.config("[permissions]\n");
+    let other = repo(sb.dir.path(), "other");
+    let other_git = std::fs::canonicalize(other.join(".git")).unwrap();
+    let forged = sb.work().join("forged");
+    std::fs::create_dir_all(&forged).unwrap();
+    std::fs::write(sb.work().join(".git"), "gitdir: forged\n").unwrap();
+    std::fs::write(
+        forged.join("commondir"),
+        format!("{}\n", other_git.display()),
+    )
+    .unwrap();
+    let hook = other_git.join("hooks/post-checkout");
+    let (hello, out) = run_bash(
+        &sb,
+        &[&format!(
+            "echo '#!/bin/sh' > {} && echo PLANTED",
+            hook.display()
+        )],
+        &[],
+    );
+    if !complete(&hello) {
+        return;
+    }
+    assert!(!out[0].contains("PLANTED"), "{}", out[0]);
+    assert!(!hook.exists());
+}
