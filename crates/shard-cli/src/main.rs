@@ -14,6 +14,7 @@ mod cmd_run;
 mod cmd_web;
 mod cmd_ws;
 mod common;
+mod detail_text;
 mod prompter;
 mod remote_agent;
 mod run_print;
@@ -69,6 +70,8 @@ enum Commands {
     Ls(cmd_daemon::LsArgs),
     /// Kill an agent's Runtime.
     Kill(cmd_daemon::KillArgs),
+    /// Archive an agent: its Runtime stops, it leaves `shard ls`, its session is kept.
+    Rm(cmd_daemon::RmArgs),
     /// Attach to an agent: print its stream and answer its prompts.
     Attach(cmd_attach::AttachArgs),
     /// Print a one-time browser enrollment link; list or revoke enrolled browsers.
@@ -81,6 +84,24 @@ enum Commands {
     Protocol(cmd_protocol::ProtocolArgs),
     /// Hosts agents run on (config.toml [hosts.NAME]): list them, install shard on one.
     Hosts(cmd_hosts::HostsArgs),
+}
+
+impl Commands {
+    /// Commands that print and exit, with no child process, socket server or protocol
+    /// stream of their own: `shard ls | head` may simply end when `head` does.
+    fn prints_and_exits(&self) -> bool {
+        matches!(
+            self,
+            Commands::Sessions(_)
+                | Commands::Models(_)
+                | Commands::Ls(_)
+                | Commands::Kill(_)
+                | Commands::Rm(_)
+                | Commands::Web(_)
+                | Commands::Ws(_)
+                | Commands::Protocol(_)
+        )
+    }
 }
 
 #[allow(unsafe_code)]
@@ -104,6 +125,9 @@ fn main() -> ExitCode {
     unsafe { shard_sandbox::hardening::detach_environment() };
     shard_sandbox::hardening::harden(&[]);
     let cli = Cli::parse();
+    if cli.command.as_ref().is_some_and(Commands::prints_and_exits) {
+        shard_sandbox::hardening::quiet_on_closed_pipe();
+    }
     match cli.command {
         None => tui::run(cli.tui),
         Some(Commands::Agent(args)) => cmd_agent::run(args),
@@ -112,6 +136,7 @@ fn main() -> ExitCode {
         Some(Commands::Daemon(args)) => cmd_daemon::daemon(args),
         Some(Commands::Ls(args)) => cmd_daemon::ls(args),
         Some(Commands::Kill(args)) => cmd_daemon::kill(args),
+        Some(Commands::Rm(args)) => cmd_daemon::rm(args),
         Some(Commands::Attach(args)) => cmd_attach::attach(args),
         Some(Commands::Sessions(args)) => cmd_info::sessions(args),
         Some(Commands::Models(args)) => cmd_info::models(args),

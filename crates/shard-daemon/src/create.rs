@@ -74,6 +74,7 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
         started: false,
         system_prompt_file: None,
         host: c.host,
+        archived: false,
     };
     // An unknown mode, provider or model is one clear error, and nothing is created
     // (issue 9 item 7): the Runtime's own check says what would work.

@@ -64,6 +64,10 @@ pub struct AgentManifest {
     /// machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// Archived (`shard rm`): no Runtime is started for it until it is attached again,
+    /// and clients leave it out of their lists; the session is kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archived: bool,
 }
 
 /// Reads and writes manifests; every id is validated before it touches a path.
@@ -161,6 +165,7 @@ mod tests {
             started: true,
             system_prompt_file: None,
             host: None,
+            archived: false,
         }
     }
 

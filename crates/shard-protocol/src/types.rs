@@ -424,6 +424,9 @@ pub struct AgentInfo {
     /// Additive: the `[hosts.NAME]` its Runtime runs on; absent for the daemon's machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// Additive: the agent was archived (`agent.archive`); clients list it only on request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived: Option<bool>,
 }
 
 /// Format hint of a permission detail.
@@ -438,6 +441,9 @@ pub enum DetailFormat {
     Path,
     /// Code.
     Code,
+    /// A unified diff (`---`/`+++` headers, `@@` hunks, ` `/`-`/`+` lines): what an
+    /// `edit` or `write` would change, shown before the person answers.
+    Diff,
 }
 
 /// Server-built presentation detail of a permission request.

@@ -165,6 +165,7 @@ impl AgentEntry {
             display_name: None,
             session_id: Some(m.session_id.clone()),
             host: m.host.clone(),
+            archived: m.archived.then_some(true),
         }
     }
 

@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "64359bfc4c38f3b03c1013cf5c98c84cfa44e6229a8d48bba95a8d339f57c9d6"
+SCHEMA_SHA256 = "a9375a471cc476e1340ad94c16a9432f86abc31eb500d7f8ed6b71fb26283bff"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -58,7 +58,7 @@ PathKind = Literal["file", "dir"]
 Tone = Literal["info", "warn", "error"]
 """Tone of a `status` render."""
 
-DetailFormat = Literal["text", "command", "path", "code"]
+DetailFormat = Literal["text", "command", "path", "code", "diff"]
 """Format hint of a permission detail."""
 
 ChoiceIntent = Literal["allow", "persist", "deny"]
@@ -912,6 +912,11 @@ class LiveWindow(WireObject):
     def truncated_before(self) -> str | None:
         """Additive (§16 item 9): first entry id kept when older ones were cut."""
         return self._d.get("truncated_before")
+
+    @property
+    def interrupted_after(self) -> list[str] | None:
+        """Additive: ids of the messages after which an aborted turn stopped, so a reloaded conversation says "interrupted" where the live one did."""
+        return self._d.get("interrupted_after")
 
 
 class Message(WireObject):
@@ -1850,6 +1855,11 @@ class TurnEnd(Event):
         return _obj(Usage, self._d.get("usage"))
 
     @property
+    def interrupted(self) -> bool | None:
+        """Additive: `true` when the turn was aborted (Esc, Ctrl-C, `abort`) rather than finished, so every client can say "interrupted" where it stopped."""
+        return self._d.get("interrupted")
+
+    @property
     def stop_reason(self) -> str | None:
         """Additive (0.1.x): how the turn ended — the last model call's stop (`end_turn`, `max_tokens`, `refusal`, …), `aborted`, or `error`. Editor bridges (ACP) answer a prompt with it."""
         return self._d.get("stop_reason")
@@ -2431,6 +2441,11 @@ class AgentInfo(WireObject):
     def host(self) -> str | None:
         """Additive: the `[hosts.NAME]` its Runtime runs on; absent for the daemon's machine."""
         return self._d.get("host")
+
+    @property
+    def archived(self) -> bool | None:
+        """Additive: the agent was archived (`agent.archive`); clients list it only on request."""
+        return self._d.get("archived")
 
 
 class AgentSpawned(Event):
@@ -3752,6 +3767,7 @@ COMMAND_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "agent.detach": (("agent_id",), ("agent_id",)),
     "agent.terminate": (("agent_id",), ("agent_id",)),
     "agent.kill": (("agent_id",), ("agent_id", "force")),
+    "agent.archive": (("agent_id",), ("agent_id",)),
     "agent.status": ((), ("agent_id",)),
     "daemon.shutdown": ((), ("force",)),
     "workspace.create": (("cwd",), ("version", "cwd", "label", "branch", "base_ref", "integration_target", "title", "name", "model", "provider", "mode")),
