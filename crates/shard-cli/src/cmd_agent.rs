@@ -58,7 +58,8 @@ pub struct AgentArgs {
     pub check: bool,
     /// Run as a daemon's Runtime on another host: the first input line is the daemon's
     /// `runtime.settings` (keys, base URLs, policy, SHARD_HOME); end of input ends it.
-    #[arg(long, conflicts_with = "check")]
+    /// With `--check`, only the start check, with those settings.
+    #[arg(long)]
     pub remote: bool,
 }
 
@@ -145,7 +146,7 @@ pub fn run(args: AgentArgs) -> ExitCode {
         }
     };
     if args.check {
-        return rt.block_on(check(opts));
+        return rt.block_on(check(opts, common::process_env()));
     }
     let code = rt.block_on(serve(opts, common::process_env(), daemon_managed()));
     // The stdin reader sits in a blocking read that only the peer can end; waiting for it
@@ -188,8 +189,9 @@ pub(crate) async fn serve(opts: RuntimeOptions, env: EnvLookup, managed: bool) -
     ExitCode::SUCCESS
 }
 
-async fn check(opts: RuntimeOptions) -> ExitCode {
-    match check_settings(opts, common::process_env()) {
+/// `--check`: exit 0 (a notice on stderr) when `opts` would start, else the start failure.
+pub(crate) async fn check(opts: RuntimeOptions, env: EnvLookup) -> ExitCode {
+    match check_settings(opts, env) {
         Ok(notice) => {
             // stdout is the protocol; the notice is for the person reading stderr.
             if let Some(n) = notice {

@@ -41,6 +41,9 @@ pub fn run(args: AgentArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if args.check {
+        return rt.block_on(crate::cmd_agent::check(opts, env));
+    }
     let code = rt.block_on(crate::cmd_agent::serve(opts, env, true));
     rt.shutdown_background();
     code

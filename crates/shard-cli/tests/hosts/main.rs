@@ -629,3 +629,32 @@ async fn an_idle_remote_runtime_is_reaped_and_restored() {
     let sessions = w.host_sessions();
     assert_eq!(sessions, 1);
 }
+
+/// The Runtime's own start check runs on the host with the forwarded settings: a mode the
+/// host does not know, or a cwd it lacks, is one error, and nothing is created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_settings_on_the_host_are_one_error_and_nothing_is_created() {
+    let Some((w, d)) = ssh_world() else { return };
+    let c = d.client().await;
+    let s = w.script("s.json", json!([]));
+    let mut bad_mode = w.create(&s);
+    bad_mode.mode = Some("nope".into());
+    let e = c.create(bad_mode).await.unwrap_err().to_string();
+    assert!(
+        e.contains("on host box") && e.contains("unknown mode `nope`"),
+        "{e}"
+    );
+    let mut bad_cwd = w.create(&s);
+    bad_cwd.cwd = "/nonexistent/project".into();
+    let e = c.create(bad_cwd).await.unwrap_err().to_string();
+    assert!(
+        e.contains("on host box") && e.contains("/nonexistent/project"),
+        "{e}"
+    );
+    let mut relative = w.create(&s);
+    relative.cwd = "project".into();
+    let e = c.create(relative).await.unwrap_err().to_string();
+    assert!(e.contains("absolute path on host box"), "{e}");
+    assert!(c.list().await.unwrap().is_empty());
+    assert!(!w.rhome().join("sessions").exists());
+}

@@ -208,12 +208,8 @@ async fn start_master(
         ])
         .arg(format!(
             "printf '%s\\n' {READY_MARKER}; exec cat >/dev/null"
-        ))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+        ));
+    all_piped(&mut cmd);
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot run ssh: {e} (install the OpenSSH client)"))?;
@@ -252,6 +248,16 @@ async fn start_master(
         child,
         _stdin: stdin,
     })
+}
+
+/// Pipes for stdin, stdout and stderr, its own process group, killed when dropped: a
+/// helper process of the link, never a Runtime.
+pub(crate) fn all_piped(cmd: &mut tokio::process::Command) {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
 }
 
 /// The last lines ssh wrote, as one line.

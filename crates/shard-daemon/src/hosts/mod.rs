@@ -28,6 +28,9 @@ use crate::launcher::{
     LaunchSpec, LaunchedRuntime, ProcessLauncher, RuntimeLauncher, SettingsCheck,
 };
 
+/// Longest wait for a host's answer to the settings check.
+const CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Starts Runtimes on the daemon's machine or, for a spec naming a host, on that host.
 pub struct HostsLauncher {
     local: Arc<dyn RuntimeLauncher>,
@@ -73,25 +76,69 @@ impl HostsLauncher {
             .clone()
     }
 
+    /// The host's config, a ready link, the settings line and the `shard agent --remote`
+    /// command for `spec` (`extra` appended to its arguments).
+    async fn prepare(
+        &self,
+        name: &str,
+        spec: &LaunchSpec,
+        extra: &[&str],
+    ) -> Result<(tokio::process::Command, Vec<u8>), String> {
+        let cfg = self.host(name)?.clone();
+        let ready = self.link(name, &cfg).ready().await?;
+        let source = Arc::clone(&self.settings);
+        let spec2 = spec.clone();
+        let mut settings = tokio::task::spawn_blocking(move || source.forwarded(&spec2))
+            .await
+            .map_err(|e| e.to_string())??;
+        settings.home = cfg.home.clone();
+        let mut args = ProcessLauncher::args(spec);
+        args.insert(1, "--remote".into());
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let cmd = link::remote_command(&cfg, ready.ctl.as_deref(), &args)?;
+        Ok((cmd, settings.to_line()))
+    }
+
+    /// The Runtime's own start check, run on the host with the forwarded settings: an
+    /// unknown mode, provider or model, or a cwd the host lacks, is one error and nothing
+    /// is created.
+    async fn check_remote(&self, name: &str, spec: &LaunchSpec) -> Result<Option<String>, String> {
+        let (mut cmd, line) = self.prepare(name, spec, &["--check"]).await?;
+        link::all_piped(&mut cmd);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot run the host's command: {e}"))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(&line).await;
+        }
+        let out = tokio::time::timeout(CHECK_TIMEOUT, child.wait_with_output())
+            .await
+            .map_err(|_| format!("host {name} did not answer the settings check in time"))?
+            .map_err(|e| e.to_string())?;
+        let said = link::last_line(&out.stderr);
+        let said = said
+            .strip_prefix("shard agent: ")
+            .unwrap_or(&said)
+            .to_string();
+        if out.status.success() {
+            return Ok((!said.is_empty()).then_some(said));
+        }
+        // The Runtime's fatal `error` event is the reason, in its own words.
+        let fatal = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|v| v["type"] == "error")
+            .and_then(|v| v["message"].as_str().map(str::to_string));
+        Err(format!("on host {name}: {}", fatal.unwrap_or(said)))
+    }
+
     async fn launch_remote(
         &self,
         name: &str,
         spec: &LaunchSpec,
     ) -> Result<LaunchedRuntime, String> {
-        let cfg = self.host(name)?.clone();
-        let ready = self.link(name, &cfg).ready().await?;
-        let settings = {
-            let source = Arc::clone(&self.settings);
-            let spec2 = spec.clone();
-            tokio::task::spawn_blocking(move || source.forwarded(&spec2))
-                .await
-                .map_err(|e| e.to_string())??
-        };
-        let mut settings = settings;
-        settings.home = cfg.home.clone();
-        let mut args = ProcessLauncher::args(spec);
-        args.insert(1, "--remote".into());
-        let mut cmd = link::remote_command(&cfg, ready.ctl.as_deref(), &args)?;
+        let (mut cmd, line) = self.prepare(name, spec, &[]).await?;
+        let ssh = self.host(name)?.ssh.is_some();
         let log = crate::launcher::open_agent_log(&self.home, &spec.agent_id)
             .await
             .map_err(|e| format!("cannot open the agent's log: {e}"))?;
@@ -110,12 +157,11 @@ impl HostsLauncher {
             .ok_or("the host command has no stdout")?;
         // The keys travel first, over the pipe; nothing else reaches the host with them.
         stdin
-            .write_all(&settings.to_line())
+            .write_all(&line)
             .await
             .map_err(|e| format!("cannot send the settings to host {name}: {e}"))?;
         let pid = child.id();
         let host = name.to_string();
-        let ssh = cfg.ssh.is_some();
         let exit = Box::pin(async move {
             let mut info = crate::launcher::wait_exit(child).await;
             // 255 is ssh's own failure: the channel, not the Runtime, ended.
@@ -159,16 +205,13 @@ impl RuntimeLauncher for HostsLauncher {
         }
     }
 
-    /// A remote agent's settings are the host's to judge; here the host must answer
-    /// and run a `shard` of this protocol, so a create on a host that is down creates
-    /// nothing.
+    /// A remote agent's settings are judged on its host, with its configuration: the
+    /// host must answer, run a `shard` of this protocol and accept the mode, provider,
+    /// model and cwd, else the create makes nothing.
     async fn check(&self, spec: &LaunchSpec) -> Result<Option<String>, String> {
         match &spec.host {
             None => self.local.check(spec).await,
-            Some(name) => {
-                let cfg = self.host(name)?.clone();
-                self.link(name, &cfg).ready().await.map(|_| None)
-            }
+            Some(name) => self.check_remote(name, spec).await,
         }
     }
 }
