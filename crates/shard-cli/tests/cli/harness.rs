@@ -7,6 +7,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use shard_protocol::Event;
+use shard_protocol::decode::decode_event;
+use shard_protocol::types::AgentStatus;
 
 /// Generous: machines are shared and noisy; tests wait for events, not for time.
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -48,6 +51,14 @@ impl Sandbox {
             .join(session_id)
             .join("session.jsonl")
     }
+}
+
+/// The protocol's own type for an event line. Every line a Runtime writes must decode
+/// strictly as an [`Event`] (unknown fields aside), so tests match typed events instead of
+/// raw JSON and a line the protocol does not know fails the test that saw it.
+pub fn typed(v: &Value) -> Event {
+    decode_event(v.to_string().as_bytes())
+        .unwrap_or_else(|e| panic!("not an event of the protocol ({e}): {v}"))
 }
 
 /// A running `shard agent`.
@@ -146,10 +157,12 @@ impl Agent {
         self.stdin.take();
     }
 
-    /// The next event, failing the test after [`WAIT`].
+    /// The next event, failing the test after [`WAIT`] or when it is not an event of the
+    /// protocol.
     pub fn next(&mut self) -> Value {
         match self.events.recv_timeout(WAIT) {
             Ok(v) => {
+                typed(&v);
                 self.seen.push(v.clone());
                 v
             }
@@ -162,8 +175,8 @@ impl Agent {
         }
     }
 
-    /// Reads events until one satisfies `pred`, returning it.
-    pub fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+    /// Reads events until `pick` takes one, returning what it took.
+    fn until_map<T>(&mut self, pick: impl Fn(&Value) -> Option<T>) -> T {
         let deadline = Instant::now() + WAIT;
         loop {
             assert!(
@@ -171,11 +184,44 @@ impl Agent {
                 "condition not met; seen:\n{}",
                 self.dump()
             );
-            let v = self.next();
-            if pred(&v) {
-                return v;
+            if let Some(t) = pick(&self.next()) {
+                return t;
             }
         }
+    }
+
+    /// Reads events until one satisfies `pred`, returning it.
+    pub fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        self.until_map(|v| pred(v).then(|| v.clone()))
+    }
+
+    /// The next event, typed.
+    pub fn next_event(&mut self) -> Event {
+        typed(&self.next())
+    }
+
+    /// Reads events until `pick` takes one, returning what it took: typed matching, e.g.
+    /// `a.until_event(|e| match e { Event::TurnEnd(t) => Some(t.clone()), _ => None })`.
+    pub fn until_event<T>(&mut self, pick: impl Fn(&Event) -> Option<T>) -> T {
+        self.until_map(|v| pick(&typed(v)))
+    }
+
+    /// Reads events until the agent reports `status: idle`.
+    pub fn until_idle(&mut self) {
+        self.until_event(|e| match e {
+            Event::Status(s) if s.status == AgentStatus::Idle => Some(()),
+            _ => None,
+        })
+    }
+
+    /// The first event received so far that `pick` takes.
+    pub fn find_seen<T>(&self, pick: impl Fn(&Event) -> Option<T>) -> Option<T> {
+        self.seen.iter().find_map(|v| pick(&typed(v)))
+    }
+
+    /// Everything `pick` takes from the events received so far, in order.
+    pub fn all_seen<T>(&self, pick: impl Fn(&Event) -> Option<T>) -> Vec<T> {
+        self.seen.iter().filter_map(|v| pick(&typed(v))).collect()
     }
 
     pub fn until_type(&mut self, ty: &str) -> Value {
@@ -206,7 +252,7 @@ impl Agent {
     pub fn types_since(&self, start: usize) -> Vec<String> {
         self.seen[start..]
             .iter()
-            .map(|v| v["type"].as_str().unwrap_or("?").to_string())
+            .map(|v| typed(v).type_name().to_string())
             .collect()
     }
 
@@ -307,4 +353,57 @@ pub fn process_with_arg(arg: &str) -> Option<u32> {
         }
     }
     None
+}
+
+/// Typed pickers for [`Agent::until_event`], [`Agent::find_seen`] and
+/// [`Agent::all_seen`]: `a.until_event(pick::tool_result)`.
+pub mod pick {
+    use std::borrow::Borrow;
+
+    use shard_protocol::Event;
+    use shard_protocol::event::{
+        ErrorEvent, MessageComplete, Sync, ToolCallEvent, ToolResultEvent, TurnEnd, UiRequest,
+    };
+
+    /// `picker!(name, Variant, Payload)`: `name(e)` is a clone of the payload of `e` when it
+    /// is `Event::Variant` (boxed or not).
+    macro_rules! picker {
+        ($name:ident, $variant:ident, $ty:ty) => {
+            pub fn $name(e: &Event) -> Option<$ty> {
+                match e {
+                    Event::$variant(x) => Some(Borrow::<$ty>::borrow(x).clone()),
+                    _ => None,
+                }
+            }
+        };
+    }
+
+    picker!(sync, Sync, Sync);
+    picker!(message_complete, MessageComplete, MessageComplete);
+    picker!(tool_call, ToolCall, ToolCallEvent);
+    picker!(tool_result, ToolResult, ToolResultEvent);
+    picker!(turn_end, TurnEnd, TurnEnd);
+    picker!(error, Error, ErrorEvent);
+    picker!(ui_request, UiRequest, UiRequest);
+}
+
+/// The text of a tool result's content (its message when it is an error), for asserts.
+pub fn result_text(content: &shard_protocol::types::ToolResultContent) -> String {
+    use shard_protocol::types::ToolResultContent;
+    match content {
+        ToolResultContent::Text { text } => text.clone(),
+        ToolResultContent::Error { message } => message.clone(),
+        other => serde_json::to_string(other).unwrap(),
+    }
+}
+
+/// The text blocks of a message, joined.
+pub fn message_text(m: &shard_protocol::types::Message) -> String {
+    m.content
+        .iter()
+        .filter_map(|b| match b {
+            shard_protocol::types::ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
 }
