@@ -53,21 +53,17 @@ impl Sandbox {
     }
 }
 
-/// The protocol's own type for an event line. Every line a Runtime writes must decode
-/// strictly as an [`Event`] (unknown fields aside), so tests match typed events instead of
-/// raw JSON and a line the protocol does not know fails the test that saw it.
-pub fn typed(v: &Value) -> Event {
-    decode_event(v.to_string().as_bytes())
-        .unwrap_or_else(|e| panic!("not an event of the protocol ({e}): {v}"))
-}
-
 /// A running `shard agent`.
 pub struct Agent {
     pub child: Child,
     stdin: Option<ChildStdin>,
-    events: Receiver<Value>,
+    events: Receiver<Result<(Value, Event), String>>,
     /// Every event received so far, in order.
     pub seen: Vec<Value>,
+    /// The same events as the protocol's type: every line a Runtime writes must decode
+    /// strictly as an [`Event`], so tests match typed events instead of raw JSON and a line
+    /// the protocol does not know fails the test that read it.
+    seen_typed: Vec<Event>,
     next_id: u64,
 }
 
@@ -119,11 +115,15 @@ impl Agent {
         let stdin = child.stdin.take();
         let (tx, rx) = channel();
         std::thread::spawn(move || {
+            // Decoded here, beside the Runtime, so a test's waits do not pay for it.
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                let v: Value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
-                if tx.send(v).is_err() {
+                let both = match (serde_json::from_str(&line), decode_event(line.as_bytes())) {
+                    (Ok(v), Ok(e)) => Ok((v, e)),
+                    (Err(e), _) => Err(format!("stdout line is not JSON ({e}): {line}")),
+                    (_, Err(e)) => Err(format!("not an event of the protocol ({e}): {line}")),
+                };
+                if tx.send(both).is_err() {
                     break;
                 }
             }
@@ -133,6 +133,7 @@ impl Agent {
             stdin,
             events: rx,
             seen: Vec::new(),
+            seen_typed: Vec::new(),
             next_id: 0,
         }
     }
@@ -157,15 +158,11 @@ impl Agent {
         self.stdin.take();
     }
 
-    /// The next event, failing the test after [`WAIT`] or when it is not an event of the
-    /// protocol.
-    pub fn next(&mut self) -> Value {
+    /// Receives the next event into `seen`, returning its index; fails the test after
+    /// [`WAIT`] or when the line is not an event of the protocol.
+    fn receive(&mut self) -> usize {
         match self.events.recv_timeout(WAIT) {
-            Ok(v) => {
-                typed(&v);
-                self.seen.push(v.clone());
-                v
-            }
+            Ok(received) => self.record(received),
             Err(RecvTimeoutError::Timeout) => {
                 panic!("no event within {WAIT:?}; seen so far:\n{}", self.dump())
             }
@@ -175,8 +172,32 @@ impl Agent {
         }
     }
 
-    /// Reads events until `pick` takes one, returning what it took.
-    fn until_map<T>(&mut self, pick: impl Fn(&Value) -> Option<T>) -> T {
+    fn record(&mut self, received: Result<(Value, Event), String>) -> usize {
+        match received {
+            Ok((v, e)) => {
+                self.seen.push(v);
+                self.seen_typed.push(e);
+                self.seen.len() - 1
+            }
+            Err(why) => panic!("{why}\nseen so far:\n{}", self.dump()),
+        }
+    }
+
+    /// The next event, failing the test after [`WAIT`] or when it is not an event of the
+    /// protocol.
+    pub fn next(&mut self) -> Value {
+        let i = self.receive();
+        self.seen[i].clone()
+    }
+
+    /// The next event, typed.
+    pub fn next_event(&mut self) -> Event {
+        let i = self.receive();
+        self.seen_typed[i].clone()
+    }
+
+    /// Reads events until `pick` takes one (as JSON and typed), returning what it took.
+    fn until_map<T>(&mut self, pick: impl Fn(&Value, &Event) -> Option<T>) -> T {
         let deadline = Instant::now() + WAIT;
         loop {
             assert!(
@@ -184,7 +205,8 @@ impl Agent {
                 "condition not met; seen:\n{}",
                 self.dump()
             );
-            if let Some(t) = pick(&self.next()) {
+            let i = self.receive();
+            if let Some(t) = pick(&self.seen[i], &self.seen_typed[i]) {
                 return t;
             }
         }
@@ -192,18 +214,13 @@ impl Agent {
 
     /// Reads events until one satisfies `pred`, returning it.
     pub fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
-        self.until_map(|v| pred(v).then(|| v.clone()))
-    }
-
-    /// The next event, typed.
-    pub fn next_event(&mut self) -> Event {
-        typed(&self.next())
+        self.until_map(|v, _| pred(v).then(|| v.clone()))
     }
 
     /// Reads events until `pick` takes one, returning what it took: typed matching, e.g.
-    /// `a.until_event(|e| match e { Event::TurnEnd(t) => Some(t.clone()), _ => None })`.
+    /// `a.until_event(pick::turn_end)`.
     pub fn until_event<T>(&mut self, pick: impl Fn(&Event) -> Option<T>) -> T {
-        self.until_map(|v| pick(&typed(v)))
+        self.until_map(|_, e| pick(e))
     }
 
     /// Reads events until the agent reports `status: idle`.
@@ -216,12 +233,12 @@ impl Agent {
 
     /// The first event received so far that `pick` takes.
     pub fn find_seen<T>(&self, pick: impl Fn(&Event) -> Option<T>) -> Option<T> {
-        self.seen.iter().find_map(|v| pick(&typed(v)))
+        self.seen_typed.iter().find_map(pick)
     }
 
     /// Everything `pick` takes from the events received so far, in order.
     pub fn all_seen<T>(&self, pick: impl Fn(&Event) -> Option<T>) -> Vec<T> {
-        self.seen.iter().filter_map(|v| pick(&typed(v))).collect()
+        self.seen_typed.iter().filter_map(pick).collect()
     }
 
     pub fn until_type(&mut self, ty: &str) -> Value {
@@ -236,8 +253,8 @@ impl Agent {
     /// Reads to end of output (after stdin was closed) and waits for exit.
     pub fn finish(&mut self) -> std::process::ExitStatus {
         self.close_stdin();
-        while let Ok(v) = self.events.recv_timeout(WAIT) {
-            self.seen.push(v);
+        while let Ok(received) = self.events.recv_timeout(WAIT) {
+            self.record(received);
         }
         let deadline = Instant::now() + WAIT;
         loop {
@@ -250,9 +267,9 @@ impl Agent {
     }
 
     pub fn types_since(&self, start: usize) -> Vec<String> {
-        self.seen[start..]
+        self.seen_typed[start..]
             .iter()
-            .map(|v| typed(v).type_name().to_string())
+            .map(|e| e.type_name().to_string())
             .collect()
     }
 
