@@ -372,6 +372,19 @@ pub fn process_with_arg(arg: &str) -> Option<u32> {
     None
 }
 
+/// The events a `shard` process wrote to stdout (`shard agent`, `shard run --json`), each
+/// line decoded strictly into the protocol's [`Event`].
+pub fn events_of(stdout: &[u8]) -> Vec<Event> {
+    stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            decode_event(l)
+                .unwrap_or_else(|e| panic!("not an event ({e}): {}", String::from_utf8_lossy(l)))
+        })
+        .collect()
+}
+
 /// Typed pickers for [`Agent::until_event`], [`Agent::find_seen`] and
 /// [`Agent::all_seen`]: `a.until_event(pick::tool_result)`.
 pub mod pick {
