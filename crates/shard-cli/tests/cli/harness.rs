@@ -212,7 +212,9 @@ impl Agent {
         }
     }
 
-    /// Reads events until one satisfies `pred`, returning it.
+    /// Reads events until one satisfies `pred`, returning it as JSON: for the rare check of
+    /// the line itself; match events with [`Agent::until_event`].
+    #[allow(dead_code)]
     pub fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
         self.until_map(|v, _| pred(v).then(|| v.clone()))
     }
@@ -242,12 +244,14 @@ impl Agent {
     }
 
     pub fn until_type(&mut self, ty: &str) -> Value {
-        self.until(|v| v["type"] == ty)
+        self.until_map(|v, e| (e.type_name() == ty).then(|| v.clone()))
     }
 
     /// The response to command `id`.
     pub fn response(&mut self, id: &str) -> Value {
-        self.until(|v| v["type"] == "response" && v["id"] == id)
+        self.until_map(|v, e| {
+            matches!(e, Event::Response(r) if r.id.as_deref() == Some(id)).then(|| v.clone())
+        })
     }
 
     /// Reads to end of output (after stdin was closed) and waits for exit.

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use crate::harness::*;
 use serde_json::{Value, json};
 use shard_protocol::Event;
-use shard_protocol::event::ToolsChanged;
+use shard_protocol::event::{PermissionRequest, ToolResultEvent, ToolsChanged};
 
 /// A private copy of the test server, so each test can find its own process by path.
 pub(super) fn server_script(sb: &Sandbox) -> Option<PathBuf> {
@@ -90,21 +90,20 @@ pub(super) fn mcp_list(sb: &Sandbox) -> Value {
 /// answering requests with `answer`.
 pub(super) fn turn(
     a: &mut Agent,
-    answer: impl Fn(&Value) -> &'static str,
-) -> (Vec<Value>, Vec<Value>) {
+    answer: impl Fn(&PermissionRequest) -> &'static str,
+) -> (Vec<ToolResultEvent>, Vec<PermissionRequest>) {
     a.send(prompt("go"));
     let mut results = Vec::new();
     let mut requests = Vec::new();
     loop {
-        let v = a.next();
-        match v["type"].as_str().unwrap_or_default() {
-            "permission_request" => {
-                let choice = answer(&v);
-                a.send(json!({"type": "permission_response", "request_id": v["request_id"], "choice_id": choice}));
-                requests.push(v);
+        match a.next_event() {
+            Event::PermissionRequest(req) => {
+                let choice = answer(&req);
+                a.send(json!({"type": "permission_response", "request_id": req.request_id, "choice_id": choice}));
+                requests.push(*req);
             }
-            "tool_result" => results.push(v),
-            "turn_end" => break,
+            Event::ToolResult(r) => results.push(*r),
+            Event::TurnEnd(_) => break,
             _ => {}
         }
     }
@@ -120,12 +119,8 @@ fn seen_or_until<T>(a: &mut Agent, pick: impl Fn(&Event) -> Option<T>) -> T {
     }
 }
 
-pub(super) fn text_of(r: &Value) -> String {
-    r["content"]["text"]
-        .as_str()
-        .or(r["content"]["message"].as_str())
-        .unwrap_or_default()
-        .to_string()
+pub(super) fn text_of(r: &ToolResultEvent) -> String {
+    result_text(&r.content)
 }
 
 #[test]
@@ -157,8 +152,8 @@ fn tools_appear_after_hello_and_read_only_call_runs_headless_write_is_denied() {
     let (results, requests) = turn(&mut a, |_| "deny");
     assert!(requests.is_empty());
     assert_eq!(text_of(&results[0]), "echo: hi");
-    assert_eq!(results[0]["is_error"], false);
-    assert_eq!(results[1]["is_error"], true);
+    assert!(!results[0].is_error);
+    assert!(results[1].is_error);
     assert!(
         text_of(&results[1]).contains("headless policy"),
         "{}",
@@ -196,10 +191,10 @@ fn a_client_answers_the_permission_and_allow_always_is_exact() {
         2,
         "e1 asks, e2 is granted, e3 (other input) asks"
     );
-    assert_eq!(requests[0]["tool_name"], "mcp__t__echo");
-    let details = requests[0]["details"].to_string();
+    assert_eq!(requests[0].tool_name, "mcp__t__echo");
+    let details = serde_json::to_string(&requests[0].details).unwrap();
     assert!(details.contains("readOnlyHint"), "{details}");
-    assert_eq!(requests[1]["input"]["text"], "two");
+    assert_eq!(requests[1].input["text"], "two");
     let texts: Vec<String> = results.iter().map(text_of).collect();
     assert_eq!(texts, vec!["echo: one", "echo: one", "echo: two"]);
     assert!(a.finish().success());
@@ -265,7 +260,7 @@ fn crash_mid_call_is_reported_and_restarted_and_a_hang_times_out() {
         "{}",
         text_of(&results[0])
     );
-    assert_eq!(results[1]["is_error"], true);
+    assert!(results[1].is_error);
     // Reported during the turn, which went on.
     let failed = seen_or_until(&mut a, |e| {
         tools_changed(e).filter(|t| server_state(t) == Some("failed"))
@@ -538,16 +533,16 @@ fn third_party_servers_through_the_gate() {
         "read-only by config: {}",
         texts[1]
     );
-    assert_eq!(results[2]["is_error"], true, "write denied headless");
+    assert!(results[2].is_error, "write denied headless");
     assert!(!sb.work().join("x.txt").exists());
     assert!(
         texts[3].contains("from everything"),
         "headless allow glob: {}",
         texts[3]
     );
-    assert_eq!(results[4]["is_error"], false, "{}", results[4]);
-    assert_eq!(
-        results[5]["is_error"], true,
+    assert!(!results[4].is_error, "{:?}", results[4]);
+    assert!(
+        results[5].is_error,
         "git status is mutating unless configured"
     );
     assert!(a.finish().success());
@@ -592,7 +587,11 @@ fn third_party_http_server() {
     let mut a = Agent::spawn(&sb, Some(&s), &["--headless-policy", "deny"]);
     ready(&mut a);
     let (results, _) = turn(&mut a, |_| "deny");
-    assert!(text_of(&results[0]).contains("over http"), "{}", results[0]);
+    assert!(
+        text_of(&results[0]).contains("over http"),
+        "{:?}",
+        results[0]
+    );
     assert!(a.finish().success());
 }
 
@@ -614,14 +613,14 @@ fn a_result_with_text_and_images_reaches_the_model_and_clients_as_both() {
     let (results, _) = turn(&mut a, |_| "allow");
     // Clients: the text as content, the images beside it; the TIFF is described.
     let r = &results[0];
-    assert_eq!(r["is_error"], false, "{r}");
+    assert!(!r.is_error, "{r:?}");
     let text = text_of(r);
     assert!(text.starts_with("Page title: Example"), "{text}");
     assert!(text.contains("[image: image/tiff, not shown:"), "{text}");
-    let images = r["images"].as_array().unwrap();
-    assert_eq!(images.len(), 2, "{r}");
-    assert_eq!(images[0]["mime_type"], "image/png");
-    assert_eq!(images[1]["mime_type"], "image/gif");
+    let images = r.images.as_ref().unwrap();
+    assert_eq!(images.len(), 2, "{r:?}");
+    assert_eq!(images[0].mime_type, "image/png");
+    assert_eq!(images[1].mime_type, "image/gif");
     // The model: one tool_result with both images and the text.
     let seen = api.requests();
     assert_eq!(seen.len(), 2);

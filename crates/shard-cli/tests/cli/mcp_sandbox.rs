@@ -54,8 +54,8 @@ fn a_project_server_runs_in_the_tool_sandbox() {
     });
     let (results, _) = turn(&mut a, |_| "allow");
     assert!(a.finish().success());
-    let w3 = results.iter().find(|r| r["tool_call_id"] == "w3").unwrap();
-    assert_eq!(w3["is_error"], false, "inside the workspace works: {w3}");
+    let w3 = results.iter().find(|r| r.tool_call_id == "w3").unwrap();
+    assert!(!w3.is_error, "inside the workspace works: {w3:?}");
     assert_eq!(
         std::fs::read_to_string(sb.work().join("in.txt")).unwrap(),
         "in"
@@ -128,6 +128,6 @@ fn a_result_over_the_size_limit_is_an_error_at_once() {
     let (results, _) = turn(&mut a, |_| "allow");
     assert!(a.finish().success());
     let big = &results[0];
-    assert_eq!(big["is_error"], true, "{big}");
-    assert!(text_of(big).contains("limit"), "{big}");
+    assert!(big.is_error, "{big:?}");
+    assert!(text_of(big).contains("limit"), "{big:?}");
 }
