@@ -4,7 +4,6 @@
 
 use crate::harness::*;
 use serde_json::{Value, json};
-use shard_protocol::Event;
 use shard_protocol::event::{PermissionRequest, ToolResultEvent};
 use shard_protocol::types::PermissionChoice;
 
@@ -25,21 +24,7 @@ pub(crate) fn run_calls(
     let script = sb.script("gate.json", json!({ "turns": turns }));
     let mut a = Agent::spawn(sb, Some(&script), extra);
     a.until_type("sync");
-    a.send(prompt("go"));
-    let mut results = Vec::new();
-    let mut requests = Vec::new();
-    loop {
-        match a.next_event() {
-            Event::PermissionRequest(req) => {
-                let choice = answer(&req);
-                a.send(json!({"type": "permission_response", "request_id": req.request_id, "choice_id": choice}));
-                requests.push(*req);
-            }
-            Event::ToolResult(r) => results.push(*r),
-            Event::TurnEnd(_) => break,
-            _ => {}
-        }
-    }
+    let (results, requests) = a.answer_turn("go", answer);
     assert!(a.finish().success());
     (results, requests)
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use shard_protocol::Event;
 use shard_protocol::decode::decode_event;
+use shard_protocol::event::{PermissionRequest, ToolResultEvent};
 use shard_protocol::types::AgentStatus;
 
 /// Generous: machines are shared and noisy; tests wait for events, not for time.
@@ -223,6 +224,30 @@ impl Agent {
     /// `a.until_event(pick::turn_end)`.
     pub fn until_event<T>(&mut self, pick: impl Fn(&Event) -> Option<T>) -> T {
         self.until_map(|_, e| pick(e))
+    }
+
+    /// Sends a prompt and reads its turn to `turn_end`, answering every permission request
+    /// with the choice id `answer(request)`; returns the tool results and the requests.
+    pub fn answer_turn(
+        &mut self,
+        text: &str,
+        answer: impl Fn(&PermissionRequest) -> &'static str,
+    ) -> (Vec<ToolResultEvent>, Vec<PermissionRequest>) {
+        self.send(prompt(text));
+        let mut results = Vec::new();
+        let mut requests = Vec::new();
+        loop {
+            match self.next_event() {
+                Event::PermissionRequest(req) => {
+                    let choice = answer(&req);
+                    self.send(json!({"type": "permission_response", "request_id": req.request_id, "choice_id": choice}));
+                    requests.push(*req);
+                }
+                Event::ToolResult(r) => results.push(*r),
+                Event::TurnEnd(_) => return (results, requests),
+                _ => {}
+            }
+        }
     }
 
     /// Reads events until the agent reports `status: idle`.

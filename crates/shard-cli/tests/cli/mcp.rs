@@ -92,22 +92,7 @@ pub(super) fn turn(
     a: &mut Agent,
     answer: impl Fn(&PermissionRequest) -> &'static str,
 ) -> (Vec<ToolResultEvent>, Vec<PermissionRequest>) {
-    a.send(prompt("go"));
-    let mut results = Vec::new();
-    let mut requests = Vec::new();
-    loop {
-        match a.next_event() {
-            Event::PermissionRequest(req) => {
-                let choice = answer(&req);
-                a.send(json!({"type": "permission_response", "request_id": req.request_id, "choice_id": choice}));
-                requests.push(*req);
-            }
-            Event::ToolResult(r) => results.push(*r),
-            Event::TurnEnd(_) => break,
-            _ => {}
-        }
-    }
-    (results, requests)
+    a.answer_turn("go", answer)
 }
 
 /// The first event already seen that matches, else the next one to arrive: a server's
