@@ -213,13 +213,10 @@ fn agent_check_validates_without_creating_anything() {
     ] {
         let out = check(&flags, env);
         assert!(!out.status.success(), "{flags:?}");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let lines: Vec<serde_json::Value> = stdout
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(lines[0]["type"], "hello", "{flags:?}");
-        assert_eq!(lines[1]["fatal"], true, "{flags:?}");
+        let events = events_of(&out.stdout);
+        assert!(matches!(events[0], Event::Hello(_)), "{flags:?}");
+        let err = pick::error(&events[1]).expect("an error after hello");
+        assert_eq!(err.fatal, Some(true), "{flags:?}");
     }
     assert!(!sb.home().join("sessions").exists(), "nothing is created");
 }

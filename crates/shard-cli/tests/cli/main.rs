@@ -34,7 +34,7 @@ mod tui;
 mod workspaces;
 
 use harness::*;
-use serde_json::{Value, json};
+use serde_json::json;
 use shard_protocol::Event;
 use shard_protocol::error::ErrorCode;
 use shard_protocol::event::PendingRequest;
@@ -722,13 +722,12 @@ fn tool_processes_do_not_see_secrets() {
     drop(out.stdin.take());
     let output = out.wait_with_output().unwrap();
     let text = String::from_utf8(output.stdout).unwrap();
-    let result = text
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|v| v["type"] == "tool_result")
+    let result = events_of(text.as_bytes())
+        .iter()
+        .find_map(pick::tool_result)
         .expect("a tool_result");
-    assert_eq!(result["is_error"], false, "{result}");
-    let env_out = result["content"]["text"].as_str().unwrap();
+    assert!(!result.is_error, "{result:?}");
+    let env_out = result_text(&result.content);
     assert!(env_out.contains("PAGER=cat"));
     for secret in [
         "sk-ant-secret-value",
