@@ -7,22 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use shard_protocol::ErrorCode;
 use shard_protocol::command::SessionActivate;
 use shard_protocol::command::{Command, SessionOpKind};
 use shard_protocol::responses::{AgentsData, SessionActivated, SessionListData, TerminateData};
 
 use crate::core::{ConnId, Shared, begin_shutdown};
-use crate::reply::{ProtocolError, Reply, ReplySlot};
-
-/// The outcome of a handler: now, or after slow work.
-pub(crate) enum Handled {
-    /// Answered (or deferred) already.
-    Now(Result<Reply, ProtocolError>),
-    /// Slow work; the connection layer spawns it and answers when it completes.
-    Later(BoxFuture<'static, Result<Reply, ProtocolError>>),
-}
+use crate::reply::{Handled, ProtocolError, Reply, ReplySlot};
 
 fn data<T: serde::Serialize>(v: T) -> Result<Reply, ProtocolError> {
     Ok(Reply::Done(serde_json::to_value(v).ok()))

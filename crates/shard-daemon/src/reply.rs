@@ -77,7 +77,7 @@ impl Responder {
 
     fn push(&mut self, ev: Event) {
         self.done = true;
-        self.outbox.push(crate::core::frame(&ev));
+        self.outbox.push(crate::wire::frame(&ev));
     }
 
     /// Answers with success.
@@ -117,6 +117,14 @@ impl Drop for Responder {
             self.push(ev);
         }
     }
+}
+
+/// The outcome of a handler: now, or after slow work.
+pub(crate) enum Handled {
+    /// Answered (or deferred) already.
+    Now(Result<Reply, ProtocolError>),
+    /// Slow work; the connection layer spawns it and answers when it completes.
+    Later(futures::future::BoxFuture<'static, Result<Reply, ProtocolError>>),
 }
 
 /// Holds a command's responder while its handler runs.

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::config::DaemonConfig;
+use crate::conn::ConnSlot;
 use crate::core::Shared;
 use crate::core::subscribe::{Subscription, Topic};
 use crate::error::DaemonError;
@@ -156,15 +157,6 @@ impl Daemon {
     }
 }
 
-/// Counts a transport's live connections; the count drops with the connection.
-pub(crate) struct ConnSlot(Arc<AtomicUsize>);
-
-impl Drop for ConnSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 async fn accept_loop(shared: Arc<Shared>, mut t: Box<dyn Transport>) {
     let live = Arc::new(AtomicUsize::new(0));
     let cap = shared.cfg.max_connections;
@@ -187,7 +179,7 @@ async fn accept_loop(shared: Arc<Shared>, mut t: Box<dyn Transport>) {
             continue;
         }
         live.fetch_add(1, Ordering::AcqRel);
-        let slot = ConnSlot(Arc::clone(&live));
+        let slot = ConnSlot::new(Arc::clone(&live));
         shared
             .tasks
             .spawn(crate::conn::serve(Arc::clone(&shared), c, slot));

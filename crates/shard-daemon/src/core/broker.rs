@@ -19,10 +19,7 @@ use shard_protocol::{Event, IncomingEvent, decode_event_lenient, ids, to_line};
 
 use super::state::{ConnEntry, ConnId, Inflight, LiveRuntime, PendingKind, Shared, State};
 
-/// Serializes an event as one frame.
-pub(crate) fn frame(event: &Event) -> Bytes {
-    Bytes::from(to_line(event))
-}
+pub(crate) use crate::wire::frame;
 
 /// Adds `"agent_id"` to a Runtime line without re-encoding it: ids are validated base32,
 /// so no escaping is needed, and the rest of the line is copied as is.

@@ -25,28 +25,11 @@ use shard_protocol::orchestrator::SubagentRunChanged;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::LaunchLimits;
 use crate::core::Shared;
 use crate::reply::ProtocolError;
 pub(crate) use client::InternalClient;
 use record::{JobRecord, JobStore, RunRecord};
-
-/// Launch limits (ARCHITECTURE §9 `launch_policy`).
-#[derive(Debug, Clone, Copy)]
-pub struct LaunchLimits {
-    /// Most tasks in one job.
-    pub max_tasks: usize,
-    /// Deepest a child may be (a top-level agent is depth 0).
-    pub max_depth: u32,
-}
-
-impl Default for LaunchLimits {
-    fn default() -> Self {
-        LaunchLimits {
-            max_tasks: 8,
-            max_depth: 2,
-        }
-    }
-}
 
 /// Live control of a run the coordinator is executing (not durable).
 #[derive(Debug, Default)]
@@ -232,7 +215,7 @@ impl Jobs {
         }
         if let Some(ev) = event {
             let parent = ev.parent_agent_id.clone();
-            let frame = crate::core::frame(&Event::SubagentRunChanged(ev));
+            let frame = crate::wire::frame(&Event::SubagentRunChanged(ev));
             shared.send_to_owner(&parent, &frame);
         }
         self.changed.send_modify(|v| *v += 1);

@@ -22,9 +22,8 @@ use shard_protocol::orchestrator::{BranchDisposition, WorkspaceConflict};
 use shard_protocol::workspace::{WorkspaceConflictData, WorkspaceConflictKind};
 use shard_protocol::{ErrorCode, Event};
 
-use crate::commands::Handled;
 use crate::core::Shared;
-use crate::reply::{ProtocolError, Reply};
+use crate::reply::{Handled, ProtocolError, Reply};
 use record::RecordStore;
 pub(crate) use record::WorkspaceRecord;
 
