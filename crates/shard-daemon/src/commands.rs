@@ -13,7 +13,32 @@ use shard_protocol::command::{Command, SessionOpKind};
 use shard_protocol::responses::{AgentsData, SessionActivated, SessionListData, TerminateData};
 
 use crate::core::{ConnId, Shared, begin_shutdown};
+use crate::jobs::Jobs;
 use crate::reply::{Handled, ProtocolError, Reply, ReplySlot};
+use crate::workspaces::Workspaces;
+
+/// What commands are applied to: the registry (`core`) and the services on top of it.
+/// Built once by the server; each connection holds a clone.
+#[derive(Clone)]
+pub(crate) struct Services {
+    /// The registry: agents, Runtimes, attachments, requests, connections.
+    pub core: Arc<Shared>,
+    /// Subagent jobs.
+    pub jobs: Arc<Jobs>,
+    /// Git-worktree workspaces.
+    pub workspaces: Arc<Workspaces>,
+}
+
+impl Services {
+    /// The services on top of `core`; their records are read by [`Services::load`].
+    pub fn new(core: Arc<Shared>) -> Self {
+        Services {
+            jobs: Arc::new(Jobs::new(Arc::clone(&core))),
+            workspaces: Arc::new(Workspaces::new(Arc::clone(&core))),
+            core,
+        }
+    }
+}
 
 fn data<T: serde::Serialize>(v: T) -> Result<Reply, ProtocolError> {
     Ok(Reply::Done(serde_json::to_value(v).ok()))
@@ -28,18 +53,21 @@ fn needs_agent_id() -> ProtocolError {
 
 /// Handles one decoded command from connection `conn`.
 pub(crate) fn dispatch(
-    core: &Arc<Shared>,
+    svc: &Services,
     conn: ConnId,
     command: Command,
     slot: &mut ReplySlot,
 ) -> Handled {
+    let core = &svc.core;
     let ty = command.type_name();
     let now = match command {
         Command::WorkspaceCreate(_)
         | Command::WorkspaceAttach(_)
         | Command::WorkspaceList(_)
         | Command::WorkspaceStatus(_)
-        | Command::WorkspaceRetire(_) => return crate::workspaces::dispatch(core, command),
+        | Command::WorkspaceRetire(_) => {
+            return crate::workspaces::dispatch(&svc.workspaces, command);
+        }
         Command::AgentList(_) => data(AgentsData {
             agents: core.list_agents(None),
         }),
@@ -114,7 +142,7 @@ pub(crate) fn dispatch(
         | Command::SubagentRelaunch(_)
         | Command::SubagentStatus(_)
         | Command::SubagentStop(_) => {
-            return Handled::Later(crate::jobs::handlers::handle(core, conn, command));
+            return Handled::Later(crate::jobs::handlers::handle(&svc.jobs, conn, command));
         }
         Command::RequestSync(t) => core.request_sync(conn, t.agent_id.as_deref(), slot),
         Command::PermissionResponse(mut p) => match p.agent_id.take() {
@@ -161,7 +189,7 @@ pub(crate) fn dispatch(
                     c,
                     Command::Prompt(_) | Command::Steer(_) | Command::Abort(_)
                 );
-                if lease_bound && core.jobs.leased(&agent_id) {
+                if lease_bound && svc.jobs.leased(&agent_id) {
                     match c {
                         Command::Prompt(_) => {
                             return Handled::Now(Err(ProtocolError::new(
@@ -170,11 +198,12 @@ pub(crate) fn dispatch(
                             )));
                         }
                         Command::Steer(s) => {
-                            let f = crate::jobs::intervene::person_steer(core, conn, agent_id, s);
+                            let f =
+                                crate::jobs::intervene::person_steer(&svc.jobs, conn, agent_id, s);
                             return Handled::Later(f);
                         }
                         Command::Abort(_) => {
-                            let f = crate::jobs::intervene::person_abort(core, conn, agent_id);
+                            let f = crate::jobs::intervene::person_abort(&svc.jobs, conn, agent_id);
                             return Handled::Later(f);
                         }
                         _ => {}

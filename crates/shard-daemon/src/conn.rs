@@ -11,7 +11,7 @@ use serde::Deserialize;
 use shard_protocol::event::{ErrorEvent, Hello};
 use shard_protocol::{ErrorCode, Event, LineError, PROTOCOL_VERSION, decode_command};
 
-use crate::commands;
+use crate::commands::{self, Services};
 use crate::core::Shared;
 use crate::outbox::{Outbox, run_writer};
 use crate::principal::{Principal, TransportKind};
@@ -70,7 +70,8 @@ impl Drop for ConnSlot {
 }
 
 /// Serves one accepted connection until it closes or the daemon stops.
-pub(crate) async fn serve(shared: Arc<Shared>, conn: Connection, _slot: ConnSlot) {
+pub(crate) async fn serve(svc: Services, conn: Connection, _slot: ConnSlot) {
+    let shared = Arc::clone(&svc.core);
     let Connection {
         peer,
         kind,
@@ -147,7 +148,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, conn: Connection, _slot: ConnSlot
                         let ty = msg.command.type_name();
                         let mut slot =
                             ReplySlot::new(Responder::new(Arc::clone(&outbox), msg.id, ty));
-                        match commands::dispatch(&shared, conn_id, msg.command, &mut slot) {
+                        match commands::dispatch(&svc, conn_id, msg.command, &mut slot) {
                             Handled::Now(r) => slot.finish(r),
                             Handled::Later(work) => {
                                 shared.tasks.spawn(async move {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::commands::Services;
 use crate::config::DaemonConfig;
 use crate::conn::ConnSlot;
 use crate::core::Shared;
@@ -22,6 +23,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// A bound daemon, ready to [`run`](Daemon::run).
 pub struct Daemon {
     shared: Arc<Shared>,
+    services: Services,
     transports: Vec<Box<dyn Transport>>,
     budget: Arc<LineBudget>,
     _lock: File,
@@ -85,18 +87,20 @@ impl Daemon {
         let shared = Arc::new(Shared::new(config, launcher));
         let manifests = shared.store.load_all().await?;
         shared.add_loaded(manifests);
-        shared
+        let services = Services::new(Arc::clone(&shared));
+        services
             .jobs
             .load()
             .await
             .map_err(|e| DaemonError::io("loading subagent job records", e))?;
-        shared
+        services
             .workspaces
             .load()
             .await
             .map_err(|e| DaemonError::io("reading workspace records", e))?;
         Ok(Daemon {
             shared,
+            services,
             transports: vec![Box::new(unix)],
             budget,
             _lock: lock,
@@ -127,11 +131,11 @@ impl Daemon {
             tracing::warn!(error = %e, "could not become a child subreaper; orphaned tool processes may escape");
         }
         crate::core::spawn_background(&shared);
-        crate::jobs::resume_reports(&shared);
+        self.services.jobs.resume_reports();
         let mut accept_tasks = Vec::new();
         for t in self.transports {
             tracing::info!(transport = %t.describe(), "listening");
-            accept_tasks.push(tokio::spawn(accept_loop(Arc::clone(&shared), t)));
+            accept_tasks.push(tokio::spawn(accept_loop(self.services.clone(), t)));
         }
         shared.shutdown.cancelled().await;
         for t in accept_tasks {
@@ -157,7 +161,8 @@ impl Daemon {
     }
 }
 
-async fn accept_loop(shared: Arc<Shared>, mut t: Box<dyn Transport>) {
+async fn accept_loop(svc: Services, mut t: Box<dyn Transport>) {
+    let shared = Arc::clone(&svc.core);
     let live = Arc::new(AtomicUsize::new(0));
     let cap = shared.cfg.max_connections;
     loop {
@@ -180,9 +185,7 @@ async fn accept_loop(shared: Arc<Shared>, mut t: Box<dyn Transport>) {
         }
         live.fetch_add(1, Ordering::AcqRel);
         let slot = ConnSlot::new(Arc::clone(&live));
-        shared
-            .tasks
-            .spawn(crate::conn::serve(Arc::clone(&shared), c, slot));
+        shared.tasks.spawn(crate::conn::serve(svc.clone(), c, slot));
     }
     drop(t);
 }
