@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use shard_protocol::ErrorCode;
 use shard_protocol::command::SessionActivate;
+use shard_protocol::command::kind;
 use shard_protocol::command::{Command, SessionOpKind};
 use shard_protocol::responses::{AgentsData, SessionActivated, SessionListData, TerminateData};
 
@@ -40,10 +41,6 @@ impl Services {
     }
 }
 
-fn data<T: serde::Serialize>(v: T) -> Result<Reply, ProtocolError> {
-    Ok(Reply::Done(serde_json::to_value(v).ok()))
-}
-
 fn needs_agent_id() -> ProtocolError {
     ProtocolError::new(
         ErrorCode::NotAttached,
@@ -68,7 +65,7 @@ pub(crate) fn dispatch(
         | Command::WorkspaceRetire(_) => {
             return crate::workspaces::dispatch(&svc.workspaces, command);
         }
-        Command::AgentList(_) => data(AgentsData {
+        Command::AgentList(_) => Reply::data::<kind::AgentList>(&AgentsData {
             agents: core.list_agents(None),
         }),
         Command::AgentStatus(q) => {
@@ -76,7 +73,7 @@ pub(crate) fn dispatch(
             if q.agent_id.is_some() && agents.is_empty() {
                 Err(ProtocolError::new(ErrorCode::NotFound, "no such agent"))
             } else {
-                data(AgentsData { agents })
+                Reply::data::<kind::AgentStatus>(&AgentsData { agents })
             }
         }
         Command::SessionList(q) => {
@@ -87,7 +84,7 @@ pub(crate) fn dispatch(
                 })
                 .await;
                 match listed {
-                    Ok(Ok(metas)) => data(SessionListData {
+                    Ok(Ok(metas)) => Reply::data::<kind::SessionList>(&SessionListData {
                         sessions: metas.iter().map(|m| m.to_summary(false)).collect(),
                     }),
                     Ok(Err(e)) => Err(ProtocolError::new(
@@ -115,7 +112,7 @@ pub(crate) fn dispatch(
         Command::AgentDetach(r) => core.detach(conn, &r.agent_id).map(|()| Reply::Done(None)),
         Command::AgentTerminate(r) => core
             .terminate(&r.agent_id)
-            .and_then(|deferred| data(TerminateData { deferred })),
+            .and_then(|deferred| Reply::data::<kind::AgentTerminate>(&TerminateData { deferred })),
         Command::AgentKill(k) => {
             let wait = match core.kill(&k.agent_id, k.force.unwrap_or(false)) {
                 Ok(w) => w,
@@ -251,7 +248,7 @@ async fn activate(core: &Arc<Shared>, a: SessionActivate) -> Result<Reply, Proto
         core.revert_session(&a.agent_id, &a.session_id, &done.previous_session_id);
         return Err(e);
     }
-    data(SessionActivated {
+    Reply::data::<kind::SessionActivate>(&SessionActivated {
         session_id: a.session_id,
         previous_session_id: done.previous_session_id,
         runtime_stopping: done.runtime_stopping,

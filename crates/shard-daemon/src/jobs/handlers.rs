@@ -7,11 +7,15 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use shard_protocol::ErrorCode;
+use shard_protocol::command::kind;
 use shard_protocol::command::{
     Command, SubagentCreate, SubagentRelaunch, SubagentStatus, SubagentStop, SubagentWait, WaitMode,
 };
 use shard_protocol::ids;
 use shard_protocol::jobs::{JobStrategy, RunActor, RunState};
+use shard_protocol::responses::{
+    CreatedRun, SubagentAgentStatus, SubagentCreated, SubagentRelaunched, SubagentStatusData,
+};
 
 use super::Jobs;
 use super::catalog::{Catalog, Resolved};
@@ -24,6 +28,10 @@ fn invalid(msg: impl Into<String>) -> ProtocolError {
     ProtocolError::new(ErrorCode::InvalidRequest, msg)
 }
 
+/// A reply built as JSON (`subagent.wait` and `subagent.stop`): their typed responses
+/// would order `subagent.wait`'s keys differently and leave out the `job_id: null`
+/// `subagent.stop` sends, so they keep the bytes they have always had. A value is
+/// already encoded: nothing can fail here.
 fn done(v: Value) -> Result<Reply, ProtocolError> {
     Ok(Reply::Done(Some(v)))
 }
@@ -221,11 +229,11 @@ async fn create(jobs: &Arc<Jobs>, c: SubagentCreate) -> Result<Reply, ProtocolEr
         };
         jobs.update(|c| {
             let job = c.add(job);
-            json!({
-                "job_id": job_id,
-                "strategy": strategy,
-                "runs": job.runs.iter().map(created_run).collect::<Vec<_>>(),
-            })
+            SubagentCreated {
+                job_id: job_id.clone(),
+                strategy,
+                runs: job.runs.iter().map(created_run).collect(),
+            }
         })
     };
     if let Err(e) = jobs.persist(&job_id).await {
@@ -233,7 +241,7 @@ async fn create(jobs: &Arc<Jobs>, c: SubagentCreate) -> Result<Reply, ProtocolEr
         return Err(e);
     }
     jobs.spawn_job(job_id);
-    done(data)
+    Reply::data::<kind::SubagentCreate>(&data)
 }
 
 /// A child never exceeds its parent's mode. A parent in `build` (or with no mode: the
@@ -270,29 +278,28 @@ pub(super) fn child_tools(
     }
 }
 
-fn created_run(r: &RunRecord) -> Value {
-    without_nulls(json!({
-        "run_id": r.run_id, "index": r.index, "name": r.name, "state": "queued",
-        "agent_id": r.agent_id, "alias": r.alias,
-        "definition_name": r.definition_name, "display_name": r.display_name,
-    }))
-}
-
-/// Drops the absent optional fields (`definition_name` of a child that no definition
-/// describes): the protocol leaves them out rather than sending `null`.
-fn without_nulls(mut v: Value) -> Value {
-    if let Value::Object(map) = &mut v {
-        map.retain(|_, x| !x.is_null());
+fn created_run(r: &RunRecord) -> CreatedRun {
+    CreatedRun {
+        run_id: r.run_id.clone(),
+        index: r.index,
+        name: r.name.clone(),
+        state: RunState::Queued,
+        agent_id: r.agent_id.clone(),
+        alias: r.alias.clone(),
+        definition_name: r.definition_name.clone(),
+        display_name: r.display_name.clone(),
     }
-    v
 }
 
-fn agent_entry(job_id: &str, parent: &str, r: &RunRecord) -> Value {
-    without_nulls(json!({
-        "agent_id": r.agent_id, "alias": r.alias, "definition_name": r.definition_name,
-        "display_name": r.display_name, "parent_agent_id": parent,
-        "run": r.snapshot(job_id),
-    }))
+fn agent_entry(job_id: &str, parent: &str, r: &RunRecord) -> SubagentAgentStatus {
+    SubagentAgentStatus {
+        agent_id: r.agent_id.clone(),
+        alias: Some(r.alias.clone()),
+        definition_name: r.definition_name.clone(),
+        display_name: r.display_name.clone(),
+        parent_agent_id: Some(parent.to_string()),
+        run: Some(r.snapshot(job_id)),
+    }
 }
 
 fn status(jobs: &Jobs, s: SubagentStatus) -> Result<Reply, ProtocolError> {
@@ -312,7 +319,7 @@ fn status_in(cat: &Catalog, s: &SubagentStatus) -> Result<Reply, ProtocolError> 
                     }
                 }
             }
-            done(json!({ "agents": agents }))
+            Reply::data::<kind::SubagentStatus>(&SubagentStatusData { agents, jobs: None })
         }
         None => {
             let mut owned: Vec<&JobRecord> = cat.owned(parent).collect();
@@ -332,7 +339,10 @@ fn status_in(cat: &Catalog, s: &SubagentStatus) -> Result<Reply, ProtocolError> 
                 }
             }
             let jobs: Vec<_> = owned.iter().map(|j| j.snapshot()).collect();
-            done(json!({ "agents": agents, "jobs": jobs }))
+            Reply::data::<kind::SubagentStatus>(&SubagentStatusData {
+                agents,
+                jobs: Some(jobs),
+            })
         }
     }
 }
@@ -462,18 +472,22 @@ async fn relaunch(jobs: &Arc<Jobs>, r: SubagentRelaunch) -> Result<Reply, Protoc
         let run = job.runs.first().ok_or_else(|| {
             ProtocolError::new(ErrorCode::InternalError, "a relaunch without a run")
         })?;
-        Ok::<_, ProtocolError>(without_nulls(json!({
-            "job_id": job_id, "run_id": run.run_id, "agent_id": run.agent_id, "alias": run.alias,
-            "definition_name": run.definition_name, "display_name": run.display_name,
-            "state": "queued",
-        })))
+        Ok::<_, ProtocolError>(SubagentRelaunched {
+            job_id: job_id.clone(),
+            run_id: run.run_id.clone(),
+            agent_id: run.agent_id.clone(),
+            alias: run.alias.clone(),
+            definition_name: run.definition_name.clone(),
+            display_name: run.display_name.clone(),
+            state: RunState::Queued,
+        })
     })?;
     if let Err(e) = jobs.persist(&job_id).await {
         jobs.update(|c| c.remove(&job_id));
         return Err(e);
     }
     jobs.spawn_job(job_id);
-    done(data)
+    Reply::data::<kind::SubagentRelaunch>(&data)
 }
 
 #[cfg(test)]

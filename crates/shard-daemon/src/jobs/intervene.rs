@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use shard_protocol::ErrorCode;
-use shard_protocol::command::{Command, Steer, SubagentSteer};
+use shard_protocol::command::{Command, Steer, SubagentSteer, kind};
 use shard_protocol::event::Response;
 use shard_protocol::ids;
 use shard_protocol::jobs::{RunAction, RunActionKind, RunActor, RunState};
@@ -26,10 +26,6 @@ pub(crate) fn steer_outcome(resp: Option<Response>) -> SteerOutcome {
         .and_then(|r| r.data)
         .and_then(|d| serde_json::from_value::<SteerData>(d).ok())
         .map_or(SteerOutcome::Conflict, |d| d.status)
-}
-
-fn reply<T: serde::Serialize>(v: &T) -> Result<Reply, ProtocolError> {
-    Ok(Reply::Done(serde_json::to_value(v).ok()))
 }
 
 /// `subagent.steer`.
@@ -51,7 +47,7 @@ pub(crate) async fn subagent_steer(
             .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no run for that target"))
     })?;
     let data = steer_run(jobs, &at.0, at.1, s.message, None, RunActor::Parent).await?;
-    reply(&data)
+    Reply::data::<kind::SubagentSteer>(&data)
 }
 
 /// Steers run `index` of `job_id` strictly into its current turn and records the outcome.
@@ -186,7 +182,9 @@ pub(crate) fn person_steer(
                 "the child's turn ended before it took the steer; the message was dropped",
             ));
         }
-        reply(&data)
+        // Answered with the `subagent.steer` data (a superset of a steer's), as before
+        // the command table: typed as that command's response.
+        Reply::data::<kind::SubagentSteer>(&data)
     })
 }
 

@@ -15,8 +15,10 @@ use shard_protocol::{ErrorCode, Event, ids};
 use super::Workspaces;
 use super::git;
 use super::record::{RECORD_VERSION, WorkspaceRecord};
-use super::{begin, check_version, conflict, data, invalid, no_git, not_found, redact};
+use super::{begin, check_version, conflict, invalid, no_git, not_found, redact};
 use crate::reply::{ProtocolError, Reply};
+use shard_protocol::CommandSpec;
+use shard_protocol::command::kind;
 
 /// What git says about the repository a `cwd` belongs to.
 pub(super) struct Repo {
@@ -307,7 +309,7 @@ pub(super) async fn create(
         .broadcast_event(&Event::WorkspaceCreated(WorkspaceEvent {
             workspace: rec.info(),
         }));
-    finish(ws, rec, agent_id, session_id)
+    finish::<kind::WorkspaceCreate>(ws, rec, agent_id, session_id)
 }
 
 /// Undoes a creation whose agent was refused before anything was started: the worktree
@@ -390,7 +392,9 @@ async fn launch(
     Ok((agent_id, session_id))
 }
 
-fn finish(
+/// Announces the launch and answers `K` (`workspace.create` or `workspace.attach`, both
+/// answered with the launch).
+fn finish<K: CommandSpec<Response = WorkspaceLaunched>>(
     ws: &Workspaces,
     rec: WorkspaceRecord,
     agent_id: String,
@@ -408,7 +412,7 @@ fn finish(
             session_id: out.session_id.clone(),
         },
     ));
-    data(&out)
+    Reply::data::<K>(&out)
 }
 
 pub(super) async fn attach(
@@ -450,7 +454,7 @@ pub(super) async fn attach(
         Err((e, _)) => return Err(e),
     };
     drop(guard);
-    finish(ws, rec, agent_id, session_id)
+    finish::<kind::WorkspaceAttach>(ws, rec, agent_id, session_id)
 }
 
 #[cfg(test)]

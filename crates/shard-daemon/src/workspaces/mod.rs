@@ -183,10 +183,6 @@ fn redact(msg: &str, common_dir: &str) -> String {
     msg.replace(common_dir, "<git-dir>")
 }
 
-fn data<T: serde::Serialize>(v: &T) -> Result<Reply, ProtocolError> {
-    Ok(Reply::Done(serde_json::to_value(v).ok()))
-}
-
 /// Only protocol version 1 of these commands exists (`version?: 1`).
 fn check_version(v: Option<u32>) -> Result<(), ProtocolError> {
     match v {

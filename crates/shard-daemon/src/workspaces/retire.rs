@@ -16,8 +16,9 @@ use shard_protocol::{ErrorCode, Event, ids};
 use super::Workspaces;
 use super::record::WorkspaceRecord;
 use super::status::{agents, branch_tip, is_missing, worktree_status};
-use super::{begin, check_version, conflict, data, git, no_git, not_found, redact};
+use super::{begin, check_version, conflict, git, no_git, not_found, redact};
 use crate::reply::{ProtocolError, Reply};
+use shard_protocol::command::kind;
 
 pub(super) async fn retire(
     ws: &Arc<Workspaces>,
@@ -29,7 +30,7 @@ pub(super) async fn retire(
         .unwrap_or(BranchDisposition::DeleteIfMerged);
     let rec = ws.get(&r.workspace_id).ok_or_else(not_found)?;
     if rec.lifecycle == WorkspaceLifecycle::Retired {
-        return data(&WorkspaceRetiredData {
+        return Reply::data::<kind::WorkspaceRetire>(&WorkspaceRetiredData {
             workspace: rec.info(),
             branch_deleted: rec.branch_deleted,
             branch_tip: rec.recorded_tip.clone(),
@@ -182,7 +183,7 @@ pub(super) async fn retire(
         .broadcast_event(&Event::WorkspaceRetired(WorkspaceEvent {
             workspace: next.info(),
         }));
-    data(&WorkspaceRetiredData {
+    Reply::data::<kind::WorkspaceRetire>(&WorkspaceRetiredData {
         workspace: next.info(),
         branch_deleted: deleted,
         branch_tip: next.recorded_tip.clone(),

@@ -15,8 +15,9 @@ use shard_protocol::workspace::{
 use super::Workspaces;
 use super::git;
 use super::record::WorkspaceRecord;
-use super::{check_version, data, no_git, not_found};
+use super::{check_version, no_git, not_found};
 use crate::reply::{ProtocolError, Reply};
+use shard_protocol::command::kind;
 
 /// `workspace.list`: grouped by repository (`repository_cwd`), oldest first in a group;
 /// `cwd` narrows to the repository that directory belongs to (matched by its main
@@ -42,7 +43,7 @@ pub(super) async fn list(ws: &Arc<Workspaces>, l: &WorkspaceList) -> Result<Repl
             match hit {
                 Some(r) => Some(r.repository_cwd.clone()),
                 None => {
-                    return data(&WorkspaceListData {
+                    return Reply::data::<kind::WorkspaceList>(&WorkspaceListData {
                         repositories: Vec::new(),
                     });
                 }
@@ -73,7 +74,7 @@ pub(super) async fn list(ws: &Arc<Workspaces>, l: &WorkspaceList) -> Result<Repl
             }
         })
         .collect();
-    data(&WorkspaceListData { repositories })
+    Reply::data::<kind::WorkspaceList>(&WorkspaceListData { repositories })
 }
 
 /// Agents of `rec` with a live Runtime, and those mid-turn.
@@ -162,7 +163,7 @@ pub(super) async fn status(ws: &Arc<Workspaces>, r: WorkspaceRef) -> Result<Repl
     };
     if rec.lifecycle == WorkspaceLifecycle::Retired {
         out.branch_tip = rec.recorded_tip.clone();
-        return data(&out);
+        return Reply::data::<kind::WorkspaceStatus>(&out);
     }
     out.missing = is_missing(&rec.cwd).await;
     let counts = async {
@@ -205,5 +206,5 @@ pub(super) async fn status(ws: &Arc<Workspaces>, r: WorkspaceRef) -> Result<Repl
     if out.branch_tip.is_none() {
         out.branch_tip = branch_tip(&rec).await?;
     }
-    data(&out)
+    Reply::data::<kind::WorkspaceStatus>(&out)
 }
