@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 use shard_protocol::command::{AgentTarget, Command, Prompt, Steer};
-use shard_protocol::event::Event;
+use shard_protocol::event::{Event, Response};
 use shard_protocol::ids;
 use shard_protocol::jobs::{JobStrategy, RunState, RunUsage};
-use shard_protocol::responses::SteerOutcome;
+use shard_protocol::responses::{SteerData, SteerOutcome};
 use shard_protocol::types::{ContentBlock, Role};
 
 use super::Jobs;
@@ -149,9 +149,9 @@ fn child_manifest(jobs: &Jobs, job_id: &str, index: usize) -> Result<AgentManife
     // Checked again as the child materializes: the parent may have switched mode since
     // the job was accepted (a chain's later step, a relaunch), and its tools narrow the
     // child's whatever the record says.
-    let mode = super::handlers::child_mode(view.mode.as_deref(), mode.as_deref())
+    let mode = super::definitions::child_mode(view.mode.as_deref(), mode.as_deref())
         .map_err(|e| e.message)?;
-    let tools = super::handlers::child_tools(tools, pm.tools.as_deref());
+    let tools = super::definitions::child_tools(tools, pm.tools.as_deref());
     // A scripted parent's "model" is its script; children name their own (or inherit it).
     Ok(AgentManifest {
         version: MANIFEST_VERSION,
@@ -410,7 +410,7 @@ pub(crate) async fn report(jobs: &Arc<Jobs>, job_id: &str, index: usize) {
             turn_id: None,
         });
         if let Ok(rx) = client.send(shared, &parent, steer) {
-            delivered = super::intervene::steer_outcome(rx.await.ok()) == SteerOutcome::Injected;
+            delivered = steer_outcome(rx.await.ok()) == SteerOutcome::Injected;
         }
     }
     if !delivered {
@@ -430,6 +430,15 @@ pub(crate) async fn report(jobs: &Arc<Jobs>, job_id: &str, index: usize) {
         tracing::warn!(job_id, index, "the parent did not take a completion report");
     }
     jobs.update(|c| c.end_report(&run_id));
+}
+
+/// What a strict steer's answer says; anything but `injected` (a refusal, a Runtime that
+/// died first) means the message is not in the turn.
+pub(crate) fn steer_outcome(resp: Option<Response>) -> SteerOutcome {
+    resp.filter(|r| r.success)
+        .and_then(|r| r.data)
+        .and_then(|d| serde_json::from_value::<SteerData>(d).ok())
+        .map_or(SteerOutcome::Conflict, |d| d.status)
 }
 
 /// The structured report a parent model reads (never the task text).

@@ -172,13 +172,13 @@ async fn create(jobs: &Arc<Jobs>, c: SubagentCreate) -> Result<Reply, ProtocolEr
             Some(d) => (d, Some(name.clone())),
             None => (super::definitions::general(), None),
         };
-        let mode = child_mode(
+        let mode = super::definitions::child_mode(
             parent.mode.as_deref(),
             c.mode.as_deref().or(def.mode.as_deref()),
         )?;
         defs.push((def, mode, definition_name));
     }
-    let mode = child_mode(parent.mode.as_deref(), c.mode.as_deref())?;
+    let mode = super::definitions::child_mode(parent.mode.as_deref(), c.mode.as_deref())?;
     let job_id = ids::new_id(ids::JOB);
     let created_at = ids::now_millis();
     let data = {
@@ -190,7 +190,10 @@ async fn create(jobs: &Arc<Jobs>, c: SubagentCreate) -> Result<Reply, ProtocolEr
                 |(i, ((name, task), (def, run_mode, definition_name)))| RunRecord {
                     model: c.model.clone().or(def.model.clone()),
                     mode: run_mode,
-                    tools: child_tools(def.tools.clone(), parent.manifest.tools.as_deref()),
+                    tools: super::definitions::child_tools(
+                        def.tools.clone(),
+                        parent.manifest.tools.as_deref(),
+                    ),
                     system_prompt: (!def.prompt.is_empty()).then(|| def.prompt.clone()),
                     run_id: ids::new_id(ids::RUN),
                     index: i as u32,
@@ -242,40 +245,6 @@ async fn create(jobs: &Arc<Jobs>, c: SubagentCreate) -> Result<Reply, ProtocolEr
     }
     jobs.spawn_job(job_id);
     Reply::data::<kind::SubagentCreate>(&data)
-}
-
-/// A child never exceeds its parent's mode. A parent in `build` (or with no mode: the
-/// Runtime's default, which is `build`) may launch a child in any mode, since every other
-/// mode only narrows `build`; a parent in any other mode (`plan`, or a configured mode
-/// with its own tool list) gets children in exactly its own mode, because the daemon
-/// cannot tell whether a different narrowing is narrower.
-pub(super) fn child_mode(
-    parent: Option<&str>,
-    wanted: Option<&str>,
-) -> Result<Option<String>, ProtocolError> {
-    match (parent, wanted) {
-        (None | Some("build"), m) => Ok(m.map(str::to_string)),
-        (Some(p), None) => Ok(Some(p.to_string())),
-        (Some(p), Some(w)) if p == w => Ok(Some(p.to_string())),
-        (Some(p), Some(other)) => Err(ProtocolError::new(
-            ErrorCode::PermissionDenied,
-            format!("a parent in {p} mode cannot launch a child in {other} mode"),
-        )),
-    }
-}
-
-/// A child's tool allow-list: its definition's, narrowed to its parent's (`None` on
-/// either side is no restriction from that side). Delegation never widens what the
-/// parent was given.
-pub(super) fn child_tools(
-    definition: Option<Vec<String>>,
-    parent: Option<&[String]>,
-) -> Option<Vec<String>> {
-    match (definition, parent) {
-        (None, p) => p.map(<[String]>::to_vec),
-        (Some(d), None) => Some(d),
-        (Some(d), Some(p)) => Some(d.into_iter().filter(|t| p.contains(t)).collect()),
-    }
 }
 
 fn created_run(r: &RunRecord) -> CreatedRun {
@@ -488,52 +457,4 @@ async fn relaunch(jobs: &Arc<Jobs>, r: SubagentRelaunch) -> Result<Reply, Protoc
     }
     jobs.spawn_job(job_id);
     Reply::data::<kind::SubagentRelaunch>(&data)
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-    use super::*;
-
-    fn v(s: &[&str]) -> Vec<String> {
-        s.iter().map(|t| t.to_string()).collect()
-    }
-
-    #[test]
-    fn a_child_gets_at_most_its_parents_tools() {
-        let parent = v(&["read", "subagent"]);
-        assert_eq!(
-            child_tools(Some(v(&["bash", "read"])), Some(&parent)),
-            Some(v(&["read"]))
-        );
-        assert_eq!(child_tools(None, Some(&parent)), Some(parent.clone()));
-        assert_eq!(child_tools(Some(v(&["bash"])), None), Some(v(&["bash"])));
-        assert_eq!(child_tools(Some(v(&["bash"])), Some(&parent)), Some(v(&[])));
-        assert_eq!(child_tools(None, None), None);
-    }
-
-    #[test]
-    fn a_child_is_never_in_a_looser_mode() {
-        assert_eq!(
-            child_mode(None, Some("plan")).unwrap().as_deref(),
-            Some("plan")
-        );
-        assert_eq!(child_mode(Some("build"), None).unwrap(), None);
-        assert_eq!(
-            child_mode(Some("plan"), None).unwrap().as_deref(),
-            Some("plan")
-        );
-        assert_eq!(
-            child_mode(Some("docs"), None).unwrap().as_deref(),
-            Some("docs")
-        );
-        assert_eq!(
-            child_mode(Some("docs"), Some("docs")).unwrap().as_deref(),
-            Some("docs")
-        );
-        for (parent, wanted) in [("plan", "build"), ("docs", "build"), ("docs", "plan")] {
-            let e = child_mode(Some(parent), Some(wanted)).unwrap_err();
-            assert_eq!(e.code, ErrorCode::PermissionDenied);
-        }
-    }
 }

@@ -8,25 +8,15 @@ use std::sync::Arc;
 
 use shard_protocol::ErrorCode;
 use shard_protocol::command::{Command, Steer, SubagentSteer, kind};
-use shard_protocol::event::Response;
 use shard_protocol::ids;
 use shard_protocol::jobs::{RunAction, RunActionKind, RunActor, RunState};
-use shard_protocol::responses::{SteerData, SteerOutcome, SubagentSteerData};
+use shard_protocol::responses::{SteerOutcome, SubagentSteerData};
 use shard_protocol::types::Image;
 
 use super::Jobs;
 use super::catalog::Resolved;
 use crate::core::ConnId;
 use crate::reply::{ProtocolError, Reply};
-
-/// What a strict steer's answer says; anything but `injected` (a refusal, a Runtime that
-/// died first) means the message is not in the turn.
-pub(crate) fn steer_outcome(resp: Option<Response>) -> SteerOutcome {
-    resp.filter(|r| r.success)
-        .and_then(|r| r.data)
-        .and_then(|d| serde_json::from_value::<SteerData>(d).ok())
-        .map_or(SteerOutcome::Conflict, |d| d.status)
-}
 
 /// `subagent.steer`.
 pub(crate) async fn subagent_steer(
@@ -93,7 +83,7 @@ async fn steer_run(
             turn_id: Some(turn_id.clone()),
         }),
     )?;
-    let status = steer_outcome(rx.await.ok());
+    let status = super::coordinator::steer_outcome(rx.await.ok());
     let action = RunAction {
         action: RunActionKind::Steer,
         by,
