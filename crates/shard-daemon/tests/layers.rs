@@ -3,7 +3,8 @@
 //! agent creation), command dispatch, and the server that runs connections. This test
 //! reads every `crate::…` path in `src/` and fails when a module names one of a higher
 //! layer, when the modules' graph has a circle, or when a new module is not placed in a
-//! layer — so the import circle the daemon once had cannot silently come back.
+//! layer — so the import circle the daemon once had cannot silently come back. Inside the
+//! services (`jobs/`, `workspaces/`) the files, too, name each other one way only.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -201,13 +202,15 @@ fn no_module_names_a_higher_layer() {
     );
 }
 
-#[test]
-fn the_module_graph_has_no_circle() {
-    let graph = module_graph();
+/// A graph: node → the nodes it names, with one file that does.
+type Graph = BTreeMap<String, BTreeMap<String, String>>;
+
+/// A circle in `graph`, as the nodes round it (first = last), if there is one.
+fn find_circle(graph: &Graph) -> Option<Vec<String>> {
     // Depth-first search with colours; a grey node reached again closes a circle.
     fn visit(
         m: &str,
-        graph: &BTreeMap<String, BTreeMap<String, String>>,
+        graph: &Graph,
         colour: &mut BTreeMap<String, u8>,
         path: &mut Vec<String>,
     ) -> Option<Vec<String>> {
@@ -235,16 +238,70 @@ fn the_module_graph_has_no_circle() {
         None
     }
     let mut colour = BTreeMap::new();
-    for m in graph.keys() {
-        let mut path = Vec::new();
-        if let Some(circle) = visit(m, &graph, &mut colour, &mut path) {
-            let hops: Vec<String> = circle
-                .windows(2)
-                .map(|w| format!("{} → {} ({})", w[0], w[1], graph[&w[0]][&w[1]]))
-                .collect();
+    graph
+        .keys()
+        .find_map(|m| visit(m, graph, &mut colour, &mut Vec::new()))
+}
+
+fn describe(graph: &Graph, circle: &[String]) -> String {
+    circle
+        .windows(2)
+        .map(|w| format!("{} → {} ({})", w[0], w[1], graph[&w[0]][&w[1]]))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_module_graph_has_no_circle() {
+    let graph = module_graph();
+    if let Some(circle) = find_circle(&graph) {
+        panic!(
+            "the daemon's modules import in a circle:\n{}",
+            describe(&graph, &circle)
+        );
+    }
+}
+
+/// The files of a directory module (its `mod.rs` aside: the parent every file may use)
+/// and the sibling files each names through `super::`.
+fn file_graph(module: &str) -> Graph {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src")
+        .join(module);
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let stem = |p: &Path| p.file_stem().unwrap().to_str().unwrap().to_string();
+    let siblings: BTreeSet<String> = files
+        .iter()
+        .map(|f| stem(f))
+        .filter(|s| s != "mod")
+        .collect();
+    let mut graph = Graph::new();
+    for file in &files {
+        let from = stem(file);
+        if from == "mod" {
+            continue;
+        }
+        let code = code_of(&std::fs::read_to_string(file).unwrap()).replace("super::", "crate::");
+        let edges = graph.entry(from.clone()).or_default();
+        for named in named_modules(&code) {
+            if named != from && siblings.contains(&named) {
+                edges.insert(named, format!("{module}/{from}.rs"));
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn the_services_files_run_one_way() {
+    for service in ["jobs", "workspaces"] {
+        let graph = file_graph(service);
+        assert!(graph.len() > 2, "{service}: no files found");
+        if let Some(circle) = find_circle(&graph) {
             panic!(
-                "the daemon's modules import in a circle:\n{}",
-                hops.join("\n")
+                "the files of {service} import in a circle:\n{}",
+                describe(&graph, &circle)
             );
         }
     }
