@@ -89,6 +89,9 @@ command_table! {
         AgentTerminate(AgentRef) = "agent.terminate" => TerminateData,
         /// Kill an agent's Runtime.
         AgentKill(AgentKill) = "agent.kill" => (),
+        /// Additive: archive an agent — its Runtime stops, it is listed with `archived: true`
+        /// (clients leave it out of their lists), and its session is kept.
+        AgentArchive(AgentRef) = "agent.archive" => (),
         /// Status of one or all agents.
         AgentStatus(AgentStatusQuery) = "agent.status" => AgentsData,
         /// Stop the daemon.

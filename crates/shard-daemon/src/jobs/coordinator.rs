@@ -170,6 +170,7 @@ fn child_manifest(jobs: &Jobs, job_id: &str, index: usize) -> Result<AgentManife
         adopted: false,
         started: false,
         system_prompt_file: None,
+        archived: false,
     })
 }
 
