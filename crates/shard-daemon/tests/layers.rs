@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "error",
             "fdlimit",
             "fsutil",
+            "hosts",
             "launcher",
             "lines",
             "manifest",
