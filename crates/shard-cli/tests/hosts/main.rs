@@ -566,6 +566,16 @@ async fn hosts_install_copies_this_shard_and_agents_run_with_it() {
     );
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("installed shard on box"), "{said}");
+    let listed = StdCommand::new(SHARD)
+        .args(["hosts", "list"])
+        .env("SHARD_HOME", w.home())
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.starts_with("box") && listed.contains("ssh box"),
+        "{listed}"
+    );
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&target).unwrap().permissions().mode();
     assert_eq!(mode & 0o111, 0o111);
