@@ -3,7 +3,7 @@
 //! `session/request_permission`, and the editor's prompts, cancels and mode switches into
 //! Shard commands. Everything else talks to it through [`SessionHandle`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -21,7 +21,10 @@ use crate::link::{AgentSpec, Events, Link};
 use crate::rpc::{Peer, RpcError, code};
 use crate::translate::{self, ShardPrompt};
 
+mod held;
 mod requests;
+
+pub use held::names as mcp_names;
 
 /// How long a cancelled prompt may wait for its turn to end before it answers
 /// `cancelled` anyway (ACP clients expect the answer promptly; the turn's last events
@@ -124,6 +127,10 @@ pub struct Start {
     pub mode: String,
     /// The editor's file offer.
     pub files: ClientFiles,
+    /// The names of the editor's MCP servers (a prompt waits while they connect).
+    pub mcp_names: HashSet<String>,
+    /// The agent's first `sync` (which servers are still connecting).
+    pub sync: Option<shard_protocol::event::Sync>,
 }
 
 /// The session task's state.
@@ -142,6 +149,9 @@ pub struct Session {
     mode: String,
     tx: mpsc::UnboundedSender<Msg>,
     files: ClientFiles,
+    mcp_names: HashSet<String>,
+    mcp_waiting: HashSet<String>,
+    held: Option<held::Held>,
 }
 
 impl Session {
@@ -164,9 +174,23 @@ impl Session {
             mode: start.mode,
             tx: tx.clone(),
             files: start.files,
+            mcp_names: start.mcp_names,
+            mcp_waiting: HashSet::new(),
+            held: None,
         };
-        tokio::spawn(session.run(rx));
+        tokio::spawn(session.start(start.sync, rx));
         SessionHandle { tx, agent_id }
+    }
+
+    async fn start(
+        mut self,
+        sync: Option<shard_protocol::event::Sync>,
+        rx: mpsc::UnboundedReceiver<Msg>,
+    ) {
+        if let Some(s) = sync {
+            self.mcp_waiting = held::still_starting(&self.mcp_names, &s);
+        }
+        self.run(rx).await;
     }
 
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
@@ -193,6 +217,7 @@ impl Session {
                     None => self.on_died("the Shard Runtime ended".into()).await,
                 },
                 _ = sleep_until(deadline) => self.finish(Ok(acp::StopReason::Cancelled)),
+                _ = sleep_until(self.held.as_ref().map(|h| h.deadline)) => self.release().await,
             }
         }
         if let Some(link) = self.link.take() {
@@ -217,6 +242,9 @@ impl Session {
         match msg {
             Msg::Prompt(p, reply) => self.prompt(p, reply).await,
             Msg::Cancel => {
+                if self.drop_held(Ok(acp::StopReason::Cancelled)) {
+                    return;
+                }
                 if let Some(t) = &mut self.turn
                     && t.cancel_at.is_none()
                 {
@@ -259,7 +287,7 @@ impl Session {
         p: ShardPrompt,
         reply: oneshot::Sender<Result<acp::StopReason, RpcError>>,
     ) {
-        if self.turn.is_some() {
+        if self.turn.is_some() || self.held.is_some() {
             let e = RpcError::new(
                 code::INVALID_REQUEST,
                 "a prompt is already running in this session",
@@ -290,6 +318,23 @@ impl Session {
             let _ = reply.send(Ok(acp::StopReason::EndTurn));
             return;
         }
+        if let Some((p, reply)) = self.hold(p, reply) {
+            self.send_prompt(p, reply).await;
+        }
+    }
+
+    /// Sends a prompt to the Runtime; the turn's end answers it.
+    async fn send_prompt(
+        &mut self,
+        p: ShardPrompt,
+        reply: oneshot::Sender<Result<acp::StopReason, RpcError>>,
+    ) {
+        let Some(link) = &self.link else {
+            let _ = reply.send(Err(RpcError::internal(
+                "the session's Runtime is not running",
+            )));
+            return;
+        };
         let images = (!p.images.is_empty()).then_some(p.images);
         let command = Command::Prompt(Prompt {
             agent_id: None,
@@ -356,6 +401,10 @@ impl Session {
             }
         }
         self.asked.clear();
+        self.mcp_waiting.clear();
+        self.drop_held(Err(RpcError::internal(format!(
+            "{why}; the next prompt starts a new Runtime on the same session"
+        ))));
         let open: Vec<String> = self
             .order
             .iter()
@@ -503,6 +552,7 @@ impl Session {
                 }
             }
             Event::Sync(s) => self.on_sync(&s).await,
+            Event::ToolsChanged(t) => self.mcp_changed(&t).await,
             Event::FileRequest(r) => self.file_request(*r),
             Event::UiRequest(u) => {
                 // ACP v1 has no question dialog: the request is dismissed, which the
@@ -520,6 +570,7 @@ impl Session {
     }
 
     async fn on_sync(&mut self, s: &shard_protocol::event::Sync) {
+        self.mcp_waiting = held::still_starting(&self.mcp_names, s);
         if self.files.read || self.files.write {
             // A new Runtime generation starts without the offer.
             if let Some(link) = &self.link {

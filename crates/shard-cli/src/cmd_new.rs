@@ -69,6 +69,7 @@ pub fn new(args: NewArgs) -> ExitCode {
             tools: args.tools.clone(),
             skills: None,
             headless_policy: args.headless_policy.map(Into::into),
+            mcp_servers: None,
             name: args.name.clone(),
             parent_agent_id: None,
             system_prompt: None,

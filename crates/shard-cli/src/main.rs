@@ -98,7 +98,8 @@ fn main() -> ExitCode {
     // SAFETY: still single-threaded: nothing before this line starts a thread (the
     // zygote check above returns before any is started, or never comes back).
     unsafe { shard_sandbox::hardening::detach_environment() };
-    shard_sandbox::hardening::harden(&[]);
+    // An editor's MCP servers (their tokens) reach a Runtime in this variable.
+    shard_sandbox::hardening::harden(&[shard_protocol::mcp::CLIENT_MCP_ENV.to_string()]);
     let cli = Cli::parse();
     match cli.command {
         None => tui::run(cli.tui),

@@ -33,6 +33,11 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
             "parent_agent_id is set by the daemon's subagent machinery (subagent.create), not by clients",
         ));
     }
+    if let Some(servers) = &c.mcp_servers
+        && let Err((field, why)) = shard_protocol::mcp::validate_all(servers)
+    {
+        return Err(invalid(format!("mcp_servers{field}: {why}")));
+    }
     let cwd = match tokio::fs::canonicalize(&c.cwd).await {
         Ok(p) if tokio::fs::metadata(&p).await.is_ok_and(|m| m.is_dir()) => p,
         _ => return Err(invalid(format!("cwd {:?} is not a directory", c.cwd))),
@@ -66,6 +71,7 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
         adopted: c.session_id.is_some(),
         started: false,
         system_prompt_file: None,
+        mcp_servers: c.mcp_servers.unwrap_or_default(),
     };
     // An unknown mode, provider or model is one clear error, and nothing is created
     // (issue 9 item 7): the Runtime's own check says what would work.

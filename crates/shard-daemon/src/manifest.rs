@@ -60,6 +60,12 @@ pub struct AgentManifest {
     /// definition body, issue 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt_file: Option<String>,
+    /// MCP servers the creating client supplied (an editor's), passed to every Runtime
+    /// generation. Their `env`/`headers` values are secrets: this file is owner-only
+    /// (0600 in a 0700 folder, like the rest of `SHARD_HOME`), and nothing else the
+    /// daemon writes or sends holds them (docs/decisions.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<shard_protocol::mcp::ClientMcpServer>,
 }
 
 /// Reads and writes manifests; every id is validated before it touches a path.
@@ -156,6 +162,7 @@ mod tests {
             adopted: false,
             started: true,
             system_prompt_file: None,
+            mcp_servers: Vec::new(),
         }
     }
 

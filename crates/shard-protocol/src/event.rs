@@ -303,6 +303,10 @@ pub struct Sync {
     /// Requests still waiting for an answer.
     #[serde(default)]
     pub pending_requests: Vec<PendingRequest>,
+    /// Additive: MCP servers still connecting (their `tools_changed` follows), so a
+    /// client that needs their tools can wait before its first prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_starting: Option<Vec<String>>,
 }
 
 /// `status`.
@@ -562,6 +566,10 @@ pub struct PermissionRequest {
     /// Server-built choices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub choices: Option<Vec<PermissionChoice>>,
+    /// Additive: the tool call this request gates (the `tool_call_id` of its
+    /// `message_delta`/`tool_call` events), so a client matches the two exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 /// `permission_resolved`.

@@ -57,10 +57,14 @@ impl Session {
         });
     }
 
-    /// The announced call a permission request is about: the oldest unfinished call of
-    /// that tool with those arguments that was not asked about yet (the Runtime gates
+    /// The announced call a permission request is about: the one its `tool_call_id`
+    /// names. Without one (a Runtime older than that field), the oldest unfinished call
+    /// of that tool with those arguments that was not asked about yet (the Runtime gates
     /// calls in order), else the oldest of that tool.
     fn call_for(&self, r: &PermissionRequest) -> Option<String> {
+        if let Some(id) = &r.tool_call_id {
+            return self.calls.contains_key(id).then(|| id.clone());
+        }
         let open = |c: &&String| {
             self.calls
                 .get(*c)
@@ -79,7 +83,10 @@ impl Session {
             Some(id) => id,
             None => {
                 // A request with no announced call (a delegated one): announce it now.
-                let id = r.request_id.clone();
+                let id = r
+                    .tool_call_id
+                    .clone()
+                    .unwrap_or_else(|| r.request_id.clone());
                 let args = r.input.as_object().cloned().unwrap_or_default();
                 self.announce(&id, &r.tool_name, Some(&args));
                 id

@@ -93,6 +93,9 @@ pub struct RuntimeOptions {
     pub tools: Option<Vec<String>>,
     /// Replaces the base system prompt (managed children).
     pub system_prompt: Option<String>,
+    /// MCP servers the client supplied (an editor's): started with the configured ones,
+    /// untrusted (`shard_mcp::add_client_servers`).
+    pub client_mcp_servers: Vec<shard_protocol::mcp::ClientMcpServer>,
 }
 
 /// What the transport feeds the actor.

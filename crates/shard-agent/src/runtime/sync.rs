@@ -91,6 +91,7 @@ impl Runtime {
             session_id: Some(self.session.id().to_string()),
             live_window,
             pending_requests,
+            mcp_starting: self.mcp_starting(),
         }))
     }
 }

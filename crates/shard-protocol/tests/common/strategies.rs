@@ -198,6 +198,7 @@ fn permission_request() -> impl Strategy<Value = PermissionRequest> {
                 options,
                 details: None,
                 choices: None,
+                tool_call_id: None,
             },
         )
 }
@@ -361,6 +362,7 @@ pub fn event() -> impl Strategy<Value = Event> {
                         PendingRequest::Permission(Box::new(p)),
                         PendingRequest::Ui(u)
                     ],
+                    mcp_starting: None,
                 }))
             ),
         (opt_text(), text(), any::<u32>(), opt_text(), opt_text()).prop_map(
