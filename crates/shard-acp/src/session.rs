@@ -152,6 +152,8 @@ pub struct Session {
     mcp_names: HashSet<String>,
     mcp_waiting: HashSet<String>,
     held: Option<held::Held>,
+    /// The daemon agent's Runtime died: attach again before the next prompt.
+    reattach: bool,
 }
 
 impl Session {
@@ -177,6 +179,7 @@ impl Session {
             mcp_names: start.mcp_names,
             mcp_waiting: HashSet::new(),
             held: None,
+            reattach: false,
         };
         tokio::spawn(session.start(start.sync, rx));
         SessionHandle { tx, agent_id }
@@ -371,6 +374,18 @@ impl Session {
     /// Reopens a direct Runtime that died (the session's transcript is on disk, so
     /// nothing is lost); a daemon agent restarts on its own.
     async fn ensure_link(&mut self) -> Result<(), RpcError> {
+        if let (true, Some(link)) = (self.reattach, &self.link) {
+            // The attach starts the agent's next generation; its first `sync` says which
+            // of the editor's MCP servers are still connecting, so the prompt waits.
+            let (link, events, sync) = link.reattach().await.map_err(|e| {
+                RpcError::internal(format!("could not restart the Shard Runtime: {e}"))
+            })?;
+            self.reattach = false;
+            self.link = Some(link);
+            self.events = Some(events);
+            self.on_sync(&sync).await;
+            return Ok(());
+        }
         if self.link.is_some() {
             return Ok(());
         }
@@ -399,6 +414,8 @@ impl Session {
             if let Some(link) = self.link.take() {
                 tokio::spawn(link.close());
             }
+        } else {
+            self.reattach = true;
         }
         self.asked.clear();
         self.mcp_waiting.clear();

@@ -91,3 +91,13 @@ fn acp_daemon_session_is_listed_and_answered_by_another_client() {
 fn acp_editor_files_serve_reads_and_writes_after_the_gate() {
     scenario("editor_files");
 }
+
+#[test]
+fn acp_editor_mcp_servers_are_gated_sandboxed_and_keep_their_secrets() {
+    scenario("mcp");
+}
+
+#[test]
+fn acp_editor_mcp_servers_reach_the_daemon_agent_and_its_next_runtime() {
+    scenario("mcp_daemon");
+}
