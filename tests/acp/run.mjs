@@ -42,6 +42,28 @@ function mcpServerCopy(sb) {
   return dst;
 }
 
+/** A sandbox with the MCP test server and a fresh secret, or undefined (printed) without
+ * python3. */
+function mcpSetup() {
+  const sb = sandbox();
+  const srv = mcpServerCopy(sb);
+  if (!srv) {
+    console.log("SKIPPED: python3 is not installed");
+    return undefined;
+  }
+  return { sb, srv, secret: `ed-secret-${process.pid}-${Date.now()}` };
+}
+
+/** Shuts the sandbox's daemon down (killing it if it does not exit). */
+async function stopDaemon(sb, d) {
+  const sd = await ShardClient.connect(join(sb.home, "daemon.sock")).catch(() => undefined);
+  if (sd) {
+    await sd.call({ type: "daemon.shutdown", force: true }).catch(() => undefined);
+    sd.close();
+  }
+  await withTimeout(d.exited, WAIT_MS, "the daemon to exit").catch(() => d.child.kill("SIGKILL"));
+}
+
 /** The editor's server `ed`: the test server with a public and a secret variable. */
 const edServer = (path, secret) => ({
   name: "ed",
@@ -413,13 +435,9 @@ const scenarios = {
 
   /** The editor's MCP servers: through the gate, in the tool sandbox, their secrets kept. */
   async mcp() {
-    const sb = sandbox();
-    const srv = mcpServerCopy(sb);
-    if (!srv) {
-      console.log("SKIPPED: python3 is not installed");
-      return;
-    }
-    const secret = `ed-secret-${process.pid}-${Date.now()}`;
+    const setup = mcpSetup();
+    if (!setup) return;
+    const { sb, srv, secret } = setup;
     const escape = join(sb.dir, "escape.txt");
     const script = sb.script("s.json", [
       tool("m1", "mcp__ed__env", { name: "ED_MODE" }),
@@ -478,13 +496,9 @@ const scenarios = {
   /** Through the daemon: the editor's servers reach the daemon agent and every Runtime
    * generation of it; a dying Runtime fails the prompt and the next starts a new one. */
   async mcp_daemon() {
-    const sb = sandbox();
-    const srv = mcpServerCopy(sb);
-    if (!srv) {
-      console.log("SKIPPED: python3 is not installed");
-      return;
-    }
-    const secret = `ed-secret-${process.pid}-${Date.now()}`;
+    const setup = mcpSetup();
+    if (!setup) return;
+    const { sb, srv, secret } = setup;
     const script = sb.script("s.json", [
       tool("m1", "mcp__ed__env", { name: "ED_MODE" }),
       { steps: [{ text: "Mode: {{tool_result:m1}}." }, { usage: { input: 1, output: 1 } }] },
@@ -530,12 +544,7 @@ const scenarios = {
       eq(holders, [], "no file but the owner-only manifest holds the secret");
       check(!JSON.stringify(c.updates).includes(secret), "no update quotes the secret");
     } finally {
-      const sd = await ShardClient.connect(join(sb.home, "daemon.sock")).catch(() => undefined);
-      if (sd) {
-        await sd.call({ type: "daemon.shutdown", force: true }).catch(() => undefined);
-        sd.close();
-      }
-      await withTimeout(d.exited, WAIT_MS, "the daemon to exit").catch(() => d.child.kill("SIGKILL"));
+      await stopDaemon(sb, d);
     }
   },
 
@@ -595,12 +604,7 @@ const scenarios = {
       check(after.data.agents.some((a) => a.session_id === sessionId), "the agent stays with the daemon");
       other.close();
     } finally {
-      const sd = await ShardClient.connect(join(sb.home, "daemon.sock")).catch(() => undefined);
-      if (sd) {
-        await sd.call({ type: "daemon.shutdown", force: true }).catch(() => undefined);
-        sd.close();
-      }
-      await withTimeout(d.exited, WAIT_MS, "the daemon to exit").catch(() => d.child.kill("SIGKILL"));
+      await stopDaemon(sb, d);
     }
   },
 };
