@@ -6,7 +6,7 @@ import { connect } from "node:net";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import {
   agentText,
   check,
@@ -491,6 +491,41 @@ const scenarios = {
 
     eq(filesContaining(sb.home, secret), [], "no file under SHARD_HOME holds the secret (session, logs)");
     check(!JSON.stringify(c.updates).includes(secret), "no update quotes the secret");
+  },
+
+  /** An editor's streamable-HTTP server: its headers reach it, and stay out of Shard's files. */
+  async mcp_http() {
+    const setup = mcpSetup();
+    if (!setup) return;
+    const { sb, srv, secret } = setup;
+    const log = join(sb.dir, "http.log");
+    const server = spawn("python3", [srv, "--http", "0"], { env: { ...process.env, MCP_TEST_LOG: log }, stdio: ["ignore", "pipe", "inherit"] });
+    try {
+      const port = await withTimeout(
+        new Promise((resolve) => server.stdout.once("data", (d) => resolve(d.toString().trim().replace("listening ", "")))),
+        WAIT_MS,
+        "the HTTP server's port",
+      );
+      const script = sb.script("s.json", [
+        tool("h1", "mcp__web__echo", { text: "over http" }),
+        { steps: [{ text: "Got {{tool_result:h1}}." }, { usage: { input: 1, output: 1 } }] },
+      ]);
+      const c = startAcp(sb, ["--no-daemon", "--provider", "scripted", "--script", script], { permission: allowOnce });
+      await initialize(c);
+      const web = { type: "http", name: "web", url: `http://127.0.0.1:${port}/mcp`, headers: [{ name: "Authorization", value: `Bearer ${secret}` }] };
+      const { sessionId } = await c.agent.request("session/new", { cwd: sb.work, mcpServers: [web] });
+      await c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "echo" }] });
+      // Its readOnlyHint is not trusted: the editor is asked.
+      eq(c.permissions[0]?.toolCall.toolCallId, "h1", "the editor's HTTP tool asks through the gate");
+      check(agentText(c, sessionId).includes("Got echo: over http."), `the call went over HTTP: ${agentText(c, sessionId)}`);
+      check(readFileSync(log, "utf8").includes(`Bearer ${secret}`), "the editor's header reached the server");
+      runtimeHides(sessionId, secret);
+      await c.close();
+      eq(filesContaining(sb.home, secret), [], "no file under SHARD_HOME holds the header");
+      check(!JSON.stringify(c.updates).includes(secret), "no update quotes the header");
+    } finally {
+      server.kill("SIGKILL");
+    }
   },
 
   /** Through the daemon: the editor's servers reach the daemon agent and every Runtime

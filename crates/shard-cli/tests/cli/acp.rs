@@ -98,6 +98,11 @@ fn acp_editor_mcp_servers_are_gated_sandboxed_and_keep_their_secrets() {
 }
 
 #[test]
+fn acp_editor_http_mcp_server_gets_its_headers_and_keeps_them_secret() {
+    scenario("mcp_http");
+}
+
+#[test]
 fn acp_editor_mcp_servers_reach_the_daemon_agent_and_its_next_runtime() {
     scenario("mcp_daemon");
 }
