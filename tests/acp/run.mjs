@@ -433,6 +433,42 @@ const scenarios = {
     await c.close();
   },
 
+  /** Details the other scenarios leave out: a read's location line, `tool_call` before
+   * its permission request, a `cancelled` outcome as deny, `max_tokens` and `refusal`. */
+  async details() {
+    const sb = sandbox();
+    writeFileSync(join(sb.work, "notes.txt"), "one\ntwo\nthree\n");
+    const script = sb.script("s.json", [
+      tool("r1", "read", { path: "notes.txt", offset: 2 }),
+      text("Read."),
+      tool("b1", "bash", { command: "echo ran > ran.txt" }),
+      text("Not run, fine."),
+      { steps: [{ text: "Cut off" }, { usage: { input: 1, output: 1 } }], stop_reason: "max_tokens" },
+      { steps: [{ text: "I won't" }, { usage: { input: 1, output: 1 } }], stop_reason: "refusal" },
+    ]);
+    const announcedFirst = [];
+    let c;
+    c = startAcp(sb, ["--no-daemon", "--provider", "scripted", "--script", script], {
+      permission: (p) => {
+        announcedFirst.push(c.updates.some((u) => u.update.sessionUpdate === "tool_call" && u.update.toolCallId === p.toolCall.toolCallId));
+        return { outcome: { outcome: "cancelled" } };
+      },
+    });
+    await initialize(c);
+    const { sessionId } = await c.agent.request("session/new", { cwd: sb.work, mcpServers: [] });
+    const p = (t) => c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: t }] });
+    eq((await p("read")).stopReason, "end_turn", "read turn");
+    const r1 = c.updates.find((u) => u.update.toolCallId === "r1" && u.update.locations);
+    eq(r1.update.locations, [{ path: join(sb.work, "notes.txt"), line: 2 }], "a read's location has its line");
+    eq((await p("run")).stopReason, "end_turn", "the turn goes on after a cancelled dialog");
+    eq(announcedFirst, [true], "the tool_call came before its permission request");
+    check(!existsSync(join(sb.work, "ran.txt")), "a cancelled permission outcome is a deny");
+    check(c.updates.some((u) => u.update.toolCallId === "b1" && u.update.status === "failed"), "b1 failed");
+    eq((await p("long")).stopReason, "max_tokens", "max_tokens");
+    eq((await p("bad")).stopReason, "refusal", "refusal");
+    await c.close();
+  },
+
   /** The editor's MCP servers: through the gate, in the tool sandbox, their secrets kept. */
   async mcp() {
     const setup = mcpSetup();
@@ -491,6 +527,26 @@ const scenarios = {
 
     eq(filesContaining(sb.home, secret), [], "no file under SHARD_HOME holds the secret (session, logs)");
     check(!JSON.stringify(c.updates).includes(secret), "no update quotes the secret");
+  },
+
+  /** A prompt waiting for an editor's server that never connects is cancelled at once. */
+  async mcp_wait_cancel() {
+    const sb = sandbox();
+    const script = sb.script("s.json", [text("never sent")]);
+    const c = startAcp(sb, ["--no-daemon", "--provider", "scripted", "--script", script]);
+    await initialize(c);
+    const mute = { name: "mute", command: "sleep", args: ["600"], env: [] };
+    const { sessionId } = await c.agent.request("session/new", { cwd: sb.work, mcpServers: [mute] });
+    const p = c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "hello" }] });
+    // Held: nothing streams while the server is connecting.
+    const held = await Promise.race([p.then(() => "answered"), new Promise((r) => setTimeout(() => r("held"), 300))]);
+    eq(held, "held", "the prompt waits for the editor's server");
+    const t0 = Date.now();
+    await c.agent.notify("session/cancel", { sessionId });
+    eq((await withTimeout(p, WAIT_MS, "the held prompt")).stopReason, "cancelled", "a cancel answers the held prompt");
+    console.log(`cancel of a prompt waiting for MCP servers answered in ${Date.now() - t0} ms`);
+    eq(agentText(c, sessionId), "", "the prompt never reached the model");
+    await c.close();
   },
 
   /** An editor's streamable-HTTP server: its headers reach it, and stay out of Shard's files. */

@@ -106,3 +106,13 @@ fn acp_editor_http_mcp_server_gets_its_headers_and_keeps_them_secret() {
 fn acp_editor_mcp_servers_reach_the_daemon_agent_and_its_next_runtime() {
     scenario("mcp_daemon");
 }
+
+#[test]
+fn acp_locations_order_cancelled_outcome_and_stop_reasons() {
+    scenario("details");
+}
+
+#[test]
+fn acp_a_prompt_waiting_for_editor_mcp_servers_is_cancelled_at_once() {
+    scenario("mcp_wait_cancel");
+}
