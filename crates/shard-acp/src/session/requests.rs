@@ -62,6 +62,14 @@ impl Session {
     /// of that tool with those arguments that was not asked about yet (the Runtime gates
     /// calls in order), else the oldest of that tool.
     fn call_for(&self, r: &PermissionRequest) -> Option<String> {
+        // A subagent's request (delegated through the daemon) names its own agent and a
+        // call of that agent: never one announced here.
+        let own = self.link.as_ref().and_then(|l| l.agent_id());
+        if let (Some(asker), Some(own)) = (r.agent_id.as_deref(), own)
+            && asker != own
+        {
+            return None;
+        }
         if let Some(id) = &r.tool_call_id {
             return self.calls.contains_key(id).then(|| id.clone());
         }
@@ -83,10 +91,7 @@ impl Session {
             Some(id) => id,
             None => {
                 // A request with no announced call (a delegated one): announce it now.
-                let id = r
-                    .tool_call_id
-                    .clone()
-                    .unwrap_or_else(|| r.request_id.clone());
+                let id = r.request_id.clone();
                 let args = r.input.as_object().cloned().unwrap_or_default();
                 self.announce(&id, &r.tool_name, Some(&args));
                 id
