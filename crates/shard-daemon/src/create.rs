@@ -72,6 +72,7 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
         started: false,
         system_prompt_file: None,
         mcp_servers: c.mcp_servers.unwrap_or_default(),
+        archived: false,
     };
     // An unknown mode, provider or model is one clear error, and nothing is created
     // (issue 9 item 7): the Runtime's own check says what would work.

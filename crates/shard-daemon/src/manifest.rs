@@ -66,6 +66,10 @@ pub struct AgentManifest {
     /// daemon writes or sends holds them (docs/decisions.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp_servers: Vec<shard_protocol::mcp::ClientMcpServer>,
+    /// Archived (`shard rm`): no Runtime is started for it until it is attached again,
+    /// and clients leave it out of their lists; the session is kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archived: bool,
 }
 
 /// Reads and writes manifests; every id is validated before it touches a path.
@@ -163,6 +167,7 @@ mod tests {
             started: true,
             system_prompt_file: None,
             mcp_servers: Vec::new(),
+            archived: false,
         }
     }
 

@@ -189,6 +189,7 @@ fn child_manifest(shared: &Shared, job_id: &str, index: usize) -> Result<AgentMa
         started: false,
         system_prompt_file: None,
         mcp_servers: Vec::new(),
+        archived: false,
     })
 }
 
