@@ -889,8 +889,6 @@ export type Sync = {
   live_window: LiveWindow;
   /** Requests still waiting for an answer. */
   pending_requests?: PendingRequest[];
-  /** Additive: MCP servers still connecting (their `tools_changed` follows), so a client that needs their tools can wait before its first prompt. */
-  mcp_starting?: (string[] | null);
 };
 
 /** `status`. */

@@ -529,7 +529,8 @@ const scenarios = {
     check(!JSON.stringify(c.updates).includes(secret), "no update quotes the secret");
   },
 
-  /** A prompt waiting for an editor's server that never connects is cancelled at once. */
+  /** A prompt whose turn waits for an editor's server that never connects (the Runtime's
+   * MCP start-up wait) is cancelled at once. */
   async mcp_wait_cancel() {
     const sb = sandbox();
     const script = sb.script("s.json", [text("never sent")]);
@@ -538,7 +539,7 @@ const scenarios = {
     const mute = { name: "mute", command: "sleep", args: ["600"], env: [] };
     const { sessionId } = await c.agent.request("session/new", { cwd: sb.work, mcpServers: [mute] });
     const p = c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "hello" }] });
-    // Held: nothing streams while the server is connecting.
+    // Waiting: nothing streams while the server is connecting.
     const held = await Promise.race([p.then(() => "answered"), new Promise((r) => setTimeout(() => r("held"), 300))]);
     eq(held, "held", "the prompt waits for the editor's server");
     const t0 = Date.now();

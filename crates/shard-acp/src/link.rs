@@ -160,15 +160,6 @@ impl Link {
         ))
     }
 
-    /// Attaches again to this link's daemon agent (after its Runtime died: the daemon
-    /// starts the next generation, whose first `sync` comes back).
-    pub async fn reattach(&self) -> Result<(Link, Events, Sync), LinkError> {
-        let Some(agent_id) = &self.agent_id else {
-            return Err(LinkError::NotReady("not a daemon agent".into()));
-        };
-        Self::daemon_attach(Arc::clone(&self.client), agent_id.clone()).await
-    }
-
     /// The daemon agent's id (`None` for a direct Runtime).
     pub fn agent_id(&self) -> Option<&str> {
         self.agent_id.as_deref()

@@ -19,7 +19,7 @@ use tokio::sync::{OnceCell, oneshot};
 use crate::AcpConfig;
 use crate::link::{AgentSpec, Events, Link, LinkError};
 use crate::rpc::{Peer, RpcError, code, params};
-use crate::session::{COMMANDS, Msg, Reopen, Session, SessionHandle, Start, mcp_names};
+use crate::session::{COMMANDS, Msg, Reopen, Session, SessionHandle, Start};
 use crate::translate;
 
 /// The server's shared state; each field is touched without awaiting under a lock.
@@ -250,8 +250,7 @@ impl Server {
             }
         };
         let (link, events, sync) = opened.map_err(start_error)?;
-        let names = mcp_names(&spec.mcp_servers);
-        let (id, modes) = self.open(cwd, reopen, link, events, sync, names).await?;
+        let (id, modes) = self.open(cwd, reopen, link, events, sync).await?;
         let resp = acp::NewSessionResponse::new(id.clone()).modes(modes);
         Ok((to_value(&resp)?, Some(id)))
     }
@@ -273,7 +272,6 @@ impl Server {
                 let _ = rx.await;
             }
         }
-        let names = mcp_names(&spec.mcp_servers);
         let (reopen, opened) = match self.daemon().await {
             Some(d) => {
                 let existing = d
@@ -332,7 +330,7 @@ impl Server {
                 &acp::SessionNotification::new(id.clone(), u),
             );
         }
-        let (id, modes) = self.open(cwd, reopen, link, events, sync, names).await?;
+        let (id, modes) = self.open(cwd, reopen, link, events, sync).await?;
         let resp = acp::LoadSessionResponse::new().modes(modes);
         Ok((to_value(&resp)?, Some(id)))
     }
@@ -344,7 +342,6 @@ impl Server {
         link: Link,
         events: Events,
         sync: Sync,
-        mcp_names: std::collections::HashSet<String>,
     ) -> Result<(String, acp::SessionModeState), RpcError> {
         let id = sync
             .session_id
@@ -380,8 +377,6 @@ impl Server {
             events,
             mode: sync.mode.clone(),
             files,
-            mcp_names,
-            sync: Some(sync),
         };
         let handle = Session::spawn(start, self.peer.clone());
         if let Ok(mut s) = self.sessions.lock() {

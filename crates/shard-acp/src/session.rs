@@ -3,7 +3,7 @@
 //! `session/request_permission`, and the editor's prompts, cancels and mode switches into
 //! Shard commands. Everything else talks to it through [`SessionHandle`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -20,10 +20,7 @@ use crate::rpc::{Peer, RpcError, code};
 use crate::translate::ShardPrompt;
 
 mod events;
-mod held;
 mod requests;
-
-pub use held::names as mcp_names;
 
 /// How long a cancelled prompt may wait for its turn to end before it answers
 /// `cancelled` anyway (ACP clients expect the answer promptly; the turn's last events
@@ -126,10 +123,6 @@ pub struct Start {
     pub mode: String,
     /// The editor's file offer.
     pub files: ClientFiles,
-    /// The names of the editor's MCP servers (a prompt waits while they connect).
-    pub mcp_names: HashSet<String>,
-    /// The agent's first `sync` (which servers are still connecting).
-    pub sync: Option<shard_protocol::event::Sync>,
 }
 
 /// The session task's state.
@@ -148,11 +141,6 @@ pub struct Session {
     mode: String,
     tx: mpsc::UnboundedSender<Msg>,
     files: ClientFiles,
-    mcp_names: HashSet<String>,
-    mcp_waiting: HashSet<String>,
-    held: Option<held::Held>,
-    /// The daemon agent's Runtime died: attach again before the next prompt.
-    reattach: bool,
 }
 
 impl Session {
@@ -175,24 +163,9 @@ impl Session {
             mode: start.mode,
             tx: tx.clone(),
             files: start.files,
-            mcp_names: start.mcp_names,
-            mcp_waiting: HashSet::new(),
-            held: None,
-            reattach: false,
         };
-        tokio::spawn(session.start(start.sync, rx));
+        tokio::spawn(session.run(rx));
         SessionHandle { tx, agent_id }
-    }
-
-    async fn start(
-        mut self,
-        sync: Option<shard_protocol::event::Sync>,
-        rx: mpsc::UnboundedReceiver<Msg>,
-    ) {
-        if let Some(s) = sync {
-            self.mcp_waiting = held::still_starting(&self.mcp_names, &s);
-        }
-        self.run(rx).await;
     }
 
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
@@ -219,7 +192,6 @@ impl Session {
                     None => self.on_died("the Shard Runtime ended".into()).await,
                 },
                 _ = sleep_until(deadline) => self.finish(Ok(acp::StopReason::Cancelled)),
-                _ = sleep_until(self.held.as_ref().map(|h| h.deadline)) => self.release().await,
             }
         }
         if let Some(link) = self.link.take() {
@@ -244,9 +216,6 @@ impl Session {
         match msg {
             Msg::Prompt(p, reply) => self.prompt(p, reply).await,
             Msg::Cancel => {
-                if self.drop_held(Ok(acp::StopReason::Cancelled)) {
-                    return;
-                }
                 if let Some(t) = &mut self.turn
                     && t.cancel_at.is_none()
                 {
@@ -289,7 +258,7 @@ impl Session {
         p: ShardPrompt,
         reply: oneshot::Sender<Result<acp::StopReason, RpcError>>,
     ) {
-        if self.turn.is_some() || self.held.is_some() {
+        if self.turn.is_some() {
             let e = RpcError::new(
                 code::INVALID_REQUEST,
                 "a prompt is already running in this session",
@@ -320,9 +289,7 @@ impl Session {
             let _ = reply.send(Ok(acp::StopReason::EndTurn));
             return;
         }
-        if let Some((p, reply)) = self.hold(p, reply) {
-            self.send_prompt(p, reply).await;
-        }
+        self.send_prompt(p, reply).await;
     }
 
     /// Sends a prompt to the Runtime; the turn's end answers it.
@@ -373,18 +340,6 @@ impl Session {
     /// Reopens a direct Runtime that died (the session's transcript is on disk, so
     /// nothing is lost); a daemon agent restarts on its own.
     async fn ensure_link(&mut self) -> Result<(), RpcError> {
-        if let (true, Some(link)) = (self.reattach, &self.link) {
-            // The attach starts the agent's next generation; its first `sync` says which
-            // of the editor's MCP servers are still connecting, so the prompt waits.
-            let (link, events, sync) = link.reattach().await.map_err(|e| {
-                RpcError::internal(format!("could not restart the Shard Runtime: {e}"))
-            })?;
-            self.reattach = false;
-            self.link = Some(link);
-            self.events = Some(events);
-            self.on_sync(&sync).await;
-            return Ok(());
-        }
         if self.link.is_some() {
             return Ok(());
         }
@@ -413,14 +368,8 @@ impl Session {
             if let Some(link) = self.link.take() {
                 tokio::spawn(link.close());
             }
-        } else {
-            self.reattach = true;
         }
         self.asked.clear();
-        self.mcp_waiting.clear();
-        self.drop_held(Err(RpcError::internal(format!(
-            "{why}; the next prompt starts a new Runtime on the same session"
-        ))));
         let open: Vec<String> = self
             .order
             .iter()

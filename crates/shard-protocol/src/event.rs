@@ -307,10 +307,6 @@ pub struct Sync {
     /// Requests still waiting for an answer.
     #[serde(default)]
     pub pending_requests: Vec<PendingRequest>,
-    /// Additive: MCP servers still connecting (their `tools_changed` follows), so a
-    /// client that needs their tools can wait before its first prompt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mcp_starting: Option<Vec<String>>,
 }
 
 /// `status`.

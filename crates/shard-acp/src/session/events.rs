@@ -9,7 +9,7 @@ use shard_protocol::command::{Command, UiResponse};
 use shard_protocol::event::{DeltaKind, PendingRequest};
 use shard_protocol::types::ContentBlock;
 
-use super::{Session, held, text_chunk};
+use super::{Session, text_chunk};
 use crate::rpc::RpcError;
 use crate::translate;
 
@@ -139,7 +139,6 @@ impl Session {
                 }
             }
             Event::Sync(s) => self.on_sync(&s).await,
-            Event::ToolsChanged(t) => self.mcp_changed(&t).await,
             Event::FileRequest(r) => self.file_request(*r),
             Event::UiRequest(u) => {
                 // ACP v1 has no question dialog: the request is dismissed, which the
@@ -157,7 +156,6 @@ impl Session {
     }
 
     pub(super) async fn on_sync(&mut self, s: &shard_protocol::event::Sync) {
-        self.mcp_waiting = held::still_starting(&self.mcp_names, s);
         if self.files.read || self.files.write {
             // A new Runtime generation starts without the offer.
             if let Some(link) = &self.link {

@@ -62,22 +62,6 @@ impl Runtime {
         });
     }
 
-    /// The servers still connecting: all of them before they are started, then those
-    /// whose first state change has not come yet. `None` when there is none.
-    pub(super) fn mcp_starting(&self) -> Option<Vec<String>> {
-        let names: Vec<String> = match (&self.mcp_plan, &self.mcp) {
-            (Some(plan), _) => plan.start.iter().map(|s| s.name.clone()).collect(),
-            (None, Some(mcp)) => mcp
-                .states()
-                .into_iter()
-                .filter(|(_, _, state)| *state == ServerState::Starting)
-                .map(|(name, _, _)| name)
-                .collect(),
-            (None, None) => Vec::new(),
-        };
-        (!names.is_empty()).then_some(names)
-    }
-
     /// Replaces one server's tools and announces it.
     pub(super) async fn apply_mcp(&mut self, update: McpUpdate) {
         let McpUpdate {

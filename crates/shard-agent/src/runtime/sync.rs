@@ -91,7 +91,6 @@ impl Runtime {
             session_id: Some(self.session.id().to_string()),
             live_window,
             pending_requests,
-            mcp_starting: self.mcp_starting(),
         }))
     }
 }

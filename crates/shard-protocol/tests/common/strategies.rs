@@ -363,7 +363,6 @@ pub fn event() -> impl Strategy<Value = Event> {
                         PendingRequest::Permission(Box::new(p)),
                         PendingRequest::Ui(u)
                     ],
-                    mcp_starting: None,
                 }))
             ),
         (opt_text(), text(), any::<u32>(), opt_text(), opt_text()).prop_map(
