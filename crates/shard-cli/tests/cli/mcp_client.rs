@@ -98,3 +98,24 @@ fn a_malformed_server_list_is_one_error_quoting_no_value() {
     assert!(err.contains("SHARD_CLIENT_MCP_SERVERS"), "{err}");
     assert!(!err.contains("tok-123"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_refuses_a_bad_server_list_naming_the_entry_and_creating_nothing() {
+    use crate::daemon::{Daemon, create_req, home, script};
+    let h = home();
+    let d = Daemon::start(h.path(), &[]);
+    let s = script(h.path(), "s.json", json!([text_turn("hi")]));
+    let c = d.client().await;
+    let mut req = create_req(h.path(), &s);
+    req.mcp_servers = Some(
+        serde_json::from_value(json!([
+            {"name": "ok", "command": "srv", "env": {"T": "tok-456"}},
+            {"name": "bad name", "command": "srv"}
+        ]))
+        .unwrap(),
+    );
+    let err = c.create(req).await.unwrap_err().to_string();
+    assert!(err.contains("mcp_servers[1].name"), "{err}");
+    assert!(!err.contains("tok-456"), "{err}");
+    assert!(c.list().await.unwrap().is_empty(), "nothing was created");
+}
