@@ -19,6 +19,7 @@ pub mod orchestrator;
 pub mod permission;
 pub mod responses;
 pub mod schema;
+pub mod table;
 pub mod types;
 pub mod workspace;
 
@@ -28,6 +29,7 @@ pub use decode::{DecodeError, IncomingEvent, decode_command, decode_event, decod
 pub use error::{ErrorBody, ErrorCode, ProviderErrorKind};
 pub use event::Event;
 pub use permission::PermissionAnswer;
+pub use table::CommandSpec;
 
 /// The protocol version this build speaks.
 pub const PROTOCOL_VERSION: &str = "0.1.0";
