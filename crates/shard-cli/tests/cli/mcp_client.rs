@@ -61,7 +61,7 @@ fn a_client_server_is_sandboxed_gated_literal_and_keeps_its_secret() {
     // Every call asked, each request naming its call.
     let asked: Vec<&str> = requests
         .iter()
-        .map(|r| r["tool_call_id"].as_str().unwrap_or_default())
+        .map(|r| r.tool_call_id.as_deref().unwrap_or_default())
         .collect();
     assert_eq!(asked, ["e1", "w1", "b1"], "{requests:?}");
     let texts: Vec<String> = results.iter().map(text_of).collect();
