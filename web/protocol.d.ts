@@ -249,6 +249,27 @@ export type Empty = Record<string, unknown>;
 /** Which way a subagent or headless agent handles requests with no responder. */
 export type HeadlessPolicy = ("deny" | "allow_if_rule_matches" | "queue");
 
+/** One MCP server a client supplies: `command` (+`args`, `env`) for stdio, `url` (+`headers`) for HTTP. */
+export type ClientMcpServer = {
+  /** The `SERVER` of `mcp__SERVER__TOOL`: 1 to 32 letters, digits, `-` or `_`. */
+  name: string;
+  /** Transport (default stdio). */
+  transport?: ClientMcpTransport;
+  /** Program of a stdio server. */
+  command?: (string | null);
+  /** Its arguments. */
+  args?: string[];
+  /** Variables added to the server's (scrubbed) environment. Secret. */
+  env?: Record<string, string>;
+  /** Endpoint of an HTTP server. */
+  url?: (string | null);
+  /** Headers on every request to an HTTP server. Secret. */
+  headers?: Record<string, string>;
+};
+
+/** How a client-supplied server is reached. */
+export type ClientMcpTransport = ("stdio" | "http");
+
 /** Subagent launch limits; field names are camelCase in the spec. */
 export type LaunchPolicy = {
   /** Tasks per job. */
@@ -275,6 +296,8 @@ export type AgentCreate = {
   skills?: (string[] | null);
   /** Headless policy. */
   headless_policy?: (HeadlessPolicy | null);
+  /** Additive: MCP servers the client supplies (an editor's), joining the configured ones as untrusted servers (tool sandbox, gate). Their `env`/`headers` values are secrets: kept in the owner-only manifest, never in `agent.list`. */
+  mcp_servers?: (ClientMcpServer[] | null);
   /** Display name. */
   name?: (string | null);
   /** Parent, for a subagent. */
@@ -818,6 +841,8 @@ export type PermissionRequest = {
   details?: (PermissionDetail[] | null);
   /** Server-built choices. */
   choices?: (PermissionChoice[] | null);
+  /** Additive: the tool call this request gates (the `tool_call_id` of its `message_delta`/`tool_call` events), so a client matches the two exactly. */
+  tool_call_id?: (string | null);
 };
 
 /** Kind of a UI dialog. */

@@ -4,11 +4,13 @@
 // installed from npm (see bench/acp/README.md) are measured in the same run, as far as
 // they go without network keys.
 //
-// Usage: node bench/acp/bench.mjs [--runs N] [--shard path/to/shard] [--peers DIR]
-//   DIR holds node_modules/.bin of the peers (default /tmp/acp-peers).
+// Usage: node bench/acp/bench.mjs [--runs N] [--shard path/to/shard] [--peers DIR] [--install]
+//   DIR holds node_modules/.bin of the peers (default /tmp/acp-peers); --install first
+//   installs the pinned peers that are missing there (npm). The last lines say which peers
+//   were measured and which could not be installed.
 
-import { spawn } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -148,8 +150,38 @@ try {
   process.kill(-daemon.pid, "SIGTERM");
 } catch {}
 
+// Peers: measured when installed under PEERS (`--install` installs the pinned versions
+// there first with npm); each one that is missing says so.
+const PEER_LIST = [
+  { pkg: "@zed-industries/claude-code-acp@0.16.2", bin: "claude-code-acp", argv: [] },
+  { pkg: "@zed-industries/codex-acp@0.16.0", bin: "codex-acp", argv: [] },
+  { pkg: "@google/gemini-cli@0.61.0", bin: "gemini", argv: ["--experimental-acp"] },
+];
 const bin = (name) => join(PEERS, "node_modules/.bin", name);
-await measure("@zed-industries/claude-code-acp 0.16.2", bin("claude-code-acp"), [], peerEnv, work);
-await measure("@zed-industries/codex-acp 0.16.0", bin("codex-acp"), [], peerEnv, work);
-await measure("@google/gemini-cli 0.61.0 --experimental-acp", bin("gemini"), ["--experimental-acp"], peerEnv, work);
+const missing = (p) => !existsSync(bin(p.bin));
+const notInstalled = new Map();
+if (args.includes("--install") && PEER_LIST.some(missing)) {
+  mkdirSync(PEERS, { recursive: true });
+  for (const p of PEER_LIST.filter(missing)) {
+    const r = spawnSync("npm", ["install", "--prefix", PEERS, "--no-audit", "--no-fund", p.pkg], { encoding: "utf8", timeout: 600_000 });
+    if (r.status !== 0) notInstalled.set(p.pkg, `npm install failed: ${(r.stderr || String(r.error)).trim().split("\n").slice(-1)[0]}`);
+  }
+}
+const measured = [];
+for (const p of PEER_LIST) {
+  const label = `${p.pkg}${p.argv.length ? " " + p.argv.join(" ") : ""}`;
+  if (missing(p)) {
+    const why = notInstalled.get(p.pkg) ?? `not installed (${bin(p.bin)} is absent; run with --install)`;
+    notInstalled.set(p.pkg, why);
+    console.log(`| ${label} | — | — | ${why.replace(/\|/g, "/")} |`);
+    continue;
+  }
+  await measure(label, bin(p.bin), p.argv, peerEnv, work);
+  measured.push(p.pkg);
+}
+console.log("");
+console.log(`Peers measured: ${measured.length ? measured.join(", ") : "none"}.`);
+console.log(
+  `Peers not installed: ${notInstalled.size ? [...notInstalled].map(([k, v]) => `${k} (${v})`).join("; ") : "none"}.`,
+);
 rmSync(dir, { recursive: true, force: true });

@@ -3,9 +3,10 @@
 // passes; crates/shard-cli/tests/cli/acp.rs runs each (SHARD_BIN names the binary).
 
 import { connect } from "node:net";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { spawn, spawnSync } from "node:child_process";
 import {
   agentText,
   check,
@@ -29,6 +30,87 @@ const tool = (id, name, args, before = "Working.") => ({
 });
 const allowOnce = (p) => ({ outcome: { outcome: "selected", optionId: p.options.find((o) => o.kind === "allow_once").optionId } });
 const rejectOnce = (p) => ({ outcome: { outcome: "selected", optionId: p.options.find((o) => o.kind === "reject_once").optionId } });
+
+/** A copy of the MCP test server inside the workspace (servers run in the tool sandbox,
+ * where the host's /tmp is not visible), or undefined without python3. */
+function mcpServerCopy(sb) {
+  if (spawnSync("python3", ["--version"]).status !== 0) return undefined;
+  const src = join(dirname(fileURLToPath(import.meta.url)), "../../crates/shard-mcp/tests/servers/mcp_test_server.py");
+  mkdirSync(join(sb.work, ".srv"), { recursive: true });
+  const dst = join(sb.work, ".srv", "mcp_test_server.py");
+  copyFileSync(src, dst);
+  return dst;
+}
+
+/** A sandbox with the MCP test server and a fresh secret, or undefined (printed) without
+ * python3. */
+function mcpSetup() {
+  const sb = sandbox();
+  const srv = mcpServerCopy(sb);
+  if (!srv) {
+    console.log("SKIPPED: python3 is not installed");
+    return undefined;
+  }
+  return { sb, srv, secret: `ed-secret-${process.pid}-${Date.now()}` };
+}
+
+/** Shuts the sandbox's daemon down (killing it if it does not exit). */
+async function stopDaemon(sb, d) {
+  const sd = await ShardClient.connect(join(sb.home, "daemon.sock")).catch(() => undefined);
+  if (sd) {
+    await sd.call({ type: "daemon.shutdown", force: true }).catch(() => undefined);
+    sd.close();
+  }
+  await withTimeout(d.exited, WAIT_MS, "the daemon to exit").catch(() => d.child.kill("SIGKILL"));
+}
+
+/** The editor's server `ed`: the test server with a public and a secret variable. */
+const edServer = (path, secret) => ({
+  name: "ed",
+  command: "python3",
+  args: [path],
+  env: [
+    { name: "ED_MODE", value: "editor-mode" },
+    { name: "ED_TOKEN", value: secret },
+  ],
+});
+
+/** True when `shard agent` reports a complete tool sandbox here. */
+function sandboxComplete(sb) {
+  const r = spawnSync(shardBin(), ["agent", "--cwd", sb.work], { input: "", env: env(sb), encoding: "utf8", timeout: WAIT_MS });
+  const hello = JSON.parse(r.stdout.split("\n")[0]);
+  const caps = JSON.stringify(hello.capabilities ?? []);
+  return caps.includes('"sandbox"') && !caps.includes("sandbox-missing");
+}
+
+/** Every file under `dir` whose bytes contain `needle`. */
+function filesContaining(dir, needle) {
+  const hits = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    const st = statSync(p, { throwIfNoEntry: false });
+    if (!st) continue;
+    if (st.isDirectory()) hits.push(...filesContaining(p, needle));
+    else if (st.isFile() && readFileSync(p).includes(needle)) hits.push(p);
+  }
+  return hits;
+}
+
+/** Asserts the Runtime of `sessionId` holds `secret` in neither its command line nor its
+ * readable environment. */
+function runtimeHides(sessionId, secret) {
+  const pid = runtimePid(sessionId);
+  check(pid, "the Runtime's pid");
+  check(!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(secret), "the secret is not on the Runtime's command line");
+  let environ = "";
+  try {
+    environ = readFileSync(`/proc/${pid}/environ`, "utf8");
+  } catch {
+    return pid; // non-dumpable: not readable at all
+  }
+  check(!environ.includes(secret), "the secret is scrubbed from the Runtime's /proc environ");
+  return pid;
+}
 
 const scenarios = {
   /** initialize, session/new, prompt blocks, thoughts, set_mode, slash commands, errors. */
@@ -351,6 +433,213 @@ const scenarios = {
     await c.close();
   },
 
+  /** Details the other scenarios leave out: a read's location line, `tool_call` before
+   * its permission request, a `cancelled` outcome as deny, `max_tokens` and `refusal`. */
+  async details() {
+    const sb = sandbox();
+    writeFileSync(join(sb.work, "notes.txt"), "one\ntwo\nthree\n");
+    const script = sb.script("s.json", [
+      tool("r1", "read", { path: "notes.txt", offset: 2 }),
+      text("Read."),
+      tool("b1", "bash", { command: "echo ran > ran.txt" }),
+      text("Not run, fine."),
+      { steps: [{ text: "Cut off" }, { usage: { input: 1, output: 1 } }], stop_reason: "max_tokens" },
+      { steps: [{ text: "I won't" }, { usage: { input: 1, output: 1 } }], stop_reason: "refusal" },
+    ]);
+    const announcedFirst = [];
+    let c;
+    c = startAcp(sb, ["--no-daemon", "--provider", "scripted", "--script", script], {
+      permission: (p) => {
+        announcedFirst.push(c.updates.some((u) => u.update.sessionUpdate === "tool_call" && u.update.toolCallId === p.toolCall.toolCallId));
+        return { outcome: { outcome: "cancelled" } };
+      },
+    });
+    await initialize(c);
+    const { sessionId } = await c.agent.request("session/new", { cwd: sb.work, mcpServers: [] });
+    const p = (t) => c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: t }] });
+    eq((await p("read")).stopReason, "end_turn", "read turn");
+    const r1 = c.updates.find((u) => u.update.toolCallId === "r1" && u.update.locations);
+    eq(r1.update.locations, [{ path: join(sb.work, "notes.txt"), line: 2 }], "a read's location has its line");
+    eq((await p("run")).stopReason, "end_turn", "the turn goes on after a cancelled dialog");
+    eq(announcedFirst, [true], "the tool_call came before its permission request");
+    check(!existsSync(join(sb.work, "ran.txt")), "a cancelled permission outcome is a deny");
+    check(c.updates.some((u) => u.update.toolCallId === "b1" && u.update.status === "failed"), "b1 failed");
+    eq((await p("long")).stopReason, "max_tokens", "max_tokens");
+    eq((await p("bad")).stopReason, "refusal", "refusal");
+    await c.close();
+  },
+
+  /** The editor's MCP servers: through the gate, in the tool sandbox, their secrets kept. */
+  async mcp() {
+    const setup = mcpSetup();
+    if (!setup) return;
+    const { sb, srv, secret } = setup;
+    const escape = join(sb.dir, "escape.txt");
+    const script = sb.script("s.json", [
+      tool("m1", "mcp__ed__env", { name: "ED_MODE" }),
+      { steps: [{ text: "Mode: {{tool_result:m1}}." }, { usage: { input: 1, output: 1 } }] },
+      tool("m2", "mcp__ed__write_note", { file: join(sb.work, "in.txt"), text: "in" }),
+      text("Noted."),
+      tool("m3", "mcp__ed__write_note", { file: escape, text: "out" }),
+      text("Tried."),
+      tool("b1", "bash", { command: 'echo "[${SHARD_CLIENT_MCP_SERVERS:-}]"' }),
+      { steps: [{ text: "Env: {{tool_result:b1}}" }, { usage: { input: 1, output: 1 } }] },
+    ]);
+    const c = startAcp(sb, ["--no-daemon", "--provider", "scripted", "--script", script], { permission: allowOnce });
+    const init = await initialize(c);
+    eq(init.agentCapabilities.mcpCapabilities, { http: true, sse: false }, "MCP capabilities");
+
+    // A bad entry is one -32602 naming its field; nothing starts.
+    const bad = async (servers, field) => {
+      const e = await rpcError(c.agent.request("session/new", { cwd: sb.work, mcpServers: servers }));
+      eq([e.code, e.data?.field], [-32602, field], `bad mcpServers: ${JSON.stringify(e)}`);
+      check(e.message.includes(field), `the message names ${field}: ${e.message}`);
+      check(!JSON.stringify(e).includes(secret), "the error quotes no secret");
+    };
+    await bad([edServer(srv, secret), { ...edServer(srv, secret), name: "bad name" }], "mcpServers[1].name");
+    await bad([edServer(srv, secret), edServer(srv, secret)], "mcpServers[1].name");
+    await bad([{ type: "sse", name: "s", url: "https://mcp.example/sse", headers: [] }], "mcpServers[0].type");
+    await bad([{ type: "http", name: "h", url: "file:///etc/passwd", headers: [] }], "mcpServers[0].url");
+
+    const { sessionId } = await c.agent.request("session/new", { cwd: sb.work, mcpServers: [edServer(srv, secret)] });
+    // The first prompt waits for the server: its tool is there, and asks first.
+    await c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "which mode?" }] });
+    eq(c.permissions[0]?.toolCall.toolCallId, "m1", "the editor's tool asks through the gate");
+    check(agentText(c, sessionId).includes("Mode: editor-mode."), `the server got its env: ${agentText(c, sessionId)}`);
+    runtimeHides(sessionId, secret);
+
+    // In the tool sandbox: the workspace is writable, the rest of the host is not.
+    await c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "note in" }] });
+    eq(readFileSync(join(sb.work, "in.txt"), "utf8"), "in", "inside the workspace works");
+    await c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "note out" }] });
+    if (sandboxComplete(sb)) {
+      check(!existsSync(escape), "the editor's server could not write outside the workspace");
+      const m3 = c.updates.find((u) => u.update.toolCallId === "m3" && ["completed", "failed"].includes(u.update.status));
+      check(m3, "m3 finished");
+    } else {
+      console.log("SKIPPED (sandbox part): the kernel's sandbox is incomplete here");
+    }
+
+    // Other tools never see the servers' variable.
+    await c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "env" }] });
+    check(agentText(c, sessionId).includes("Env: []"), `bash saw no SHARD_CLIENT_MCP_SERVERS: ${agentText(c, sessionId)}`);
+    await c.close();
+
+    eq(filesContaining(sb.home, secret), [], "no file under SHARD_HOME holds the secret (session, logs)");
+    check(!JSON.stringify(c.updates).includes(secret), "no update quotes the secret");
+  },
+
+  /** A prompt whose turn waits for an editor's server that never connects (the Runtime's
+   * MCP start-up wait) is cancelled at once. */
+  async mcp_wait_cancel() {
+    const sb = sandbox();
+    const script = sb.script("s.json", [text("never sent")]);
+    const c = startAcp(sb, ["--no-daemon", "--provider", "scripted", "--script", script]);
+    await initialize(c);
+    const mute = { name: "mute", command: "sleep", args: ["600"], env: [] };
+    const { sessionId } = await c.agent.request("session/new", { cwd: sb.work, mcpServers: [mute] });
+    const p = c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "hello" }] });
+    // Waiting: nothing streams while the server is connecting.
+    const held = await Promise.race([p.then(() => "answered"), new Promise((r) => setTimeout(() => r("held"), 300))]);
+    eq(held, "held", "the prompt waits for the editor's server");
+    const t0 = Date.now();
+    await c.agent.notify("session/cancel", { sessionId });
+    eq((await withTimeout(p, WAIT_MS, "the held prompt")).stopReason, "cancelled", "a cancel answers the held prompt");
+    console.log(`cancel of a prompt waiting for MCP servers answered in ${Date.now() - t0} ms`);
+    eq(agentText(c, sessionId), "", "the prompt never reached the model");
+    await c.close();
+  },
+
+  /** An editor's streamable-HTTP server: its headers reach it, and stay out of Shard's files. */
+  async mcp_http() {
+    const setup = mcpSetup();
+    if (!setup) return;
+    const { sb, srv, secret } = setup;
+    const log = join(sb.dir, "http.log");
+    const server = spawn("python3", [srv, "--http", "0"], { env: { ...process.env, MCP_TEST_LOG: log }, stdio: ["ignore", "pipe", "inherit"] });
+    try {
+      const port = await withTimeout(
+        new Promise((resolve) => server.stdout.once("data", (d) => resolve(d.toString().trim().replace("listening ", "")))),
+        WAIT_MS,
+        "the HTTP server's port",
+      );
+      const script = sb.script("s.json", [
+        tool("h1", "mcp__web__echo", { text: "over http" }),
+        { steps: [{ text: "Got {{tool_result:h1}}." }, { usage: { input: 1, output: 1 } }] },
+      ]);
+      const c = startAcp(sb, ["--no-daemon", "--provider", "scripted", "--script", script], { permission: allowOnce });
+      await initialize(c);
+      const web = { type: "http", name: "web", url: `http://127.0.0.1:${port}/mcp`, headers: [{ name: "Authorization", value: `Bearer ${secret}` }] };
+      const { sessionId } = await c.agent.request("session/new", { cwd: sb.work, mcpServers: [web] });
+      await c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "echo" }] });
+      // Its readOnlyHint is not trusted: the editor is asked.
+      eq(c.permissions[0]?.toolCall.toolCallId, "h1", "the editor's HTTP tool asks through the gate");
+      check(agentText(c, sessionId).includes("Got echo: over http."), `the call went over HTTP: ${agentText(c, sessionId)}`);
+      check(readFileSync(log, "utf8").includes(`Bearer ${secret}`), "the editor's header reached the server");
+      runtimeHides(sessionId, secret);
+      await c.close();
+      eq(filesContaining(sb.home, secret), [], "no file under SHARD_HOME holds the header");
+      check(!JSON.stringify(c.updates).includes(secret), "no update quotes the header");
+    } finally {
+      server.kill("SIGKILL");
+    }
+  },
+
+  /** Through the daemon: the editor's servers reach the daemon agent and every Runtime
+   * generation of it; a dying Runtime fails the prompt and the next starts a new one. */
+  async mcp_daemon() {
+    const setup = mcpSetup();
+    if (!setup) return;
+    const { sb, srv, secret } = setup;
+    const script = sb.script("s.json", [
+      tool("m1", "mcp__ed__env", { name: "ED_MODE" }),
+      { steps: [{ text: "Mode: {{tool_result:m1}}." }, { usage: { input: 1, output: 1 } }] },
+      { steps: [{ text: "thinking hard", chunk_chars: 4 }, { delay_ms: 120000 }] },
+    ]);
+    const d = await startDaemon(sb);
+    try {
+      const c = startAcp(sb, ["--provider", "scripted", "--script", script], { permission: allowOnce });
+      await initialize(c);
+      const { sessionId } = await c.agent.request("session/new", { cwd: sb.work, mcpServers: [edServer(srv, secret)] });
+      await c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "which mode?" }] });
+      eq(c.permissions[0]?.toolCall.toolCallId, "m1", "the daemon agent's MCP call asks the editor");
+      check(agentText(c, sessionId).includes("Mode: editor-mode."), `the server got its env: ${agentText(c, sessionId)}`);
+      const pid = runtimeHides(sessionId, secret);
+
+      // The manifest keeps the servers for later generations: owner-only.
+      const agents = join(sb.home, "agents");
+      eq(statSync(agents).mode & 0o777, 0o700, "agents/ is owner-only");
+      const manifests = readdirSync(agents).filter((f) => f.endsWith(".json"));
+      const mine = manifests.map((f) => join(agents, f)).find((f) => readFileSync(f, "utf8").includes(sessionId));
+      check(mine, "the agent's manifest");
+      eq(statSync(mine).mode & 0o777, 0o600, "the manifest is owner-only");
+      const other = await ShardClient.connect(join(sb.home, "daemon.sock"));
+      const list = await other.call({ type: "agent.list" });
+      check(!JSON.stringify(list).includes(secret), "agent.list does not show the secret");
+      other.close();
+
+      // A dying Runtime fails the prompt; the next prompt starts a new generation, with
+      // the editor's server again (the script starts over: m1 once more).
+      const p = c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "long one" }] });
+      await c.until(() => agentText(c, sessionId).includes("thinking"), "the long turn streams");
+      process.kill(pid, "SIGKILL");
+      const err = await rpcError(withTimeout(p, WAIT_MS, "the failed prompt"));
+      check(/Runtime/.test(err.message), `the error names the Runtime: ${err.message}`);
+      const before = agentText(c, sessionId).split("Mode: editor-mode.").length;
+      const r = await c.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "which mode now?" }] });
+      eq(r.stopReason, "end_turn", "the prompt after the death");
+      check(runtimePid(sessionId) !== pid, "a new Runtime serves it");
+      eq(agentText(c, sessionId).split("Mode: editor-mode.").length, before + 1, `the new generation has the editor's server: ${agentText(c, sessionId)}`);
+      await c.close();
+      check(!d.log().includes(secret), "the daemon's log holds no secret");
+      const holders = filesContaining(sb.home, secret).filter((f) => f !== mine);
+      eq(holders, [], "no file but the owner-only manifest holds the secret");
+      check(!JSON.stringify(c.updates).includes(secret), "no update quotes the secret");
+    } finally {
+      await stopDaemon(sb, d);
+    }
+  },
+
   /** With a daemon: the session is a daemon agent that another client lists and answers. */
   async daemon() {
     const sb = sandbox();
@@ -407,12 +696,7 @@ const scenarios = {
       check(after.data.agents.some((a) => a.session_id === sessionId), "the agent stays with the daemon");
       other.close();
     } finally {
-      const sd = await ShardClient.connect(join(sb.home, "daemon.sock")).catch(() => undefined);
-      if (sd) {
-        await sd.call({ type: "daemon.shutdown", force: true }).catch(() => undefined);
-        sd.close();
-      }
-      await withTimeout(d.exited, WAIT_MS, "the daemon to exit").catch(() => d.child.kill("SIGKILL"));
+      await stopDaemon(sb, d);
     }
   },
 };

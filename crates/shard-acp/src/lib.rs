@@ -10,6 +10,7 @@
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod link;
+mod mcp;
 pub mod rpc;
 mod server;
 mod session;

@@ -28,6 +28,9 @@ pub struct AgentSpec {
     pub mode: Option<String>,
     /// Script of the scripted provider.
     pub script: Option<PathBuf>,
+    /// The editor's MCP servers for this session (secrets inside: passed in the
+    /// environment or `agent.create`, never on a command line).
+    pub mcp_servers: Vec<shard_protocol::mcp::ClientMcpServer>,
 }
 
 /// Errors opening a link.
@@ -81,7 +84,13 @@ impl Link {
             args.push("--script".into());
             args.push(s.display().to_string());
         }
-        let client = Arc::new(Client::spawn_agent(&spec.exe, &args, &[]).await?);
+        let mut env = Vec::new();
+        if !spec.mcp_servers.is_empty() {
+            let servers = serde_json::to_string(&spec.mcp_servers)
+                .map_err(|e| LinkError::NotReady(format!("encoding the MCP servers: {e}")))?;
+            env.push((shard_protocol::mcp::CLIENT_MCP_ENV.to_string(), servers));
+        }
+        let client = Arc::new(Client::spawn_agent(&spec.exe, &args, &env).await?);
         let (tx, mut rx) = mpsc::unbounded_channel();
         let reader = Arc::clone(&client);
         tokio::spawn(async move {
@@ -127,6 +136,7 @@ impl Link {
             provider,
             model,
             name: Some("acp".into()),
+            mcp_servers: (!spec.mcp_servers.is_empty()).then(|| spec.mcp_servers.clone()),
             ..AgentCreate::default()
         };
         let agent_id = client.create(create).await?;

@@ -17,7 +17,7 @@ use shard_protocol::{Command, Event, IncomingEvent, ids};
 use tokio::sync::{OnceCell, oneshot};
 
 use crate::AcpConfig;
-use crate::link::{Events, Link, LinkError};
+use crate::link::{AgentSpec, Events, Link, LinkError};
 use crate::rpc::{Peer, RpcError, code, params};
 use crate::session::{COMMANDS, Msg, Reopen, Session, SessionHandle, Start};
 use crate::translate;
@@ -182,7 +182,7 @@ impl Server {
                     .image(true)
                     .embedded_context(true),
             )
-            .mcp_capabilities(acp::McpCapabilities::new().http(false).sse(false));
+            .mcp_capabilities(acp::McpCapabilities::new().http(true).sse(false));
         let mut resp =
             acp::InitializeResponse::new(agent_client_protocol_schema::ProtocolVersion::V1)
                 .agent_capabilities(caps)
@@ -224,22 +224,18 @@ impl Server {
             .map_err(|e| RpcError::invalid_params("cwd", format!("{}: {e}", cwd.display())))
     }
 
-    fn mcp_servers(servers: &[acp::McpServer]) -> Result<(), RpcError> {
-        if servers.is_empty() {
-            return Ok(());
-        }
-        Err(RpcError::invalid_params(
-            "mcpServers",
-            "not implemented yet: MCP servers from the editor; configure them in .mcp.json or \
-             SHARD_HOME/config.toml (docs/mcp.md)",
-        ))
+    /// The agent spec of a session with the editor's MCP servers: they join the
+    /// configured ones as untrusted servers (tool sandbox, gate; docs/acp.md).
+    fn spec_with(&self, servers: &[acp::McpServer]) -> Result<AgentSpec, RpcError> {
+        let mut spec = self.config.agent.clone();
+        spec.mcp_servers = crate::mcp::servers(servers)?;
+        Ok(spec)
     }
 
     async fn new_session(self: &Arc<Self>, p: Option<Value>) -> Answer {
         let req: acp::NewSessionRequest = params("session/new", p)?;
         let cwd = Self::cwd(&req.cwd)?;
-        Self::mcp_servers(&req.mcp_servers)?;
-        let spec = &self.config.agent;
+        let spec = &self.spec_with(&req.mcp_servers)?;
         let (reopen, opened) = match self.daemon().await {
             Some(d) => (
                 Reopen::Daemon,
@@ -254,7 +250,7 @@ impl Server {
             }
         };
         let (link, events, sync) = opened.map_err(start_error)?;
-        let (id, modes) = self.open(cwd, reopen, link, events, &sync).await?;
+        let (id, modes) = self.open(cwd, reopen, link, events, sync).await?;
         let resp = acp::NewSessionResponse::new(id.clone()).modes(modes);
         Ok((to_value(&resp)?, Some(id)))
     }
@@ -262,7 +258,7 @@ impl Server {
     async fn load_session(self: &Arc<Self>, p: Option<Value>) -> Answer {
         let req: acp::LoadSessionRequest = params("session/load", p)?;
         let cwd = Self::cwd(&req.cwd)?;
-        Self::mcp_servers(&req.mcp_servers)?;
+        let spec = &self.spec_with(&req.mcp_servers)?;
         let id = req.session_id.0.to_string();
         if !ids::is_valid(ids::SESSION, &id) {
             return Err(RpcError::invalid_params(
@@ -276,7 +272,6 @@ impl Server {
                 let _ = rx.await;
             }
         }
-        let spec = &self.config.agent;
         let (reopen, opened) = match self.daemon().await {
             Some(d) => {
                 let existing = d
@@ -286,7 +281,17 @@ impl Server {
                     .into_iter()
                     .find(|a| a.session_id.as_deref() == Some(id.as_str()));
                 let opened = match existing {
-                    Some(a) => Link::daemon_attach(Arc::clone(&d), a.agent_id).await,
+                    Some(a) => {
+                        if !spec.mcp_servers.is_empty() {
+                            // A running agent keeps the servers it was started with.
+                            tracing::info!(
+                                agent_id = %a.agent_id,
+                                "session/load of a running daemon agent: the editor's MCP \
+                                 servers are not added to it"
+                            );
+                        }
+                        Link::daemon_attach(Arc::clone(&d), a.agent_id).await
+                    }
                     None => Link::daemon_create(Arc::clone(&d), spec, &cwd, Some(id.clone())).await,
                 };
                 (Reopen::Daemon, opened)
@@ -325,7 +330,7 @@ impl Server {
                 &acp::SessionNotification::new(id.clone(), u),
             );
         }
-        let (id, modes) = self.open(cwd, reopen, link, events, &sync).await?;
+        let (id, modes) = self.open(cwd, reopen, link, events, sync).await?;
         let resp = acp::LoadSessionResponse::new().modes(modes);
         Ok((to_value(&resp)?, Some(id)))
     }
@@ -336,7 +341,7 @@ impl Server {
         reopen: Reopen,
         link: Link,
         events: Events,
-        sync: &Sync,
+        sync: Sync,
     ) -> Result<(String, acp::SessionModeState), RpcError> {
         let id = sync
             .session_id

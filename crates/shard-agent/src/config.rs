@@ -234,7 +234,14 @@ impl Config {
         mcp_secret_vars: impl IntoIterator<Item = String>,
     ) -> Vec<String> {
         let mut remove = shard_ai::secret_env_vars(&self.ai_config());
-        remove.extend(["SHARD_AGENT_TOKEN", "SHARD_DAEMON_SOCK"].map(String::from));
+        remove.extend(
+            [
+                "SHARD_AGENT_TOKEN",
+                "SHARD_DAEMON_SOCK",
+                shard_protocol::mcp::CLIENT_MCP_ENV,
+            ]
+            .map(String::from),
+        );
         remove.extend(mcp_secret_vars);
         remove
     }

@@ -69,6 +69,7 @@ fn start(args: AcpArgs) -> anyhow::Result<()> {
             model: choice.model,
             mode: choice.mode,
             script,
+            mcp_servers: Vec::new(),
         },
         version: env!("CARGO_PKG_VERSION").to_string(),
         auth_check,

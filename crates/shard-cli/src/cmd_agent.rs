@@ -110,6 +110,27 @@ pub fn options(args: &AgentArgs) -> anyhow::Result<RuntimeOptions> {
         tools: args.tools.clone(),
         system_prompt,
         forwarded: None,
+        client_mcp_servers: client_mcp_servers()?,
+    })
+}
+
+/// The client-supplied MCP servers a launcher passed in the environment (never on the
+/// command line: other users can read that). The error quotes no value: they hold tokens.
+fn client_mcp_servers() -> anyhow::Result<Vec<shard_protocol::mcp::ClientMcpServer>> {
+    use shard_protocol::mcp::CLIENT_MCP_ENV;
+    let Some(text) = std::env::var_os(CLIENT_MCP_ENV) else {
+        return Ok(Vec::new());
+    };
+    let text = text.to_string_lossy();
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{CLIENT_MCP_ENV} is not a JSON list of MCP servers (line {}, column {})",
+            e.line(),
+            e.column()
+        )
     })
 }
 
@@ -245,6 +266,7 @@ impl shard_daemon::SettingsCheck for InProcessCheck {
             tools: spec.tools.clone(),
             system_prompt,
             forwarded: None,
+            client_mcp_servers: Vec::new(),
         };
         check_settings(opts, common::process_env()).map_err(|e| e.to_string())
     }

@@ -177,10 +177,7 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
         };
         rows.push(Row {
             name,
-            origin: match origin {
-                shard_mcp::Origin::User => "user",
-                shard_mcp::Origin::Project => "project",
-            },
+            origin: origin.name(),
             state: state.name().to_string(),
             message,
             tools,

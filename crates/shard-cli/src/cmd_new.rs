@@ -88,6 +88,7 @@ pub fn new(args: NewArgs) -> ExitCode {
             tools: args.tools.clone(),
             skills: None,
             headless_policy: policy,
+            mcp_servers: None,
             name: args.name.clone(),
             parent_agent_id: None,
             system_prompt: None,

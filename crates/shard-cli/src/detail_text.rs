@@ -125,6 +125,7 @@ mod tests {
             options: vec![],
             details: Some(details),
             choices: None,
+            tool_call_id: None,
         }
     }
 

@@ -123,7 +123,8 @@ fn main() -> ExitCode {
     // SAFETY: still single-threaded: nothing before this line starts a thread (the
     // zygote check above returns before any is started, or never comes back).
     unsafe { shard_sandbox::hardening::detach_environment() };
-    shard_sandbox::hardening::harden(&[]);
+    // An editor's MCP servers (their tokens) reach a Runtime in this variable.
+    shard_sandbox::hardening::harden(&[shard_protocol::mcp::CLIENT_MCP_ENV.to_string()]);
     let cli = Cli::parse();
     if cli.command.as_ref().is_some_and(Commands::prints_and_exits) {
         shard_sandbox::hardening::quiet_on_closed_pipe();

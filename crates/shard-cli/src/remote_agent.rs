@@ -98,6 +98,8 @@ fn options(
         tools: args.tools.clone(),
         system_prompt,
         forwarded: Some(settings.config),
+        // The daemon refuses client MCP servers for agents on hosts (docs/hosts.md).
+        client_mcp_servers: Vec::new(),
     };
     // The daemon's variables first, then the host's own environment.
     let forwarded = settings.env;

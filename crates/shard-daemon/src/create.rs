@@ -35,6 +35,16 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
             "parent_agent_id is set by the daemon's subagent machinery (subagent.create), not by clients",
         ));
     }
+    if let Some(servers) = &c.mcp_servers
+        && let Err((field, why)) = shard_protocol::mcp::validate_all(servers)
+    {
+        return Err(invalid(format!("mcp_servers{field}: {why}")));
+    }
+    if c.host.is_some() && c.mcp_servers.as_ref().is_some_and(|s| !s.is_empty()) {
+        return Err(invalid(
+            "mcp_servers are not supported for an agent on a host yet: create it without them, or on this machine",
+        ));
+    }
     let cwd = match &c.host {
         // A path on the host: its Runtime checks it there.
         Some(host) => crate::hosts::check_create(&shared.cfg, host, &c.cwd).map_err(invalid)?,
@@ -76,6 +86,7 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
         started: false,
         system_prompt_file: None,
         host: c.host,
+        mcp_servers: c.mcp_servers.unwrap_or_default(),
         archived: false,
     };
     // An unknown mode, provider or model is one clear error, and nothing is created

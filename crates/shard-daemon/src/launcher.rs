@@ -35,6 +35,9 @@ pub struct LaunchSpec {
     pub tools: Option<Vec<String>>,
     /// A file whose text replaces the base system prompt (every start).
     pub system_prompt_file: Option<PathBuf>,
+    /// The client's MCP servers (every start), passed in the environment: they hold
+    /// secrets, and a command line is readable by every user.
+    pub mcp_servers: Vec<shard_protocol::mcp::ClientMcpServer>,
     /// `SHARD_HOME`.
     pub home: PathBuf,
     /// The daemon socket, for the Runtime's own calls back.
@@ -224,6 +227,12 @@ impl RuntimeLauncher for ProcessLauncher {
             .kill_on_drop(false);
         if let Some(p) = &spec.parent_agent_id {
             cmd.env("SHARD_PARENT_AGENT_ID", p);
+        }
+        cmd.env_remove(shard_protocol::mcp::CLIENT_MCP_ENV);
+        if !spec.mcp_servers.is_empty() {
+            let servers =
+                serde_json::to_string(&spec.mcp_servers).map_err(std::io::Error::other)?;
+            cmd.env(shard_protocol::mcp::CLIENT_MCP_ENV, servers);
         }
         let mut child = spawn_off_executor(cmd).await?;
         let stdin = child

@@ -64,6 +64,12 @@ pub struct AgentManifest {
     /// machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// MCP servers the creating client supplied (an editor's), passed to every Runtime
+    /// generation. Their `env`/`headers` values are secrets: this file is owner-only
+    /// (0600 in a 0700 folder, like the rest of `SHARD_HOME`), and nothing else the
+    /// daemon writes or sends holds them (docs/decisions.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<shard_protocol::mcp::ClientMcpServer>,
     /// Archived (`shard rm`): no Runtime is started for it until it is attached again,
     /// and clients leave it out of their lists; the session is kept.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -165,6 +171,7 @@ mod tests {
             started: true,
             system_prompt_file: None,
             host: None,
+            mcp_servers: Vec::new(),
             archived: false,
         }
     }

@@ -162,6 +162,7 @@ pub fn request(
             Some(details)
         },
         choices: Some(choices),
+        tool_call_id: None,
     };
     (request, signature)
 }

@@ -76,6 +76,20 @@ pub enum Origin {
     User,
     /// The project's `.mcp.json`: it starts once the user approved that file's content.
     Project,
+    /// The client's (an editor's `mcpServers`): untrusted like a project's, always in
+    /// the tool sandbox; the user chose to run it by configuring the editor.
+    Client,
+}
+
+impl Origin {
+    /// The name `shard mcp list` and docs use: `user`, `project`, `client`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Origin::User => "user",
+            Origin::Project => "project",
+            Origin::Client => "client",
+        }
+    }
 }
 
 /// How to reach a server. Its `Debug` shows no env or header value (they are secrets).
@@ -180,12 +194,7 @@ pub struct McpConfigError {
 
 /// Checks a server's name: it becomes part of tool names, which providers restrict.
 pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 32
-        && !name.contains("__")
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    shard_protocol::mcp::valid_server_name(name)
 }
 
 /// Variables a server's `env` may pass on that are nobody's secret: taking them from every

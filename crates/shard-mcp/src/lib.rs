@@ -1,5 +1,5 @@
 //! Model Context Protocol servers for a Runtime (issue 18): their configuration (the
-//! user's `[mcp.servers]`, the project's approved `.mcp.json`), their lives (started in
+//! user's `[mcp.servers]`, the project's approved `.mcp.json`, the client's own), their lives (started in
 //! parallel in the background, restarted with backoff, stopped with the Runtime) and
 //! their tools, which join the Runtime's registry as `mcp__SERVER__TOOL` on the open
 //! Tool contract and so pass the same PermissionGate as every built-in tool.
@@ -9,6 +9,7 @@
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod approval;
+pub mod client;
 pub mod config;
 pub mod content;
 mod limit;
@@ -22,6 +23,7 @@ use shard_tools::Tool;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use client::add_client_servers;
 pub use config::{McpConfig, Origin, ServerConfig, ServerSpec};
 pub use server::StartContext;
 

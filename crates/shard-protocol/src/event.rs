@@ -585,6 +585,10 @@ pub struct PermissionRequest {
     /// Server-built choices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub choices: Option<Vec<PermissionChoice>>,
+    /// Additive: the tool call this request gates (the `tool_call_id` of its
+    /// `message_delta`/`tool_call` events), so a client matches the two exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 /// `permission_resolved`.

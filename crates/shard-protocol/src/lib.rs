@@ -14,6 +14,7 @@ pub mod error;
 pub mod event;
 pub mod ids;
 pub mod jobs;
+pub mod mcp;
 pub mod orchestrator;
 pub mod permission;
 pub mod remote;

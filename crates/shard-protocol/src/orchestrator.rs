@@ -48,6 +48,11 @@ pub struct AgentCreate {
     /// Headless policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headless_policy: Option<HeadlessPolicy>,
+    /// Additive: MCP servers the client supplies (an editor's), joining the configured
+    /// ones as untrusted servers (tool sandbox, gate). Their `env`/`headers` values are
+    /// secrets: kept in the owner-only manifest, never in `agent.list`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<Vec<crate::mcp::ClientMcpServer>>,
     /// Display name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,

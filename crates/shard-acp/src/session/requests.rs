@@ -57,10 +57,22 @@ impl Session {
         });
     }
 
-    /// The announced call a permission request is about: the oldest unfinished call of
-    /// that tool with those arguments that was not asked about yet (the Runtime gates
+    /// The announced call a permission request is about: the one its `tool_call_id`
+    /// names. Without one (a Runtime older than that field), the oldest unfinished call
+    /// of that tool with those arguments that was not asked about yet (the Runtime gates
     /// calls in order), else the oldest of that tool.
     fn call_for(&self, r: &PermissionRequest) -> Option<String> {
+        // A subagent's request (delegated through the daemon) names its own agent and a
+        // call of that agent: never one announced here.
+        let own = self.link.as_ref().and_then(|l| l.agent_id());
+        if let (Some(asker), Some(own)) = (r.agent_id.as_deref(), own)
+            && asker != own
+        {
+            return None;
+        }
+        if let Some(id) = &r.tool_call_id {
+            return self.calls.contains_key(id).then(|| id.clone());
+        }
         let open = |c: &&String| {
             self.calls
                 .get(*c)

@@ -96,6 +96,9 @@ pub struct RuntimeOptions {
     /// A Runtime on another host: the daemon's forwarded configuration tables, combined
     /// with the host's own file (`crate::forwarded`).
     pub forwarded: Option<serde_json::Map<String, serde_json::Value>>,
+    /// MCP servers the client supplied (an editor's): started with the configured ones,
+    /// untrusted (`shard_mcp::add_client_servers`).
+    pub client_mcp_servers: Vec<shard_protocol::mcp::ClientMcpServer>,
 }
 
 /// What the transport feeds the actor.

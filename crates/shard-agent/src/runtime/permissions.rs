@@ -72,9 +72,15 @@ pub(crate) enum Gate {
 }
 
 impl Runtime {
-    /// Passes one tool call through the gate ([`shard_gate::gate::Gate::decide`]), asking
-    /// when it says so.
-    pub(crate) async fn gate(&mut self, tool: &str, read_only: bool, args: &Value) -> Gate {
+    /// Passes one tool call (`call_id`) through the gate
+    /// ([`shard_gate::gate::Gate::decide`]), asking when it says so.
+    pub(crate) async fn gate(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        read_only: bool,
+        args: &Value,
+    ) -> Gate {
         if let Err(e) = self.grants.reload() {
             tracing::warn!(error = %e, "could not re-read grants");
         }
@@ -98,6 +104,8 @@ impl Runtime {
             Decision::Allow(_) => Gate::Run,
             Decision::Refuse { message, .. } => Gate::Refuse(message),
             Decision::Ask(mut ask) => {
+                // Clients match the request to the call they were shown, exactly.
+                ask.request.tool_call_id = Some(call_id.to_string());
                 // What the call would change (a diff), read off the executor.
                 if let Some(t) = self.tool(tool) {
                     let ctx = self.tool_context(tokio_util::sync::CancellationToken::new());

@@ -75,7 +75,7 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
     }
     let grants = GrantStore::open(&opts.shard_home, &opts.cwd)
         .map_err(|e| StartError::Config(e.to_string()))?;
-    let mcp = shard_mcp::resolve(
+    let mut mcp = shard_mcp::resolve(
         &config.mcp,
         &opts.shard_home.join("config.toml"),
         &opts.shard_home,
@@ -83,6 +83,7 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
         &|k: &str| env(k),
     )
     .map_err(|e| StartError::Config(e.to_string()))?;
+    shard_mcp::add_client_servers(&mut mcp, &opts.client_mcp_servers);
     let mut models = ModelController::new(ai_config, env, opts.script.clone());
     // A provider or model the user named that does not exist is a start failure; a
     // missing key is not (the first prompt says which variable to set).

@@ -48,7 +48,10 @@ impl Runtime {
                 continue;
             };
             let args = Value::Object(call.args.clone());
-            match self.gate(&call.name, tool.is_read_only(&args), &args).await {
+            match self
+                .gate(&call.id, &call.name, tool.is_read_only(&args), &args)
+                .await
+            {
                 Gate::Refuse(reason) => {
                     self.record_result(&call.id, ToolOutput::error(reason))
                         .await;
@@ -136,7 +139,10 @@ impl Runtime {
                 continue;
             };
             let args = Value::Object(call.args.clone());
-            match self.gate(&call.name, tool.is_read_only(&args), &args).await {
+            match self
+                .gate(&call.id, &call.name, tool.is_read_only(&args), &args)
+                .await
+            {
                 Gate::Refuse(reason) => {
                     self.record_result(&call.id, ToolOutput::error(reason))
                         .await;

@@ -238,6 +238,7 @@ async fn open_link(
                 tools: None,
                 skills: None,
                 headless_policy: None,
+                mcp_servers: None,
                 name: None,
                 parent_agent_id: None,
                 system_prompt: None,

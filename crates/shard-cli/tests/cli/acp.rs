@@ -91,3 +91,28 @@ fn acp_daemon_session_is_listed_and_answered_by_another_client() {
 fn acp_editor_files_serve_reads_and_writes_after_the_gate() {
     scenario("editor_files");
 }
+
+#[test]
+fn acp_editor_mcp_servers_are_gated_sandboxed_and_keep_their_secrets() {
+    scenario("mcp");
+}
+
+#[test]
+fn acp_editor_http_mcp_server_gets_its_headers_and_keeps_them_secret() {
+    scenario("mcp_http");
+}
+
+#[test]
+fn acp_editor_mcp_servers_reach_the_daemon_agent_and_its_next_runtime() {
+    scenario("mcp_daemon");
+}
+
+#[test]
+fn acp_locations_order_cancelled_outcome_and_stop_reasons() {
+    scenario("details");
+}
+
+#[test]
+fn acp_a_prompt_waiting_for_editor_mcp_servers_is_cancelled_at_once() {
+    scenario("mcp_wait_cancel");
+}

@@ -18,6 +18,7 @@ mod git_outside;
 mod hard_links;
 mod harness;
 mod mcp;
+mod mcp_client;
 mod mcp_sandbox;
 mod mock;
 mod new_models;

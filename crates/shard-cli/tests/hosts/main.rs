@@ -665,6 +665,15 @@ async fn bad_settings_on_the_host_are_one_error_and_nothing_is_created() {
     relative.cwd = "project".into();
     let e = c.create(relative).await.unwrap_err().to_string();
     assert!(e.contains("absolute path on host box"), "{e}");
+    let mut with_mcp = w.create(&s);
+    with_mcp.mcp_servers = Some(vec![
+        serde_json::from_value(json!({"name": "files", "command": "mcp-server"})).unwrap(),
+    ]);
+    let e = c.create(with_mcp).await.unwrap_err().to_string();
+    assert!(
+        e.contains("mcp_servers are not supported for an agent on a host"),
+        "{e}"
+    );
     assert!(c.list().await.unwrap().is_empty());
     assert!(!w.rhome().join("sessions").exists());
 }

@@ -132,6 +132,7 @@ pub(crate) fn launch_spec(
         script: if scripted { m.model.clone() } else { None },
         tools: m.tools.clone(),
         system_prompt_file: m.system_prompt_file.as_ref().map(std::path::PathBuf::from),
+        mcp_servers: m.mcp_servers.clone(),
         home: cfg.home.clone(),
         daemon_sock: cfg.socket_path(),
         token,

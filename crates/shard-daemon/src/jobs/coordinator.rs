@@ -171,6 +171,7 @@ fn child_manifest(jobs: &Jobs, job_id: &str, index: usize) -> Result<AgentManife
         started: false,
         system_prompt_file: None,
         host: None,
+        mcp_servers: Vec::new(),
         archived: false,
     })
 }

@@ -198,6 +198,7 @@ fn permission_request() -> impl Strategy<Value = PermissionRequest> {
                 options,
                 details: None,
                 choices: None,
+                tool_call_id: None,
             },
         )
 }
