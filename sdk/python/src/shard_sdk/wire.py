@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "dc0c3f8ff74552d27b6497b4c0a4df0add154a0df0e62a50018ca39439bcf061"
+SCHEMA_SHA256 = "18129759945995b7629b0fcae72a5f654531f90e2e59f1aa305085759308b2bb"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -33,6 +33,9 @@ PermissionDecision = Literal["allow", "allow_always", "deny"]
 
 HeadlessPolicy = Literal["deny", "allow_if_rule_matches", "queue"]
 """Which way a subagent or headless agent handles requests with no responder."""
+
+ClientMcpTransport = Literal["stdio", "http"]
+"""How a client-supplied server is reached."""
 
 AttachRole = Literal["interactive", "observer"]
 """Attachment role."""
@@ -373,6 +376,47 @@ class Empty(WireObject):
     __slots__ = ()
 
 
+class ClientMcpServer(WireObject):
+    """One MCP server a client supplies: `command` (+`args`, `env`) for stdio, `url` (+`headers`) for HTTP."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        """The `SERVER` of `mcp__SERVER__TOOL`: 1 to 32 letters, digits, `-` or `_`."""
+        return self._d.get("name")
+
+    @property
+    def transport(self) -> ClientMcpTransport | None:
+        """Transport (default stdio)."""
+        return self._d.get("transport")
+
+    @property
+    def command(self) -> str | None:
+        """Program of a stdio server."""
+        return self._d.get("command")
+
+    @property
+    def args(self) -> list[str] | None:
+        """Its arguments."""
+        return self._d.get("args")
+
+    @property
+    def env(self) -> dict[str, Any] | None:
+        """Variables added to the server's (scrubbed) environment. Secret."""
+        return self._d.get("env")
+
+    @property
+    def url(self) -> str | None:
+        """Endpoint of an HTTP server."""
+        return self._d.get("url")
+
+    @property
+    def headers(self) -> dict[str, Any] | None:
+        """Headers on every request to an HTTP server. Secret."""
+        return self._d.get("headers")
+
+
 class LaunchPolicy(WireObject):
     """Subagent launch limits; field names are camelCase in the spec."""
 
@@ -433,6 +477,11 @@ class AgentCreate(WireObject):
     def headless_policy(self) -> HeadlessPolicy | None:
         """Headless policy."""
         return self._d.get("headless_policy")
+
+    @property
+    def mcp_servers(self) -> list[ClientMcpServer] | None:
+        """Additive: MCP servers the client supplies (an editor's), joining the configured ones as untrusted servers (tool sandbox, gate). Their `env`/`headers` values are secrets: kept in the owner-only manifest, never in `agent.list`."""
+        return _list(lambda x: _obj(ClientMcpServer, x), self._d.get("mcp_servers"))
 
     @property
     def name(self) -> str | None:
@@ -1503,6 +1552,11 @@ class PermissionRequest(Event):
     def choices(self) -> list[PermissionChoice] | None:
         """Server-built choices."""
         return _list(lambda x: _obj(PermissionChoice, x), self._d.get("choices"))
+
+    @property
+    def tool_call_id(self) -> str | None:
+        """Additive: the tool call this request gates (the `tool_call_id` of its `message_delta`/`tool_call` events), so a client matches the two exactly."""
+        return self._d.get("tool_call_id")
 
 
 class UiRequest(Event):
@@ -3752,7 +3806,7 @@ COMMAND_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "agent.list": ((), ()),
     "session.list": (("cwd",), ("cwd",)),
     "session.activate": (("agent_id", "session_id"), ("agent_id", "session_id")),
-    "agent.create": (("cwd",), ("cwd", "session_id", "model", "provider", "mode", "tools", "skills", "headless_policy", "name", "parent_agent_id", "system_prompt", "depth", "launch_policy", "alias", "definition_name", "display_name", "names")),
+    "agent.create": (("cwd",), ("cwd", "session_id", "model", "provider", "mode", "tools", "skills", "headless_policy", "mcp_servers", "name", "parent_agent_id", "system_prompt", "depth", "launch_policy", "alias", "definition_name", "display_name", "names")),
     "agent.attach": (("agent_id",), ("agent_id", "role")),
     "agent.detach": (("agent_id",), ("agent_id",)),
     "agent.terminate": (("agent_id",), ("agent_id",)),
