@@ -6,7 +6,8 @@ use shard_mcp::{McpManager, McpUpdate, ServerState, StartContext};
 use shard_protocol::event::{Event, McpServerStatus, ToolsChanged};
 use tokio::sync::mpsc;
 
-use super::{Internal, Runtime};
+use super::Runtime;
+use super::inbox::Internal;
 
 /// Updates waiting between the servers and the actor.
 const UPDATE_QUEUE: usize = 32;
@@ -15,7 +16,7 @@ impl Runtime {
     /// Starts the configured servers (returns at once) and reports the project servers
     /// that wait for approval.
     pub(super) async fn start_mcp(&mut self) {
-        let Some(plan) = self.mcp_plan.take() else {
+        let Some(plan) = self.toolbox.mcp_plan.take() else {
             return;
         };
         for skipped in &plan.skipped {
@@ -34,13 +35,13 @@ impl Runtime {
         let (tx, mut rx) = mpsc::channel::<McpUpdate>(UPDATE_QUEUE);
         let ctx = StartContext {
             cwd: self.opts.cwd.clone(),
-            env_remove: self.env_remove.clone(),
-            processes: self.processes.clone(),
-            sandbox: Some(self.sandbox.clone()),
+            env_remove: self.toolbox.env_remove.clone(),
+            processes: self.toolbox.processes.clone(),
+            sandbox: Some(self.toolbox.sandbox.clone()),
         };
-        self.mcp = Some(McpManager::start(plan.start, ctx, tx));
+        self.toolbox.mcp = Some(McpManager::start(plan.start, ctx, tx));
         // Through the actor's own queue: updates apply between commands, never mid-call.
-        let internal = self.tools.sender();
+        let internal = self.toolbox.tools.sender();
         tokio::spawn(async move {
             while let Some(update) = rx.recv().await {
                 if internal.send(Internal::Mcp(update)).await.is_err() {
@@ -58,6 +59,7 @@ impl Runtime {
             state,
         } = update;
         let names = self
+            .toolbox
             .tools
             .replace_prefix(&shard_mcp::tool::tool_name(&server, ""), tools);
         let (message, restarting) = match &state {
@@ -76,6 +78,7 @@ impl Runtime {
 
     async fn emit_tools_changed(&mut self, server: McpServerStatus) {
         let tools = self
+            .toolbox
             .tools
             .registry
             .names()
