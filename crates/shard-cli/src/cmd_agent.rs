@@ -110,6 +110,7 @@ pub fn options(args: &AgentArgs) -> anyhow::Result<RuntimeOptions> {
             .filter(|s| !s.is_empty()),
         tools: args.tools.clone(),
         system_prompt,
+        one_shot: false,
     })
 }
 
@@ -226,6 +227,7 @@ impl shard_daemon::SettingsCheck for InProcessCheck {
             agent_id: None,
             tools: spec.tools.clone(),
             system_prompt,
+            one_shot: false,
         };
         check_settings(opts, common::process_env()).map_err(|e| e.to_string())
     }

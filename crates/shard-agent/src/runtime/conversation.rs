@@ -59,6 +59,9 @@ pub(crate) struct Conversation {
     usage_mark: Option<(u64, usize)>,
     /// Byte budget of `sync.live_window`, the most a history page holds.
     pub(super) live_window_budget: usize,
+    /// The process exits after this turn (`RuntimeOptions::one_shot`): [`Self::persist`]
+    /// leaves the wait for the disk to a helper process.
+    one_shot: bool,
 }
 
 impl Conversation {
@@ -68,6 +71,7 @@ impl Conversation {
         session: Session,
         instructions: String,
         live_window_budget: usize,
+        one_shot: bool,
     ) -> Conversation {
         Conversation {
             store,
@@ -78,6 +82,7 @@ impl Conversation {
             context: None,
             usage_mark: None,
             live_window_budget,
+            one_shot,
         }
     }
 
@@ -140,8 +145,16 @@ impl Conversation {
     }
 
     /// Makes the transcript durable and the meta current (a turn's end, the Runtime's
-    /// end); failures are logged, since nobody could act on them.
+    /// end); failures are logged, since nobody could act on them. A one-shot Runtime hands
+    /// the sync to a helper process: its process exits next, and the exit would otherwise
+    /// wait for the disk.
     pub(super) fn persist(&mut self) {
+        if self.one_shot {
+            if let Err(e) = self.session.finish_detached() {
+                tracing::error!(error = %e, "could not persist the transcript");
+            }
+            return;
+        }
         if let Err(e) = self.session.sync_data() {
             tracing::error!(error = %e, "could not sync the transcript");
         }
@@ -189,7 +202,7 @@ mod tests {
         let session = store
             .open_or_create(&ids::new_id(ids::SESSION), &dir.join("work"))
             .unwrap();
-        Conversation::new(store, session, String::new(), 64 * 1024)
+        Conversation::new(store, session, String::new(), 64 * 1024, false)
     }
 
     fn said(text: &str) -> EntryKind {

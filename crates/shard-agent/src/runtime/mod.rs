@@ -215,13 +215,14 @@ impl Runtime {
 
         let instructions = crate::prompt::project_instructions(&opts.cwd);
         let editor = editor::EditorBridge::new(events.clone());
+        let one_shot = opts.one_shot;
         let mut runtime = Runtime {
             opts,
             config,
             events,
             inputs,
             internal,
-            conv: Conversation::new(store, session, instructions, live_window_budget),
+            conv: Conversation::new(store, session, instructions, live_window_budget, one_shot),
             flight: Flight::default(),
             toolbox: Toolbox {
                 tools,

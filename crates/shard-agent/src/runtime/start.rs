@@ -40,6 +40,10 @@ pub struct RuntimeOptions {
     pub tools: Option<Vec<String>>,
     /// Replaces the base system prompt (managed children).
     pub system_prompt: Option<String>,
+    /// The client ends input when the turn ends and the process exits (`shard run`): the
+    /// turn's end and the exit hand the transcript's sync to a helper process instead of
+    /// waiting for the disk (docs/decisions.md, "The exit of a one-shot run").
+    pub one_shot: bool,
 }
 
 /// A failure before the Runtime could serve anything.
