@@ -354,10 +354,21 @@ test("model output and a file with script payloads render as inert text", async 
 
 test("the overview at 390 px: nested subagents, no horizontal scrolling, shortcuts under ?", async () => {
   const { page: pg, ctx } = await page({ width: 390, height: 844 });
-  const script = d.script("kids", [textTurn("hi")]);
-  const parent = await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "parent" });
-  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "child", parent_agent_id: parent });
-  await pg.reload();
+  // Only the daemon's subagent machinery makes a child: the parent's model delegates one
+  // (a task name no definition has makes a `general` child aliased by that name).
+  const kid = d.script("kid", [textTurn("hi")]);
+  const script = d.script("kids", [
+    toolTurn("call-1", "subagent", { action: "create", tasks: [{ name: "child", task: "say hi" }], strategy: "parallel", model: kid }),
+    textTurn("launched"),
+    textTurn("noted"),
+  ]);
+  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "parent" });
+  await openAgent(pg, "parent");
+  await prompt(pg).fill("delegate");
+  await prompt(pg).press("Enter");
+  // The child's report wakes the parent for a second turn.
+  await pg.locator(".pane.active").getByText("noted", { exact: true }).waitFor();
+  await pg.goto(d.url + "/");
   await pg.getByText("connected", { exact: true }).waitFor();
   await pg.locator(".subagents .agent-name", { hasText: "child" }).waitFor();
   const overflow = await pg.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
