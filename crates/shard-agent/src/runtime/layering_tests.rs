@@ -1,6 +1,6 @@
 //! The Runtime's files form layers with no circle: each file names (through `super::`)
 //! only files of a lower layer. A new file or a new `use` that breaks this fails here,
-//! naming the edge; the layers are documented in docs/architecture.md ("The Runtime").
+//! naming the edge; the layers are documented in docs/architecture.md ("The Runtime's layers").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -2,12 +2,12 @@
 //! events leave through one sink. The turn runs inside the actor as a nested loop that
 //! keeps serving commands, so there is no shared state and no lock.
 //!
-//! The modules form layers (docs/architecture.md, "The Runtime"); a file uses only files
-//! of a layer below its own, which `layering_tests` checks:
+//! The modules form layers (docs/architecture.md, "The Runtime's layers"); a file uses
+//! only files of a layer below its own, which `layering_tests` checks:
 //!
-//! 1. **Parts**, which know nothing of the actor: [`conversation`] (the session and the
-//!    context), [`flight`] (the turn in flight and what is queued), [`toolbox`] (the
-//!    tools with the gate), [`choice`] (the provider and model choice), and their pieces
+//! 1. **Parts**, which know nothing of the actor: `conversation` (the session and the
+//!    context), `flight` (the turn in flight and what is queued), `toolbox` (the tools
+//!    with the gate), `choice` (the provider and model choice), and their pieces
 //!    (`partial`, `tools`, `editor`, `inbox`, `start`).
 //! 2. **The actor** (this file): the `Runtime` struct that owns one of each part, its
 //!    construction, and emitting events.
