@@ -96,7 +96,9 @@ impl Conversation {
             Some(id) => self.session.append_with_id(id, kind)?,
             None => self.session.append(kind)?,
         };
-        if let (Some(context), EntryKind::Message(m)) = (self.context.as_mut(), entry.kind) {
+        if let (Some(context), EntryKind::Message(m)) = (self.context.as_mut(), entry.kind)
+            && !m.message.content.is_empty()
+        {
             context.push(Arc::new(m.message));
         }
         Ok(())

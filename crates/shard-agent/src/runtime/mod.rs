@@ -234,6 +234,7 @@ impl Runtime {
                 editor,
                 mcp_plan: Some(mcp_plan),
                 mcp: None,
+                mcp_waiting: None,
                 pending: None,
                 pending_answer: None,
             },

@@ -145,6 +145,14 @@ pub(super) struct ToolSite {
     pub(super) image_max_bytes: usize,
 }
 
+/// The servers a Runtime's first model request waits for (`[mcp] startup_timeout`), so
+/// that even a one-shot `shard run` sees their tools on its first call.
+#[derive(Debug)]
+pub(crate) struct McpWait {
+    pub(super) servers: std::collections::BTreeSet<String>,
+    pub(super) deadline: tokio::time::Instant,
+}
+
 /// The tools with the gate.
 pub(crate) struct Toolbox {
     pub(super) tools: Tools,
@@ -159,6 +167,8 @@ pub(crate) struct Toolbox {
     pub(super) mcp_plan: Option<shard_mcp::Resolved>,
     /// The running MCP servers; stopped with the Runtime.
     pub(super) mcp: Option<shard_mcp::McpManager>,
+    /// Servers the first model request still waits for, and until when.
+    pub(super) mcp_waiting: Option<McpWait>,
     pub(super) pending: Option<PendingPermission>,
     pub(super) pending_answer: Option<Answer>,
 }

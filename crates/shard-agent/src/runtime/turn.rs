@@ -42,6 +42,9 @@ impl Runtime {
         }))
         .await;
         let mut failed = !self.ensure_context().await || !self.append_user(&input).await;
+        if !failed {
+            self.wait_for_mcp().await;
+        }
         let mut iterations = 0;
         while !failed && !self.cancelled() {
             iterations += 1;
@@ -65,6 +68,10 @@ impl Runtime {
                 }
             }
         }
+        let interrupted = self.flight.turn_cancelled();
+        if interrupted && let Err(e) = self.append_message(None, EntryKind::interruption()) {
+            tracing::error!(error = %e, "could not record the interruption");
+        }
         self.conv.persist();
         self.resolve_all_ui().await;
         self.drop_strict_steers(&turn_id).await;
@@ -78,6 +85,7 @@ impl Runtime {
             agent_id: None,
             turn_id,
             usage,
+            interrupted: interrupted.then_some(true),
             stop_reason,
         }))
         .await;
