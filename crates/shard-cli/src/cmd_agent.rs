@@ -111,6 +111,7 @@ pub fn options(args: &AgentArgs) -> anyhow::Result<RuntimeOptions> {
         tools: args.tools.clone(),
         system_prompt,
         client_mcp_servers: client_mcp_servers()?,
+        one_shot: false,
     })
 }
 
@@ -248,6 +249,7 @@ impl shard_daemon::SettingsCheck for InProcessCheck {
             tools: spec.tools.clone(),
             system_prompt,
             client_mcp_servers: Vec::new(),
+            one_shot: false,
         };
         check_settings(opts, common::process_env()).map_err(|e| e.to_string())
     }
