@@ -111,6 +111,7 @@ pub fn options(args: &AgentArgs) -> anyhow::Result<RuntimeOptions> {
         system_prompt,
         forwarded: None,
         client_mcp_servers: client_mcp_servers()?,
+        one_shot: false,
     })
 }
 
@@ -267,6 +268,7 @@ impl shard_daemon::SettingsCheck for InProcessCheck {
             system_prompt,
             forwarded: None,
             client_mcp_servers: Vec::new(),
+            one_shot: false,
         };
         check_settings(opts, common::process_env()).map_err(|e| e.to_string())
     }

@@ -134,6 +134,8 @@ fn run_inner(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         Some(HeadlessPolicy::AllowIfRuleMatches)
     };
+    // The process exits when the turn ends: its last sync goes to a helper process.
+    opts.one_shot = true;
     let resuming = opts.session_id.is_some();
     let shard_home = opts.shard_home.clone();
     let prepared =

@@ -100,6 +100,7 @@ fn options(
         forwarded: Some(settings.config),
         // The daemon refuses client MCP servers for agents on hosts (docs/hosts.md).
         client_mcp_servers: Vec::new(),
+        one_shot: false,
     };
     // The daemon's variables first, then the host's own environment.
     let forwarded = settings.env;

@@ -50,6 +50,9 @@ pub struct Session {
     /// False for a session created by this open until its directory entries (made without
     /// fsync, to start fast) are made durable by the first sync.
     pub(crate) dirs_synced: bool,
+    /// Transcript length a helper process was started to sync
+    /// ([`Session::finish_detached`]).
+    pub(crate) handed_len: Option<u64>,
 }
 
 impl Session {
@@ -211,6 +214,15 @@ impl Session {
         // The meta is a cache checked against the transcript on open (a stale or lost
         // one means a scan, never wrong state), so it is replaced atomically but not
         // fsynced: two fewer fsyncs at every turn end.
+        atomic_write_unsynced(&self.dir.join(META_FILE), &self.meta_bytes()?)?;
+        self.meta_len = Some(self.state.transcript_len);
+        Ok(())
+    }
+
+    /// Rewrites `meta.json` without syncing the transcript first: for
+    /// [`Session::finish_detached`], whose helper syncs it. Safe because a meta that
+    /// describes more than the transcript holds is refused on open.
+    pub(crate) fn write_meta_unsynced(&mut self) -> Result<(), SessionError> {
         atomic_write_unsynced(&self.dir.join(META_FILE), &self.meta_bytes()?)?;
         self.meta_len = Some(self.state.transcript_len);
         Ok(())

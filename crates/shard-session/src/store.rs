@@ -254,6 +254,7 @@ impl SessionStore {
             synced_len: None,
             meta_len: None,
             dirs_synced: !created,
+            handed_len: None,
         };
         if created {
             session.write_initial_meta()?;

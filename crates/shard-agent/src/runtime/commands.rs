@@ -9,9 +9,10 @@ use shard_protocol::responses::{
 use shard_protocol::{ClientMessage, Command, ErrorCode, Event};
 use shard_session::{EntryKind, SessionError};
 
-use super::sync::LIVE_WINDOW_BUDGET;
+use super::conversation::LIVE_WINDOW_BUDGET;
 
-use super::{PendingSteer, Runtime, UserInput};
+use super::Runtime;
+use super::flight::{PendingSteer, UserInput};
 
 impl Runtime {
     pub(crate) async fn handle_command(&mut self, msg: ClientMessage) {
@@ -40,7 +41,7 @@ impl Runtime {
                 }
             }
             Command::Abort(_) => {
-                if self.turn.is_some() {
+                if self.flight.turn.is_some() {
                     self.request_abort();
                 }
                 self.emit(Event::ok(id, name, None)).await;
@@ -48,22 +49,22 @@ impl Runtime {
             Command::SetMode(c) => self.set_mode(id, name, &c.mode).await,
             Command::ListModes(_) => {
                 let data = ListModesData {
-                    modes: self.modes.descriptors(),
-                    active: self.modes.active().name.clone(),
+                    modes: self.choice.modes.descriptors(),
+                    active: self.choice.modes.active().name.clone(),
                 };
                 self.emit(Event::answer::<kind::ListModes>(id, &data)).await;
             }
             Command::ListModels(_) => {
                 let data = ListModelsData {
-                    models: self.models.catalog(),
-                    active: self.models.descriptor(),
+                    models: self.choice.models.catalog(),
+                    active: self.choice.models.descriptor(),
                 };
                 self.emit(Event::answer::<kind::ListModels>(id, &data))
                     .await;
             }
             Command::SetModel(c) => self.set_model(id, name, &c.model).await,
             Command::ListReasoningLevels(_) => {
-                let levels = self.models.reasoning_levels();
+                let levels = self.choice.models.reasoning_levels();
                 if levels.is_empty() {
                     let msg = "the active model has no reasoning levels";
                     self.emit(Event::err(id, Some(name), ErrorCode::NotFound, msg))
@@ -71,8 +72,13 @@ impl Runtime {
                     return;
                 }
                 let data = ReasoningLevelsData {
-                    model: self.models.descriptor(),
-                    active: self.models.reasoning().unwrap_or_default().to_string(),
+                    model: self.choice.models.descriptor(),
+                    active: self
+                        .choice
+                        .models
+                        .reasoning()
+                        .unwrap_or_default()
+                        .to_string(),
                     levels,
                     effective: Effective::NextProviderCall,
                 };
@@ -89,7 +95,7 @@ impl Runtime {
                 SessionOpKind::History => self.history(id, name, op.args).await,
             },
             Command::PermissionResponse(r) => {
-                self.answer_permission(&r);
+                self.toolbox.answer_permission(&r);
                 self.emit(Event::ok(id, name, None)).await;
             }
             Command::UiResponse(r) => {
@@ -98,11 +104,13 @@ impl Runtime {
                 self.answer_ui(&r.request_id, value).await;
             }
             Command::ClientFiles(c) => {
-                self.editor.offer(c.read, c.write);
+                self.toolbox.editor.offer(c.read, c.write);
                 self.emit(Event::ok(id, name, None)).await;
             }
             Command::FileResponse(r) => {
-                self.editor.answer(&r.request_id, r.content, r.error);
+                self.toolbox
+                    .editor
+                    .answer(&r.request_id, r.content, r.error);
                 self.emit(Event::ok(id, name, None)).await;
             }
             Command::RequestSync(_) => {
@@ -128,24 +136,23 @@ impl Runtime {
         input: UserInput,
         behavior: Option<StreamingBehavior>,
     ) {
-        let model = self.models.active().ok().map(|a| a.info.clone());
+        let model = self.choice.active_info();
         if let Some(why) = crate::images::check_images(&input.images, model.as_ref()) {
             self.emit(Event::err(id, Some(name), ErrorCode::InvalidRequest, why))
                 .await;
             return;
         }
-        let busy = self.turn.is_some() || self.start_next.is_some();
-        if !busy {
-            self.start_next = Some(input);
+        if !self.flight.busy() {
+            self.flight.start_next = Some(input);
             self.emit(Event::ok(id, name, None)).await;
             return;
         }
         match behavior {
-            Some(StreamingBehavior::Steer) => self.steers.push(PendingSteer {
+            Some(StreamingBehavior::Steer) => self.flight.steers.push(PendingSteer {
                 input,
                 strict: None,
             }),
-            Some(StreamingBehavior::FollowUp) => self.follow_ups.push_back(input),
+            Some(StreamingBehavior::FollowUp) => self.flight.follow_ups.push_back(input),
             None => {
                 let msg = "the agent is busy with a turn: send the prompt with \
                            streaming_behavior \"steer\" or \"follow_up\"";
@@ -166,20 +173,21 @@ impl Runtime {
         input: UserInput,
         wanted: Option<String>,
     ) {
-        let model = self.models.active().ok().map(|a| a.info.clone());
+        let model = self.choice.active_info();
         if let Some(why) = crate::images::check_images(&input.images, model.as_ref()) {
             self.emit(Event::err(id, Some(name), ErrorCode::InvalidRequest, why))
                 .await;
             return;
         }
         let running = self
+            .flight
             .turn
             .as_ref()
             .filter(|t| !t.is_aborted())
             .map(|t| t.turn_id.clone());
         match running {
             Some(turn) if wanted.as_ref().is_none_or(|w| *w == turn) => {
-                self.steers.push(PendingSteer {
+                self.flight.steers.push(PendingSteer {
                     input,
                     strict: Some(id),
                 });
@@ -204,7 +212,7 @@ impl Runtime {
     }
 
     async fn set_mode(&mut self, id: Option<String>, name: &str, mode: &str) {
-        if self.modes.active().name == mode {
+        if self.choice.modes.active().name == mode {
             let data = SetModeData {
                 previous_mode: mode.to_string(),
                 mode: mode.to_string(),
@@ -212,7 +220,7 @@ impl Runtime {
             self.emit(Event::answer::<kind::SetMode>(id, &data)).await;
             return;
         }
-        let previous = match self.modes.set(mode) {
+        let previous = match self.choice.modes.set(mode) {
             Ok(p) => p,
             Err(e) => {
                 self.emit(Event::err(
@@ -228,8 +236,8 @@ impl Runtime {
         let entry = EntryKind::ModeChange {
             mode: mode.to_string(),
         };
-        if let Err(e) = self.session.append(entry) {
-            let _ = self.modes.set(&previous);
+        if let Err(e) = self.conv.session.append(entry) {
+            let _ = self.choice.modes.set(&previous);
             let msg = format!("could not record the mode change: {e}");
             self.emit(Event::err(id, Some(name), ErrorCode::InternalError, msg))
                 .await;
@@ -249,30 +257,30 @@ impl Runtime {
     }
 
     async fn set_model(&mut self, id: Option<String>, name: &str, model: &str) {
-        let previous = self.models.descriptor();
-        let previous_level = self.models.reasoning().map(str::to_string);
-        if let Err(e) = self.models.select_id(model) {
+        let previous = self.choice.models.descriptor();
+        let previous_level = self.choice.models.reasoning().map(str::to_string);
+        if let Err(e) = self.choice.models.select_id(model) {
             self.emit(Event::err(id, Some(name), ErrorCode::NotFound, e.0))
                 .await;
             return;
         }
-        let active = self.models.descriptor();
+        let active = self.choice.models.descriptor();
         let entry = EntryKind::ModelChange {
             provider: active.provider.clone(),
             model: active.model.clone(),
         };
-        if let Err(e) = self.session.append(entry) {
+        if let Err(e) = self.conv.session.append(entry) {
             tracing::error!(error = %e, "could not record the model change");
         }
         // A switch may change the level too (the new model lacks the old one): record it,
         // so a resume restores this exact pair.
-        if let Some(level) = self.models.reasoning()
+        if let Some(level) = self.choice.models.reasoning()
             && previous_level.as_deref() != Some(level)
         {
             let entry = EntryKind::ReasoningLevelChange {
                 level: level.to_string(),
             };
-            if let Err(e) = self.session.append(entry) {
+            if let Err(e) = self.conv.session.append(entry) {
                 tracing::error!(error = %e, "could not record the reasoning level");
             }
         }
@@ -288,13 +296,13 @@ impl Runtime {
             previous,
             active,
             effective: Effective::NextProviderCall,
-            notice: self.models.notice(),
+            notice: self.choice.models.notice(),
         };
         self.emit(Event::answer::<kind::SetModel>(id, &data)).await;
     }
 
     async fn set_reasoning(&mut self, id: Option<String>, name: &str, model: &str, effort: &str) {
-        let active = self.models.descriptor();
+        let active = self.choice.models.descriptor();
         if active.id != model {
             let msg = format!(
                 "the active model is `{}`, not `{model}`: refresh the picker",
@@ -304,8 +312,13 @@ impl Runtime {
                 .await;
             return;
         }
-        let previous = self.models.reasoning().unwrap_or_default().to_string();
-        if let Err(e) = self.models.set_reasoning(effort) {
+        let previous = self
+            .choice
+            .models
+            .reasoning()
+            .unwrap_or_default()
+            .to_string();
+        if let Err(e) = self.choice.models.set_reasoning(effort) {
             self.emit(Event::err(id, Some(name), ErrorCode::NotFound, e.0))
                 .await;
             return;
@@ -314,7 +327,7 @@ impl Runtime {
             let entry = EntryKind::ReasoningLevelChange {
                 level: effort.to_string(),
             };
-            if let Err(e) = self.session.append(entry) {
+            if let Err(e) = self.conv.session.append(entry) {
                 tracing::error!(error = %e, "could not record the reasoning level");
             }
             self.emit(Event::ReasoningLevelChanged(ReasoningLevelChanged {
@@ -337,7 +350,7 @@ impl Runtime {
     }
 
     async fn list_sessions(&mut self, id: Option<String>, name: &str) {
-        let store = self.store.clone();
+        let store = self.conv.store.clone();
         let cwd = self.opts.cwd.clone();
         let listed = tokio::task::spawn_blocking(move || store.list_for_cwd(&cwd))
             .await
@@ -352,7 +365,7 @@ impl Runtime {
                 return;
             }
         };
-        let current = self.session.id().to_string();
+        let current = self.conv.session.id().to_string();
         let sessions = metas
             .iter()
             .map(|m| m.to_summary(m.session_id == current))
@@ -385,7 +398,7 @@ impl Runtime {
         };
         // Never more than the live window: a lowered window (SHARD_LIVE_WINDOW_BYTES) pages
         // in steps of its own size.
-        let most = self.live_window_budget;
+        let most = self.conv.live_window_budget;
         let budget = args
             .max_bytes
             .map_or(HISTORY_DEFAULT_BYTES, |b| {
@@ -394,6 +407,7 @@ impl Runtime {
             .clamp(HISTORY_MIN_BYTES.min(most), most);
         // The page's own error stays typed: an unknown id is NOT_FOUND, not a failure.
         let page = match self
+            .conv
             .read_session(move |reader| Ok(reader.history(&before, budget)))
             .await
         {

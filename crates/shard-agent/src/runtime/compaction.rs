@@ -15,14 +15,9 @@ use shard_session::{NewCompaction, summary_message};
 use tokio_util::sync::CancellationToken;
 
 use super::Runtime;
-use super::tools::ToolChange;
+use super::flight::CompactRequest;
+use super::inbox::ToolChange;
 use crate::compactor::{self, summary_text};
-
-/// A manual compaction accepted and waiting for the actor's main loop.
-pub(crate) struct CompactRequest {
-    id: Option<String>,
-    keep_recent_tokens: u64,
-}
 
 /// Why a compaction did not happen.
 pub(crate) enum CompactFailure {
@@ -49,25 +44,16 @@ impl Runtime {
                 .await;
             return;
         }
-        if self.turn_work_pending() {
+        if self.flight.work_pending() {
             let msg = "compaction runs between turns: a turn is queued or running";
             self.emit(Event::err(id, Some(name), ErrorCode::Conflict, msg))
                 .await;
             return;
         }
-        self.compact_next = Some(CompactRequest {
+        self.flight.compact_next = Some(CompactRequest {
             id,
             keep_recent_tokens: keep.unwrap_or(self.config.compaction.keep_recent_tokens),
         });
-    }
-
-    /// A turn runs or waits, or a compaction does: between-turn operations must wait.
-    pub(crate) fn turn_work_pending(&self) -> bool {
-        self.turn.is_some()
-            || self.start_next.is_some()
-            || !self.follow_ups.is_empty()
-            || self.compact_next.is_some()
-            || self.compaction_cancel.is_some()
     }
 
     /// Runs a queued manual compaction: `status compacting`, the pipeline, the
@@ -117,13 +103,13 @@ impl Runtime {
     /// The between-turn trigger: after a turn, when automatic compaction is on and the
     /// context passed `reserve_ratio` of the window.
     pub(crate) async fn compact_between_turns(&mut self) {
-        let Some(window) = self.context_window() else {
+        let Some(window) = self.choice.context_window() else {
             return;
         };
         let threshold = (window as f64 * self.config.compaction.reserve_ratio) as u64;
         if !self.config.compaction.enabled
-            || self.context.is_none()
-            || self.context_tokens() <= threshold
+            || self.conv.context.is_none()
+            || self.conv.context_tokens() <= threshold
         {
             return;
         }
@@ -144,17 +130,11 @@ impl Runtime {
     /// the window (the context plus the output reserve), compact first. `false` after an
     /// error event (the turn stops).
     pub(crate) async fn compact_if_full(&mut self) -> bool {
-        let Some(window) = self.context_window() else {
+        let Some(window) = self.choice.context_window() else {
             return true;
         };
-        let reserve = self
-            .models
-            .active()
-            .ok()
-            .and_then(|a| a.info.max_output)
-            .unwrap_or(0)
-            .min(window / 4);
-        if !self.config.compaction.enabled || self.context_tokens() + reserve < window {
+        let reserve = self.choice.output_reserve(window);
+        if !self.config.compaction.enabled || self.conv.context_tokens() + reserve < window {
             return true;
         }
         self.compact_in_turn("the context window is full").await;
@@ -164,7 +144,7 @@ impl Runtime {
     /// A compaction inside a turn (the emergency tier and the overflow retry): status
     /// `compacting` while it runs, then back to streaming. True when one happened.
     pub(crate) async fn compact_in_turn(&mut self, why: &str) -> bool {
-        let Some(cancel) = self.turn.as_ref().map(|t| t.cancel.child_token()) else {
+        let Some(cancel) = self.flight.turn.as_ref().map(|t| t.cancel.child_token()) else {
             return false;
         };
         tracing::info!(why, "compacting mid-turn");
@@ -185,30 +165,6 @@ impl Runtime {
         done
     }
 
-    fn context_window(&self) -> Option<u64> {
-        self.models
-            .active()
-            .ok()
-            .map(|a| a.info.context_window)
-            .filter(|w| *w > 0)
-    }
-
-    /// Context use in tokens: what the provider reported for the last call, plus an
-    /// estimate of the messages added since; an estimate of everything before any usage.
-    pub(crate) fn context_tokens(&self) -> u64 {
-        let context = self.context.as_deref().unwrap_or(&[]);
-        match self.usage_mark {
-            Some((tokens, len)) if len <= context.len() => {
-                tokens
-                    + context[len..]
-                        .iter()
-                        .map(|m| estimate_tokens(m))
-                        .sum::<u64>()
-            }
-            _ => context.iter().map(|m| estimate_tokens(m)).sum(),
-        }
-    }
-
     /// The pipeline: cut, summary by the active model, durable `compaction` entry, new
     /// context (summary + kept messages), `recall` registered. `Ok(None)` when there is
     /// no safe cut. Nothing is appended unless the summary was written.
@@ -217,7 +173,7 @@ impl Runtime {
         keep_recent_tokens: u64,
         cancel: CancellationToken,
     ) -> Result<Option<CompactionEvent>, CompactFailure> {
-        let active = match self.models.active() {
+        let active = match self.choice.models.active() {
             Ok(a) => a.clone(),
             Err(msg) => return Err(CompactFailure::NotConfigured(msg)),
         };
@@ -226,8 +182,8 @@ impl Runtime {
                 "the session cannot be read".into(),
             ));
         }
-        let context = self.context.clone().unwrap_or_default();
-        let previous = match (self.session.state().compaction_index, context.first()) {
+        let context = self.conv.context.clone().unwrap_or_default();
+        let previous = match (self.conv.session.state().compaction_index, context.first()) {
             (Some(_), Some(first)) => summary_text(first),
             _ => None,
         };
@@ -240,7 +196,7 @@ impl Runtime {
             return Ok(None);
         };
         let message_range = [first.id.clone(), last.id.clone()];
-        let tokens_before = self.context_tokens().max(cut.tokens_before);
+        let tokens_before = self.conv.context_tokens().max(cut.tokens_before);
         let work = compactor::summarize(
             active.provider.clone(),
             active.info.clone(),
@@ -248,15 +204,16 @@ impl Runtime {
             summarized,
             cancel.clone(),
         );
-        self.compaction_cancel = Some(cancel);
+        self.flight.compaction_cancel = Some(cancel);
         let summary = self
             .serve_while(work, |rt| {
-                rt.compaction_cancel
+                rt.flight
+                    .compaction_cancel
                     .as_ref()
                     .is_some_and(CancellationToken::is_cancelled)
             })
             .await;
-        self.compaction_cancel = None;
+        self.flight.compaction_cancel = None;
         let summary = match summary {
             None => {
                 return Err(CompactFailure::Internal(
@@ -277,6 +234,7 @@ impl Runtime {
         };
         let tokens_after = estimate_tokens(&summary_message("", &probe)) + cut.tokens_kept;
         let (entry, compaction) = self
+            .conv
             .session
             .append_compaction(NewCompaction {
                 summary,
@@ -289,9 +247,8 @@ impl Runtime {
         let mut next = Vec::with_capacity(context.len() - cut.first_kept + 1);
         next.push(Arc::new(summary_message(&entry.id, &compaction)));
         next.extend(context[cut.first_kept..].iter().cloned());
-        self.context = Some(next);
-        self.usage_mark = None;
-        if let Err(e) = self.session.write_meta() {
+        self.conv.replace_context(next);
+        if let Err(e) = self.conv.session.write_meta() {
             tracing::warn!(error = %e, "could not write session meta");
         }
         self.register_recall();
@@ -308,13 +265,13 @@ impl Runtime {
     /// Offers `recall` once the session has a compaction, reading the transcript as it
     /// stands now (so the newest compaction is covered).
     pub(crate) fn register_recall(&mut self) {
-        if self.session.state().compaction_index.is_none() {
+        if self.conv.session.state().compaction_index.is_none() {
             return;
         }
-        match self.session.reader() {
+        match self.conv.session.reader() {
             Ok(reader) => {
                 let tool = shard_tools::Typed::new(crate::recall::Recall::new(reader));
-                self.tools.apply(ToolChange::Add(Arc::new(tool)));
+                self.toolbox.tools.apply(ToolChange::Add(Arc::new(tool)));
             }
             Err(e) => tracing::warn!(error = %e, "cannot offer recall"),
         }

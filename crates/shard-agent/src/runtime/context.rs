@@ -15,10 +15,14 @@ impl Runtime {
     /// for every unanswered tool call it finds. `false` (after an error event) when the
     /// session cannot be read.
     pub(super) async fn ensure_context(&mut self) -> bool {
-        if self.context.is_some() {
+        if self.conv.context.is_some() {
             return true;
         }
-        let messages = match self.read_session(|reader| reader.context_messages()).await {
+        let messages = match self
+            .conv
+            .read_session(|reader| reader.context_messages())
+            .await
+        {
             Ok(m) => m,
             Err(e) => {
                 let msg = format!("could not read the session: {e}");
@@ -29,7 +33,11 @@ impl Runtime {
         let mut context = Vec::with_capacity(messages.len());
         for mut message in messages {
             if is_synthesized(&message) {
-                match self.session.append(EntryKind::message(message.clone())) {
+                match self
+                    .conv
+                    .session
+                    .append(EntryKind::message(message.clone()))
+                {
                     Ok(entry) => message.id = entry.id,
                     Err(e) => {
                         tracing::error!(error = %e, "could not persist an interrupted tool result");
@@ -38,7 +46,7 @@ impl Runtime {
             }
             context.push(std::sync::Arc::new(message));
         }
-        self.context = Some(context);
+        self.conv.context = Some(context);
         true
     }
 
@@ -48,7 +56,7 @@ impl Runtime {
     /// and the next request is valid. Only the live window is inspected (bounded work at
     /// start); older unanswered calls are paired when the context is read.
     pub(super) async fn first_sync(&mut self) -> shard_protocol::Event {
-        let mut window = self.read_live_window().await;
+        let mut window = self.conv.read_live_window().await;
         self.recover_streamed(&mut window);
         for id in repair::unanswered_calls(&window.messages) {
             let message = Message {
@@ -63,7 +71,7 @@ impl Runtime {
 
     /// Persists a made-up tool result at start and shows it in the first `sync`.
     fn append_result(&mut self, window: &mut shard_protocol::event::LiveWindow, m: Message) {
-        match self.session.append(EntryKind::message(m)) {
+        match self.conv.session.append(EntryKind::message(m)) {
             Ok(entry) => {
                 if let EntryKind::Message(m) = entry.kind {
                     window.messages.push(m.message);
@@ -80,7 +88,7 @@ impl Runtime {
     /// message reached the transcript before the kill), its calls answered, so the next
     /// request carries it validly. Then the journal goes.
     fn recover_streamed(&mut self, window: &mut shard_protocol::event::LiveWindow) {
-        let dir = self.session.dir().to_path_buf();
+        let dir = self.conv.session.dir().to_path_buf();
         let recovered = match streaming::read_journal(&dir) {
             Ok(r) => r,
             Err(e) => {
@@ -98,7 +106,11 @@ impl Runtime {
                 usage: None,
                 model: None,
             });
-            match self.session.append_with_id(r.message.id.clone(), entry) {
+            match self
+                .conv
+                .session
+                .append_with_id(r.message.id.clone(), entry)
+            {
                 Ok(_) => window.messages.push(r.message),
                 Err(e) => {
                     // Kept for the next start rather than lost.

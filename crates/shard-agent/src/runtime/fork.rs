@@ -25,16 +25,16 @@ impl Runtime {
                 .await;
             return;
         };
-        if self.turn_work_pending() {
+        if self.flight.work_pending() {
             let msg = "fork runs between turns: a turn is queued or running";
             self.emit(Event::err(id, Some(name), ErrorCode::Conflict, msg))
                 .await;
             return;
         }
-        if let Err(e) = self.session.sync_data() {
+        if let Err(e) = self.conv.session.sync_data() {
             tracing::warn!(error = %e, "could not sync the transcript before a fork");
         }
-        let reader = match self.session.reader() {
+        let reader = match self.conv.session.reader() {
             Ok(r) => r,
             Err(e) => {
                 let msg = format!("cannot read the session: {e}");
@@ -43,7 +43,7 @@ impl Runtime {
                 return;
             }
         };
-        let store = self.store.clone();
+        let store = self.conv.store.clone();
         let done = tokio::task::spawn_blocking(move || store.fork(&reader, &from)).await;
         let event = match done {
             Ok(Ok(f)) => {

@@ -6,24 +6,18 @@ use shard_mcp::{McpManager, McpUpdate, ServerState, StartContext};
 use shard_protocol::event::{Event, McpServerStatus, ToolsChanged};
 use tokio::sync::mpsc;
 
-use super::{Internal, Runtime};
+use super::Runtime;
+use super::inbox::Internal;
+use super::toolbox::McpWait;
 
 /// Updates waiting between the servers and the actor.
 const UPDATE_QUEUE: usize = 32;
-
-/// The servers a Runtime's first model request waits for (`[mcp] startup_timeout`), so
-/// that even a one-shot `shard run` sees their tools on its first call.
-#[derive(Debug)]
-pub(crate) struct McpWait {
-    servers: std::collections::BTreeSet<String>,
-    deadline: tokio::time::Instant,
-}
 
 impl Runtime {
     /// Starts the configured servers (returns at once) and reports the project servers
     /// that wait for approval.
     pub(super) async fn start_mcp(&mut self) {
-        let Some(plan) = self.mcp_plan.take() else {
+        let Some(plan) = self.toolbox.mcp_plan.take() else {
             return;
         };
         for skipped in &plan.skipped {
@@ -40,19 +34,19 @@ impl Runtime {
             return;
         }
         let (tx, mut rx) = mpsc::channel::<McpUpdate>(UPDATE_QUEUE);
-        self.mcp_waiting = Some(McpWait {
+        self.toolbox.mcp_waiting = Some(McpWait {
             servers: plan.start.iter().map(|s| s.name.clone()).collect(),
             deadline: tokio::time::Instant::now() + self.config.mcp.startup_timeout(),
         });
         let ctx = StartContext {
             cwd: self.opts.cwd.clone(),
-            env_remove: self.env_remove.clone(),
-            processes: self.processes.clone(),
-            sandbox: Some(self.sandbox.clone()),
+            env_remove: self.toolbox.env_remove.clone(),
+            processes: self.toolbox.processes.clone(),
+            sandbox: Some(self.toolbox.sandbox.clone()),
         };
-        self.mcp = Some(McpManager::start(plan.start, ctx, tx));
+        self.toolbox.mcp = Some(McpManager::start(plan.start, ctx, tx));
         // Through the actor's own queue: updates apply between commands, never mid-call.
-        let internal = self.tools.sender();
+        let internal = self.toolbox.tools.sender();
         tokio::spawn(async move {
             while let Some(update) = rx.recv().await {
                 if internal.send(Internal::Mcp(update)).await.is_err() {
@@ -72,11 +66,12 @@ impl Runtime {
         if matches!(
             state,
             ServerState::Ready { .. } | ServerState::Failed { .. }
-        ) && let Some(w) = &mut self.mcp_waiting
+        ) && let Some(w) = &mut self.toolbox.mcp_waiting
         {
             w.servers.remove(&server);
         }
         let names = self
+            .toolbox
             .tools
             .replace_prefix(&shard_mcp::tool::tool_name(&server, ""), tools);
         let (message, restarting) = match &state {
@@ -97,15 +92,20 @@ impl Runtime {
     /// started with the Runtime connected or failed, at most until the startup deadline;
     /// a server still starting then is reported, and the turn goes on without it.
     pub(super) async fn wait_for_mcp(&mut self) {
-        let Some(deadline) = self.mcp_waiting.as_ref().map(|w| w.deadline) else {
+        let Some(deadline) = self.toolbox.mcp_waiting.as_ref().map(|w| w.deadline) else {
             return;
         };
         let settled = |rt: &Runtime| {
-            rt.mcp_waiting.as_ref().is_none_or(|w| w.servers.is_empty()) || rt.cancelled()
+            rt.toolbox
+                .mcp_waiting
+                .as_ref()
+                .is_none_or(|w| w.servers.is_empty())
+                || rt.cancelled()
         };
         self.serve_while(super::serve::sleep_until(Some(deadline)), settled)
             .await;
         let late = self
+            .toolbox
             .mcp_waiting
             .take()
             .map(|w| w.servers)
@@ -130,6 +130,7 @@ impl Runtime {
 
     async fn emit_tools_changed(&mut self, server: McpServerStatus) {
         let tools = self
+            .toolbox
             .tools
             .registry
             .names()

@@ -1,14 +1,34 @@
-//! The Runtime actor: one task owns the agent's state (session, mode, model, queues,
-//! pending requests). Commands arrive on a channel; events leave through one sink. The
-//! turn runs inside the actor as a nested loop that keeps serving commands, so there is
-//! no shared state and no lock.
+//! The Runtime actor: one task owns the agent's state; commands arrive on a channel and
+//! events leave through one sink. The turn runs inside the actor as a nested loop that
+//! keeps serving commands, so there is no shared state and no lock.
+//!
+//! The modules form layers (docs/architecture.md, "The Runtime's layers"); a file uses
+//! only files of a layer below its own, which `layering_tests` checks:
+//!
+//! 1. **Parts**, which know nothing of the actor: `conversation` (the session and the
+//!    context), `flight` (the turn in flight and what is queued), `toolbox` (the tools
+//!    with the gate), `choice` (the provider and model choice), and their pieces
+//!    (`partial`, `tools`, `editor`, `inbox`, `start`).
+//! 2. **The actor** (this file): the `Runtime` struct that owns one of each part, its
+//!    construction, and emitting events.
+//! 3. **Behaviour**, `impl Runtime` blocks by concern: `serve` (waiting while serving
+//!    commands), `actor` (the main loop), `ui`, `sync`, `context`, `permissions`,
+//!    `tool_calls`, `model_call`, `compaction`, `fork`, `mcp`, `turn`, `commands`.
 
+mod actor;
+mod choice;
 mod commands;
 mod compaction;
 mod context;
+mod conversation;
 mod editor;
+mod flight;
 mod fork;
+mod inbox;
+#[cfg(test)]
+mod layering_tests;
 mod mcp;
+mod model_call;
 mod partial;
 mod permissions;
 #[cfg(test)]
@@ -17,119 +37,38 @@ mod serve;
 mod start;
 mod sync;
 mod tool_calls;
+mod toolbox;
 mod tools;
 mod turn;
+mod ui;
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use shard_protocol::command::HeadlessPolicy;
-use shard_protocol::decode::DecodeError;
-use shard_protocol::event::{Event, Hello, StatusEvent};
+use shard_protocol::event::{Event, StatusEvent};
 use shard_protocol::ids;
-use shard_protocol::types::{AgentStatus, ContentBlock, Image};
-use shard_protocol::{ClientMessage, ErrorCode};
-use shard_session::{Session, SessionStore};
-use shard_tools::{ProcessTracker, ToolContext, ToolLimits};
+use shard_protocol::types::{AgentStatus, ContentBlock};
+use shard_session::SessionStore;
+use shard_tools::{ProcessTracker, Tool, ToolContext, ToolLimits};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::ask::UiHandle;
 use crate::config::Config;
-use crate::models::{EnvLookup, ModelController};
+use crate::models::EnvLookup;
 use crate::modes::ModeController;
-use shard_gate::grants::GrantStore;
 
-pub use permissions::PendingPermission;
-pub use start::{Prepared, prepare, validate_choice};
+use choice::Choice;
+use conversation::Conversation;
+use flight::{Flight, UserInput};
+pub use inbox::Input;
+pub(crate) use inbox::Internal;
+pub use inbox::ToolChange;
+pub use start::{Prepared, RuntimeOptions, StartError, prepare, validate_choice};
 use start::{restore_choices, session_start_error};
-pub use tools::{RuntimeGone, ToolChange, ToolsHandle};
-
-use crate::ask::{UiAsk, UiHandle};
-
-/// What the actor waits for next: a transport input, or a message from its own parts.
-pub(crate) enum Next {
-    Input(Option<Input>),
-    Internal(Internal),
-}
-
-/// What the Runtime's own parts send its actor: a UI request from a tool, a change to its
-/// tools. One queue, so waiting for inputs costs two channel polls however many parts
-/// there are.
-pub(crate) enum Internal {
-    Ui(UiAsk),
-    Tools(tools::ToolChange),
-    /// An MCP server's new tool set and state.
-    Mcp(shard_mcp::McpUpdate),
-}
-
-/// How many internal messages may wait for the actor before a sender waits.
-const INTERNAL_QUEUE: usize = 64;
-
-/// How a Runtime is started (the flags of `shard agent`).
-#[derive(Debug, Clone, Default)]
-pub struct RuntimeOptions {
-    /// `SHARD_HOME`.
-    pub shard_home: PathBuf,
-    /// Working directory (canonicalized on start).
-    pub cwd: PathBuf,
-    /// Provider name; on resume it overrides the recorded one (and is recorded).
-    pub provider: Option<String>,
-    /// Model name or catalog id; on resume it overrides the recorded one.
-    pub model: Option<String>,
-    /// Mode; on resume it overrides the recorded one (and is recorded).
-    pub mode: Option<String>,
-    /// Session to resume or create.
-    pub session_id: Option<String>,
-    /// `None`: the stdio peer is the interactive responder.
-    pub headless_policy: Option<HeadlessPolicy>,
-    /// Display name.
-    pub name: Option<String>,
-    /// Script file of the scripted provider.
-    pub script: Option<PathBuf>,
-    /// Set by the daemon for managed Runtimes.
-    pub agent_id: Option<String>,
-    /// Tool allow-list (managed children).
-    pub tools: Option<Vec<String>>,
-    /// Replaces the base system prompt (managed children).
-    pub system_prompt: Option<String>,
-    /// A Runtime on another host: the daemon's forwarded configuration tables, combined
-    /// with the host's own file (`crate::forwarded`).
-    pub forwarded: Option<serde_json::Map<String, serde_json::Value>>,
-    /// MCP servers the client supplied (an editor's): started with the configured ones,
-    /// untrusted (`shard_mcp::add_client_servers`).
-    pub client_mcp_servers: Vec<shard_protocol::mcp::ClientMcpServer>,
-}
-
-/// What the transport feeds the actor.
-#[derive(Debug)]
-pub enum Input {
-    /// A decoded command.
-    Command(ClientMessage),
-    /// A line that did not decode.
-    Invalid(DecodeError),
-    /// The peer closed its side.
-    Eof,
-}
-
-/// A failure before the Runtime could serve anything.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// The configuration is invalid.
-    #[error("{0}")]
-    Config(String),
-    /// The session cannot be opened.
-    #[error("{message}")]
-    Session {
-        /// Protocol code for the failure.
-        code: ErrorCode,
-        /// One line.
-        message: String,
-    },
-    /// The working directory is unusable.
-    #[error("working directory {0}: {1}")]
-    Cwd(String, String),
-}
+pub use toolbox::PendingPermission;
+use toolbox::{ToolSite, Toolbox};
+pub use tools::{RuntimeGone, ToolsHandle};
 
 /// Prepares the tool sandbox on its own thread (docs/sandbox.md).
 fn start_sandbox(
@@ -154,82 +93,29 @@ fn start_sandbox(
     })
 }
 
-/// A user message waiting to be delivered.
-#[derive(Debug, Clone)]
-pub(crate) struct UserInput {
-    text: String,
-    images: Vec<Image>,
-}
-
-/// A steer waiting for the running turn's next provider boundary.
-#[derive(Debug, Clone)]
-pub(crate) struct PendingSteer {
-    input: UserInput,
-    /// A strict steer (issue 16) is answered only when it is injected or dropped; this
-    /// is the id that answer carries.
-    strict: Option<Option<String>>,
-}
-
-/// The agent's state, owned by its actor task.
+/// The agent's state, owned by its actor task: one of each part, plus what belongs to
+/// the actor itself (its channels, the announced status, the UI requests in flight).
 pub struct Runtime {
     opts: RuntimeOptions,
     config: Config,
     events: mpsc::Sender<Event>,
     inputs: mpsc::Receiver<Input>,
-    store: SessionStore,
-    session: Session,
-    modes: ModeController,
-    models: ModelController,
-    tools: tools::Tools,
-    hook: Option<Arc<dyn crate::hooks::ModelCallHook>>,
-    /// The system prompt and the mode it was built for: built once per mode so
-    /// consecutive calls send the same bytes (its date is the day the mode was entered).
-    system: Option<(String, String)>,
-    /// Usage of the last model call, shown to the hook.
-    last_usage: Option<shard_protocol::types::Usage>,
-    gate: Arc<shard_gate::gate::Gate>,
-    grants: GrantStore,
-    processes: ProcessTracker,
-    env_remove: Arc<Vec<String>>,
-    sandbox: Arc<shard_sandbox::Sandbox>,
-    status: AgentStatus,
-    steers: Vec<PendingSteer>,
-    follow_ups: VecDeque<UserInput>,
-    start_next: Option<UserInput>,
-    pending: Option<PendingPermission>,
-    pending_answer: Option<permissions::Answer>,
-    turn: Option<turn::TurnState>,
-    streaming: Option<partial::PartialMessage>,
-    instructions: String,
-    /// The model's context (every message after the last compaction), read from the
-    /// transcript once and then extended as messages are persisted, so a model call never
-    /// re-reads the session. Shared: a call copies pointers, not messages. A compaction
-    /// replaces it (through the model-call hook).
-    context: Option<crate::hooks::SharedContext>,
     internal: mpsc::Receiver<Internal>,
-    /// A manual compaction accepted and not yet run.
-    compact_next: Option<compaction::CompactRequest>,
-    /// Set while a compaction's summary is being written; an abort cancels it.
-    compaction_cancel: Option<CancellationToken>,
-    /// Context tokens the provider reported for the last call and the context length
-    /// they cover: later use is that plus an estimate of what was added.
-    usage_mark: Option<(u64, usize)>,
+    /// The conversation and its session.
+    conv: Conversation,
+    /// The turn in flight and what waits for it.
+    flight: Flight,
+    /// The tools with the gate.
+    toolbox: Toolbox,
+    /// The provider and model choice, and the mode.
+    choice: Choice,
+    status: AgentStatus,
     pending_ui: Vec<(
         shard_protocol::event::UiRequest,
         tokio::sync::oneshot::Sender<serde_json::Value>,
     )>,
     eof: bool,
     sink_closed: bool,
-    /// The editor client's files (`client_files`).
-    editor: Arc<editor::EditorBridge>,
-    /// MCP servers resolved at start, started when the Runtime runs.
-    mcp_plan: Option<shard_mcp::Resolved>,
-    /// The running MCP servers; stopped with the Runtime.
-    mcp: Option<shard_mcp::McpManager>,
-    /// Servers the first model request still waits for, and until when.
-    mcp_waiting: Option<mcp::McpWait>,
-    /// Byte budget of `sync.live_window`, the most a history page holds.
-    live_window_budget: usize,
 }
 
 impl Runtime {
@@ -298,7 +184,7 @@ impl Runtime {
         let mut session = session;
         restore_choices(&opts, &mut session, &mut modes, &mut models);
 
-        let (internal_tx, internal) = mpsc::channel(INTERNAL_QUEUE);
+        let (internal_tx, internal) = mpsc::channel(inbox::INTERNAL_QUEUE);
         // `subagent` is offered only under a daemon: it forwards to `subagent.*`. Its
         // description lists the agent definitions there are now (two small dirs).
         let subagent = crate::subagent::SubagentTool::from_env().map(|sub| {
@@ -327,48 +213,40 @@ impl Runtime {
             tracing::warn!("{warning}");
         }
 
-        let cwd_for_prompt = opts.cwd.clone();
+        let instructions = crate::prompt::project_instructions(&opts.cwd);
         let editor = editor::EditorBridge::new(events.clone());
+        let one_shot = opts.one_shot;
         let mut runtime = Runtime {
             opts,
             config,
             events,
             inputs,
-            store,
-            session,
-            modes,
-            models,
-            tools,
-            hook: seams.model_call_hook,
-            system: None,
-            last_usage: None,
-            gate: Arc::new(gate),
-            grants,
-            processes,
-            env_remove: Arc::new(env_remove),
-            sandbox: Arc::new(sandbox),
-            status: AgentStatus::Idle,
-            steers: Vec::new(),
-            follow_ups: VecDeque::new(),
-            start_next: None,
-            pending: None,
-            pending_answer: None,
-            turn: None,
-            streaming: None,
-            instructions: crate::prompt::project_instructions(&cwd_for_prompt),
-            context: None,
             internal,
-            compact_next: None,
-            compaction_cancel: None,
-            usage_mark: None,
+            conv: Conversation::new(store, session, instructions, live_window_budget, one_shot),
+            flight: Flight::default(),
+            toolbox: Toolbox {
+                tools,
+                gate: Arc::new(gate),
+                grants,
+                processes,
+                env_remove: Arc::new(env_remove),
+                sandbox: Arc::new(sandbox),
+                editor,
+                mcp_plan: Some(mcp_plan),
+                mcp: None,
+                mcp_waiting: None,
+                pending: None,
+                pending_answer: None,
+            },
+            choice: Choice {
+                models,
+                modes,
+                hook: seams.model_call_hook,
+            },
+            status: AgentStatus::Idle,
             pending_ui: Vec::new(),
             eof: false,
             sink_closed: false,
-            editor,
-            mcp_plan: Some(mcp_plan),
-            mcp_waiting: None,
-            mcp: None,
-            live_window_budget,
         };
         // A compacted session offers `recall` from its first request.
         runtime.register_recall();
@@ -378,14 +256,14 @@ impl Runtime {
     /// What the sandbox lacks or refuses, to be said once on stderr; None when it is
     /// complete or off.
     pub fn sandbox_warning(&self) -> Option<String> {
-        self.sandbox.warning()
+        self.toolbox.sandbox.warning()
     }
 
     /// The capabilities announced in `hello` and after a model switch: the model's, then
     /// the sandbox's (`sandbox`, `sandbox-off`, `sandbox-missing:<feature>`).
     pub(crate) fn capabilities(&self) -> Vec<String> {
-        let mut caps = self.models.capabilities();
-        caps.extend(self.sandbox.capabilities());
+        let mut caps = self.choice.models.capabilities();
+        caps.extend(self.toolbox.sandbox.capabilities());
         caps
     }
 
@@ -393,226 +271,18 @@ impl Runtime {
     /// passed to tool processes; the binary also overwrites them in its initial
     /// environment block.
     pub fn secret_env_vars(&self) -> &[String] {
-        &self.env_remove
+        &self.toolbox.env_remove
     }
 
     /// The journal the event writer keeps of the message being streamed (see
     /// `shard_session::streaming`), for this Runtime's session.
     pub fn stream_journal(&self) -> shard_session::streaming::StreamJournal {
-        shard_session::streaming::StreamJournal::new(self.session.dir())
+        shard_session::streaming::StreamJournal::new(self.conv.session.dir())
     }
 
     /// The session id.
     pub fn session_id(&self) -> &str {
-        self.session.id()
-    }
-
-    /// Serves until end of input, then finishes persisting. Emits `hello` and `sync`
-    /// first.
-    pub async fn run(mut self) {
-        let hello = Event::Hello(Hello {
-            protocol_version: shard_protocol::PROTOCOL_VERSION.to_string(),
-            server_version: env!("CARGO_PKG_VERSION").to_string(),
-            capabilities: self.capabilities(),
-        });
-        self.emit(hello).await;
-        let sync = self.first_sync().await;
-        self.emit(sync).await;
-        // In the background: a slow server never delays `hello`, `sync` or a prompt.
-        self.start_mcp().await;
-        if let Some(torn) = self.session.torn() {
-            // Reported, never fatal: a crash mid-write left a partial last line.
-            let name = torn
-                .path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let message = format!(
-                "the transcript's last line was incomplete (a crash mid-write): {} bytes were \
-                 set aside in {name}; everything before it was restored",
-                torn.len
-            );
-            self.emit(Event::Error(shard_protocol::event::ErrorEvent {
-                agent_id: None,
-                code: ErrorCode::SessionCorrupt,
-                message,
-                fatal: Some(false),
-                kind: None,
-                retry_after_ms: None,
-            }))
-            .await;
-        }
-        loop {
-            if let Some(request) = self.compact_next.take() {
-                self.run_manual_compaction(request).await;
-                continue;
-            }
-            if let Some(input) = self.start_next.take().or_else(|| {
-                if self.status == AgentStatus::Idle {
-                    self.follow_ups.pop_front()
-                } else {
-                    None
-                }
-            }) {
-                self.run_turn(input).await;
-                continue;
-            }
-            if self.eof {
-                break;
-            }
-            let next = self.next_input().await;
-            self.handle_next(next).await;
-        }
-        if let Some(mcp) = self.mcp.take() {
-            mcp.stop().await;
-        }
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        if let Err(e) = self.session.sync_data() {
-            tracing::error!(error = %e, "could not sync the transcript");
-        }
-        if let Err(e) = self.session.write_meta() {
-            tracing::error!(error = %e, "could not write session meta");
-        }
-        self.processes.kill_all();
-        if let Some(agent_id) = &self.opts.agent_id {
-            let path = runtime_state_path(&self.opts.shard_home, agent_id);
-            let _ = std::fs::remove_file(path);
-        }
-    }
-
-    /// Waits for a transport input or an internal message (a tool's UI request, a tool
-    /// change). After end of input only internal messages arrive (UI requests are then
-    /// answered with null at once).
-    pub(crate) async fn next_input(&mut self) -> Next {
-        let eof = self.eof;
-        // Internal messages first: a tool change sent before a command applies before it.
-        tokio::select! {
-            biased;
-            Some(internal) = self.internal.recv() => Next::Internal(internal),
-            input = self.inputs.recv(), if !eof => Next::Input(input),
-            else => std::future::pending().await,
-        }
-    }
-
-    pub(crate) async fn handle_next(&mut self, next: Next) {
-        match next {
-            Next::Input(input) => {
-                self.handle_input(input).await;
-                if self.eof {
-                    self.resolve_all_ui().await;
-                }
-            }
-            Next::Internal(Internal::Ui(ask)) => self.open_ui(ask).await,
-            // No client holds a tool list (PROTOCOL has none on the wire), so there is
-            // nothing to notify; docs/decisions.md, "Runtime seams".
-            Next::Internal(Internal::Tools(change)) => self.tools.apply(change),
-            Next::Internal(Internal::Mcp(update)) => self.apply_mcp(update).await,
-        }
-    }
-
-    async fn open_ui(&mut self, ask: UiAsk) {
-        let interactive = self
-            .opts
-            .headless_policy
-            .is_none_or(|p| p == HeadlessPolicy::Queue);
-        if self.eof || !interactive {
-            let _ = ask.reply.send(serde_json::Value::Null);
-            return;
-        }
-        let mut request = ask.request;
-        request.request_id = ids::new_id(ids::REQUEST);
-        // A notification waits for nobody, so the agent is not waiting for the UI.
-        let waits = request.kind != shard_protocol::types::UiKind::Notify;
-        if waits {
-            self.pending_ui.push((request.clone(), ask.reply));
-            self.set_status(AgentStatus::WaitingForUi).await;
-            self.emit(Event::UiRequest(request)).await;
-        } else {
-            // Pending until acknowledged; the tool is released once it is shown.
-            self.pending_ui
-                .push((request.clone(), tokio::sync::oneshot::channel().0));
-            self.emit(Event::UiRequest(request)).await;
-            let _ = ask.reply.send(serde_json::Value::Null);
-        }
-    }
-
-    /// Resolves a pending UI request; unknown or late answers are dropped silently.
-    pub(crate) async fn answer_ui(&mut self, request_id: &str, value: serde_json::Value) {
-        let Some(pos) = self
-            .pending_ui
-            .iter()
-            .position(|(r, _)| r.request_id == request_id)
-        else {
-            return;
-        };
-        let (request, reply) = self.pending_ui.remove(pos);
-        let _ = reply.send(value.clone());
-        self.emit(Event::UiResolved(shard_protocol::event::UiResolved {
-            agent_id: None,
-            request_id: request.request_id,
-            value,
-        }))
-        .await;
-        let still_waiting = self
-            .pending_ui
-            .iter()
-            .any(|(r, _)| r.kind != shard_protocol::types::UiKind::Notify);
-        if !still_waiting && self.status == AgentStatus::WaitingForUi {
-            let back = if self.turn.is_some() {
-                AgentStatus::Streaming
-            } else {
-                AgentStatus::Idle
-            };
-            self.set_status(back).await;
-        }
-    }
-
-    /// Answers every pending UI request with null (nobody is left, or the turn ended).
-    pub(crate) async fn resolve_all_ui(&mut self) {
-        let ids: Vec<String> = self
-            .pending_ui
-            .iter()
-            .map(|(r, _)| r.request_id.clone())
-            .collect();
-        for id in ids {
-            self.answer_ui(&id, serde_json::Value::Null).await;
-        }
-    }
-
-    async fn handle_input(&mut self, input: Option<Input>) {
-        match input {
-            None | Some(Input::Eof) => self.on_eof(),
-            Some(Input::Invalid(err)) => {
-                let ev = Event::err(
-                    err.id.clone(),
-                    err.type_name.as_deref(),
-                    ErrorCode::InvalidRequest,
-                    err.message,
-                );
-                self.emit(ev).await;
-            }
-            Some(Input::Command(msg)) => self.handle_command(msg).await,
-        }
-    }
-
-    fn on_eof(&mut self) {
-        self.eof = true;
-        // Under a daemon, end of input means the daemon died: nobody is left to watch,
-        // so the turn stops now (no more provider calls or tools unattended) and the
-        // Runtime exits. A direct Runtime lets its turn finish.
-        if self.opts.agent_id.is_some() {
-            self.start_next = None;
-            if self.turn.is_some() {
-                self.request_abort();
-            }
-        }
-        // Nobody can answer any more: pending requests resolve through the headless path.
-        if self.pending.is_some() && self.pending_answer.is_none() {
-            self.pending_answer = Some(permissions::Answer::no_responder());
-        }
+        self.conv.session.id()
     }
 
     /// Sends one event; a closed sink turns into end of input (the peer is gone), and
@@ -648,33 +318,25 @@ impl Runtime {
         if let Some(s) = self.config.tools.bash_default_timeout_secs {
             limits.bash_default_timeout = std::time::Duration::from_secs(s);
         }
-        ToolContext {
+        let (accepts_images, image_max_bytes) = self.choice.images();
+        let site = ToolSite {
             cwd: self.opts.cwd.clone(),
-            cancel,
             limits,
-            env_remove: self.env_remove.clone(),
-            processes: self.processes.clone(),
-            // Inside the session's folder: removed with it, bounded per session.
-            output_dir: self.session.dir().join("tool-output"),
-            accepts_images: self.models.active().is_ok_and(|a| a.info.supports_images),
-            image_max_bytes: self
-                .models
-                .active()
-                .ok()
-                .and_then(|a| shard_ai::image_limits(&a.info))
-                .map_or(0, |l| l.max_bytes),
-            sandbox: self.sandbox.clone(),
-            path_filter: {
-                let gate = self.gate.clone();
-                shard_tools::PathFilter::new(Arc::new(move |tool, path, link| {
-                    gate.visible(tool, path, link)
-                }))
-            },
-            editor: self
-                .editor
-                .offered()
-                .then(|| Arc::clone(&self.editor) as Arc<dyn shard_tools::EditorFiles>),
-        }
+            output_dir: self.conv.session.dir().join("tool-output"),
+            accepts_images,
+            image_max_bytes,
+        };
+        self.toolbox.context(cancel, site)
+    }
+
+    /// A handle to add and remove this Runtime's tools while it runs. Take it before
+    /// [`Runtime::run`].
+    pub fn tools_handle(&self) -> ToolsHandle {
+        self.toolbox.tools.handle()
+    }
+
+    pub(crate) fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.toolbox.tool(name)
     }
 
     /// Persists a message entry and mirrors it into the cached context.
@@ -683,17 +345,7 @@ impl Runtime {
         id: Option<String>,
         kind: shard_session::EntryKind,
     ) -> Result<(), shard_session::SessionError> {
-        let entry = match id {
-            Some(id) => self.session.append_with_id(id, kind)?,
-            None => self.session.append(kind)?,
-        };
-        if let (Some(context), shard_session::EntryKind::Message(m)) =
-            (self.context.as_mut(), entry.kind)
-            && !m.message.content.is_empty()
-        {
-            context.push(Arc::new(m.message));
-        }
-        Ok(())
+        self.conv.append_message(id, kind)
     }
 
     pub(crate) fn user_blocks(input: &UserInput) -> Vec<ContentBlock> {

@@ -8,12 +8,18 @@ use shard_ai::StreamEvent;
 use shard_protocol::event::{DeltaKind, MessageDelta};
 use shard_protocol::types::ContentBlock;
 
-use super::tool_calls::CallRequest;
-
 /// The largest total of tool-call arguments one assistant message may carry: half the
 /// protocol's line limit, leaving room for the text, the envelope and JSON escaping, so
 /// `message_complete`, `tool_call` and the transcript line always fit.
 pub(super) const MAX_TOOL_ARGS_BYTES: usize = shard_protocol::codec::DEFAULT_MAX_LINE / 2;
+
+/// A tool call the model asked for.
+pub(crate) struct CallRequest {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) args: Map<String, Value>,
+    pub(crate) parse_error: Option<String>,
+}
 
 /// The assistant message being streamed, kept so `sync` can include it.
 pub(crate) struct PartialMessage {

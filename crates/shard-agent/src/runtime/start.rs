@@ -1,15 +1,75 @@
 //! Starting a Runtime: preparing (configuration, grants, model — everything that needs no
 //! session), validating a user's choices, and restoring the choices a session recorded.
 
+use std::path::PathBuf;
+
 use shard_gate::gate::Gate;
 use shard_gate::grants::GrantStore;
 use shard_protocol::ErrorCode;
+use shard_protocol::command::HeadlessPolicy;
 use shard_session::Session;
 
-use super::{RuntimeOptions, StartError};
 use crate::config::Config;
 use crate::models::{EnvLookup, ModelController};
 use crate::modes::ModeController;
+
+/// How a Runtime is started (the flags of `shard agent`).
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeOptions {
+    /// `SHARD_HOME`.
+    pub shard_home: PathBuf,
+    /// Working directory (canonicalized on start).
+    pub cwd: PathBuf,
+    /// Provider name; on resume it overrides the recorded one (and is recorded).
+    pub provider: Option<String>,
+    /// Model name or catalog id; on resume it overrides the recorded one.
+    pub model: Option<String>,
+    /// Mode; on resume it overrides the recorded one (and is recorded).
+    pub mode: Option<String>,
+    /// Session to resume or create.
+    pub session_id: Option<String>,
+    /// `None`: the stdio peer is the interactive responder.
+    pub headless_policy: Option<HeadlessPolicy>,
+    /// Display name.
+    pub name: Option<String>,
+    /// Script file of the scripted provider.
+    pub script: Option<PathBuf>,
+    /// Set by the daemon for managed Runtimes.
+    pub agent_id: Option<String>,
+    /// Tool allow-list (managed children).
+    pub tools: Option<Vec<String>>,
+    /// Replaces the base system prompt (managed children).
+    pub system_prompt: Option<String>,
+    /// The client ends input when the turn ends and the process exits (`shard run`): the
+    /// turn's end and the exit hand the transcript's sync to a helper process instead of
+    /// waiting for the disk (docs/decisions.md, "The exit of a one-shot run").
+    pub one_shot: bool,
+    /// MCP servers the client supplied (an editor's): started with the configured ones,
+    /// untrusted (`shard_mcp::add_client_servers`).
+    pub client_mcp_servers: Vec<shard_protocol::mcp::ClientMcpServer>,
+    /// A Runtime on another host: the daemon's forwarded configuration tables, combined
+    /// with the host's own file (`crate::forwarded`).
+    pub forwarded: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A failure before the Runtime could serve anything.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The configuration is invalid.
+    #[error("{0}")]
+    Config(String),
+    /// The session cannot be opened.
+    #[error("{message}")]
+    Session {
+        /// Protocol code for the failure.
+        code: ErrorCode,
+        /// One line.
+        message: String,
+    },
+    /// The working directory is unusable.
+    #[error("working directory {0}: {1}")]
+    Cwd(String, String),
+}
 
 /// Configuration read and a model selected (from the flags, else the configured
 /// default), before any session is opened: `shard run` can report in one line that no
@@ -50,9 +110,10 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
         ));
     }
     opts.cwd = cwd;
-    let live_window_budget =
-        super::sync::live_window_budget(env(super::sync::LIVE_WINDOW_ENV).as_deref())
-            .map_err(StartError::Config)?;
+    let live_window_budget = super::conversation::live_window_budget(
+        env(super::conversation::LIVE_WINDOW_ENV).as_deref(),
+    )
+    .map_err(StartError::Config)?;
     let mut config =
         Config::load(&opts.shard_home).map_err(|e| StartError::Config(e.to_string()))?;
     if let Some(tables) = &opts.forwarded {

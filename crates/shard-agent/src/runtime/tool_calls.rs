@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use shard_protocol::ErrorCode;
 use shard_protocol::event::{Event, ToolCallEvent, ToolResultEvent};
 use shard_protocol::types::{ContentBlock, Message, Role, ToolResultContent};
@@ -14,18 +14,11 @@ use shard_tools::{Tool, ToolOutput};
 use tokio_util::sync::CancellationToken;
 
 use super::Runtime;
-use super::permissions::Gate;
+use super::partial::CallRequest;
+use super::toolbox::Gate;
 
 /// How long aborted tools get to wind down before their tasks are dropped.
 const ABORT_GRACE: Duration = Duration::from_secs(10);
-
-/// A tool call the model asked for.
-pub(super) struct CallRequest {
-    pub(super) id: String,
-    pub(super) name: String,
-    pub(super) args: Map<String, Value>,
-    pub(super) parse_error: Option<String>,
-}
 
 impl Runtime {
     pub(super) async fn run_tools(&mut self, calls: Vec<CallRequest>) {
@@ -44,22 +37,30 @@ impl Runtime {
                     .await;
                 continue;
             }
-            let Some(tool) = self.prepare(&call).await else {
+            let Some((tool, args)) = self.admit(&call).await else {
                 continue;
             };
-            let args = Value::Object(call.args.clone());
-            match self
-                .gate(&call.id, &call.name, tool.is_read_only(&args), &args)
-                .await
-            {
-                Gate::Refuse(reason) => {
-                    self.record_result(&call.id, ToolOutput::error(reason))
-                        .await;
-                }
-                Gate::Run => {
-                    let output = self.execute(tool, &call, args).await;
-                    self.record_result(&call.id, output).await;
-                }
+            let output = self.execute(tool, &call, args).await;
+            self.record_result(&call.id, output).await;
+        }
+    }
+
+    /// The one way a call is let through, for the sequential and the concurrent path
+    /// alike: the tool exists and its arguments parsed ([`Runtime::prepare`]), then the
+    /// gate allows it (asking when it must). Otherwise the call's error result is recorded
+    /// here and `None` returned; `Some` is the tool and its arguments, to run.
+    async fn admit(&mut self, call: &CallRequest) -> Option<(Arc<dyn Tool>, Value)> {
+        let tool = self.prepare(call).await?;
+        let args = Value::Object(call.args.clone());
+        match self
+            .gate(&call.id, &call.name, tool.is_read_only(&args), &args)
+            .await
+        {
+            Gate::Run => Some((tool, args)),
+            Gate::Refuse(reason) => {
+                self.record_result(&call.id, ToolOutput::error(reason))
+                    .await;
+                None
             }
         }
     }
@@ -68,7 +69,7 @@ impl Runtime {
     /// returns `None` otherwise.
     async fn prepare(&mut self, call: &CallRequest) -> Option<Arc<dyn Tool>> {
         let Some(tool) = self.tool(&call.name) else {
-            let names = self.tools.registry.names();
+            let names = self.toolbox.tools.registry.names();
             let msg = format!(
                 "There is no tool named `{}`. Available tools: {}.",
                 call.name,
@@ -106,7 +107,7 @@ impl Runtime {
         args: Value,
     ) -> ToolOutput {
         self.announce(&tool, call, &args).await;
-        let Some(cancel) = self.turn.as_ref().map(|t| t.cancel.child_token()) else {
+        let Some(cancel) = self.flight.child_token() else {
             return aborted_output("Not run: the turn was aborted.");
         };
         let ctx = self.tool_context(cancel.clone());
@@ -135,29 +136,17 @@ impl Runtime {
         let mut set = tokio::task::JoinSet::new();
         let mut names: HashMap<tokio::task::Id, String> = HashMap::new();
         for call in &calls {
-            let Some(tool) = self.prepare(call).await else {
+            let Some((tool, args)) = self.admit(call).await else {
                 continue;
             };
-            let args = Value::Object(call.args.clone());
-            match self
-                .gate(&call.id, &call.name, tool.is_read_only(&args), &args)
-                .await
-            {
-                Gate::Refuse(reason) => {
-                    self.record_result(&call.id, ToolOutput::error(reason))
-                        .await;
-                }
-                Gate::Run => {
-                    self.announce(&tool, call, &args).await;
-                    let Some(cancel) = self.turn.as_ref().map(|t| t.cancel.child_token()) else {
-                        continue;
-                    };
-                    let ctx = self.tool_context(cancel);
-                    let id = call.id.clone();
-                    let handle = set.spawn(async move { (id, tool.execute(args, &ctx).await) });
-                    names.insert(handle.id(), call.id.clone());
-                }
-            }
+            self.announce(&tool, call, &args).await;
+            let Some(cancel) = self.flight.child_token() else {
+                continue;
+            };
+            let ctx = self.tool_context(cancel);
+            let id = call.id.clone();
+            let handle = set.spawn(async move { (id, tool.execute(args, &ctx).await) });
+            names.insert(handle.id(), call.id.clone());
         }
         let mut deadline: Option<tokio::time::Instant> = None;
         while !set.is_empty() {

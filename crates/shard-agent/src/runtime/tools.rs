@@ -7,15 +7,7 @@ use std::sync::Arc;
 use shard_tools::{Tool, ToolRegistry};
 use tokio::sync::mpsc;
 
-use super::{Internal, Runtime};
-
-/// One change to a running Runtime's tools.
-pub enum ToolChange {
-    /// Adds a tool, or replaces the one of the same name in place.
-    Add(Arc<dyn Tool>),
-    /// Removes the tool with this name (calls already running finish).
-    Remove(String),
-}
+use super::inbox::{Internal, ToolChange};
 
 /// The Runtime is gone; the change was not applied.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -160,17 +152,5 @@ impl Tools {
             .collect();
         self.specs = Some(specs.clone());
         specs
-    }
-}
-
-impl Runtime {
-    /// A handle to add and remove this Runtime's tools while it runs. Take it before
-    /// [`Runtime::run`].
-    pub fn tools_handle(&self) -> ToolsHandle {
-        self.tools.handle()
-    }
-
-    pub(crate) fn tool(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.tools.registry.get(name)
     }
 }

@@ -6,6 +6,7 @@ mod compaction;
 mod fork;
 mod history;
 mod hook;
+mod invariants;
 mod long_session;
 mod modes;
 mod permissions;

@@ -348,6 +348,48 @@ fn terminal_control_sequences_from_the_model_and_tools_are_stripped() {
     );
 }
 
+/// The exit hands the transcript's last sync to a helper process: a run that resumes the
+/// session the moment the first one exited finds it whole, unlocked, with a meta that
+/// describes the whole transcript.
+#[test]
+fn a_run_resumed_the_moment_the_last_one_exited_finds_its_session_whole() {
+    let sb = Sandbox::new();
+    let script = sb.script("s.json", json!({"turns": [text_turn("first answer")]}));
+    let again = sb.script("t.json", json!({"turns": [text_turn("second answer")]}));
+    let out = shard_run_timed(&sb, &scripted(&script, &["first"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let last = stderr.lines().last().unwrap();
+    let id = last
+        .split("session: ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let out = shard_run_timed(&sb, &scripted(&again, &["--session", &id, "second"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let texts: Vec<String> = transcript(&sb.session_file(&id))
+        .iter()
+        .filter_map(|e| {
+            e["message"]["content"][0]["text"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        ["first", "first answer", "second", "second answer"],
+        "{texts:?}"
+    );
+    let meta: Value = serde_json::from_slice(
+        &std::fs::read(sb.home().join("sessions").join(&id).join("meta.json")).unwrap(),
+    )
+    .unwrap();
+    let len = std::fs::metadata(sb.session_file(&id)).unwrap().len();
+    assert_eq!(meta["transcript_len"], json!(len), "{meta}");
+}
+
 #[test]
 fn a_gone_transcript_is_said_in_one_line_and_marked_in_sessions() {
     let sb = Sandbox::new();

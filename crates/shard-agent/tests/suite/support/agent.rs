@@ -10,7 +10,7 @@ use shard_agent::models::EnvLookup;
 use shard_agent::{Input, ModelCallHook, Runtime, RuntimeOptions, Seams, ToolsHandle};
 use tokio::sync::mpsc;
 
-use super::recorder::Recorder;
+use super::recorder::{InvariantCheck, Recorder};
 
 /// Generous bound for any one wait: a hung Runtime fails the test instead of hanging it.
 const WAIT: Duration = Duration::from_secs(60);
@@ -82,6 +82,9 @@ pub struct Agent {
     /// Every event received so far, as JSON.
     pub seen: Vec<Value>,
     next_id: u64,
+    /// Fails the test, when the agent is closed or dropped, if any model request broke
+    /// an invariant: no test has to remember to ask.
+    _check: InvariantCheck,
 }
 
 fn env(live_window: Option<String>) -> EnvLookup {
@@ -122,6 +125,7 @@ impl Agent {
         let prepared = shard_agent::prepare(opts, env(s.live_window)).expect("prepare");
         let (ev_tx, events) = mpsc::channel(1024);
         let (inputs, in_rx) = mpsc::channel(64);
+        let check = InvariantCheck::new(&s.recorder);
         let seams = Seams {
             provider: Some(s.recorder),
             model_call_hook: s.hook,
@@ -138,6 +142,7 @@ impl Agent {
             session_id,
             seen: Vec::new(),
             next_id: 0,
+            _check: check,
         };
         agent.until_type("sync").await;
         agent
@@ -200,14 +205,22 @@ impl Agent {
         self.seen.iter().filter(|e| e["type"] == t).collect()
     }
 
-    /// Ends input and waits for the Runtime to finish persisting.
+    /// Ends input and waits for the Runtime to finish persisting; then the request
+    /// invariants are checked (the check runs when its guard drops, here).
     pub async fn close(self) {
-        let _ = self.inputs.send(Input::Eof).await;
-        drop(self.inputs);
-        let mut events = self.events;
+        let Agent {
+            inputs,
+            events,
+            task,
+            _check,
+            ..
+        } = self;
+        let _ = inputs.send(Input::Eof).await;
+        drop(inputs);
+        let mut events = events;
         let drain = async move { while events.recv().await.is_some() {} };
         let _ = tokio::time::timeout(WAIT, drain).await;
-        tokio::time::timeout(WAIT, self.task)
+        tokio::time::timeout(WAIT, task)
             .await
             .expect("the Runtime did not stop")
             .expect("the Runtime task panicked");

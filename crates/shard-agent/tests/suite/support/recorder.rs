@@ -179,12 +179,22 @@ impl Recorder {
     /// Panics with every invariant violation seen, if any.
     #[track_caller]
     pub fn assert_clean(&self) {
+        if let Some(report) = self.report() {
+            panic!("{report}");
+        }
+    }
+
+    /// Every violation seen so far, as one readable message; `None` when there is none.
+    pub fn report(&self) -> Option<String> {
         let s = self.lock();
-        assert!(
-            s.violations.is_empty(),
-            "request invariants violated:\n{}",
-            s.violations.join("\n")
-        );
+        if s.violations.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "model request invariants violated ({} requests recorded):\n  {}",
+            s.requests.len(),
+            s.violations.join("\n  ")
+        ))
     }
 
     /// Records the violations of `request` against the previous one.
@@ -207,6 +217,33 @@ impl Recorder {
         s.violations
             .extend(v.into_iter().map(|m| format!("request {n}: {m}")));
         s.requests.push(request.clone());
+    }
+}
+
+/// Checks a recorder's requests when dropped: every [`super::Agent`] holds one, so each
+/// test that drives a Runtime fails on a broken invariant without asking for the check.
+/// It stays quiet while the test already panics (one failure, the first, is reported).
+pub struct InvariantCheck {
+    recorder: Arc<Recorder>,
+}
+
+impl InvariantCheck {
+    /// A check of `recorder`'s requests.
+    pub fn new(recorder: &Arc<Recorder>) -> InvariantCheck {
+        InvariantCheck {
+            recorder: recorder.clone(),
+        }
+    }
+}
+
+impl Drop for InvariantCheck {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        if let Some(report) = self.recorder.report() {
+            panic!("{report}");
+        }
     }
 }
 

@@ -1,0 +1,162 @@
+//! The last sync of a process about to exit, handed to a helper process. A thread of the
+//! exiting process cannot do it: the process's exit waits for every thread, and one
+//! inside `fdatasync` waits for the disk (up to tens of milliseconds on a busy one). A
+//! helper process (coreutils `sync --data`) waits instead, on its own, while the process
+//! that wrote the bytes exits; the bytes are in the kernel already, so anything that reads
+//! the session meanwhile sees them (docs/decisions.md, "The exit of a one-shot run").
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use crate::error::SessionError;
+use crate::session::Session;
+
+/// Where the helper is looked for: fixed paths, never `PATH`, so nothing the environment
+/// or a repository controls runs in its place.
+pub(crate) const SYNC_PROGRAMS: &[&str] = &["/usr/bin/sync", "/bin/sync"];
+
+/// Starts `program --data PATHS…`: no environment, no standard streams (a reader of this
+/// process's output sees its end when this process ends, not when the disk is done), in
+/// its own process group (a Ctrl-C at the terminal does not stop it).
+pub(crate) fn spawn_sync(program: &Path, paths: &[PathBuf]) -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    Command::new(program)
+        .arg("--data")
+        .arg("--")
+        .args(paths)
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+}
+
+/// Waits for the helper on a thread of its own (so it does not linger as a zombie while
+/// this process lives on) and logs a failure; the thread dies with the process.
+fn reap(mut child: Child) {
+    let reaper = std::thread::Builder::new()
+        .name("session-sync".into())
+        .spawn(move || match child.wait() {
+            Ok(status) if status.success() => {}
+            Ok(status) => tracing::error!(%status, "the transcript's last sync failed"),
+            Err(e) => tracing::error!(error = %e, "cannot wait for the transcript's last sync"),
+        });
+    if let Err(e) = reaper {
+        tracing::debug!(error = %e, "no thread to reap the sync helper");
+    }
+}
+
+impl Session {
+    /// For a process about to exit: writes the meta now and hands the transcript's sync
+    /// (with its folders' first one) to a helper process, so the exit does not wait for
+    /// the disk. Everything was written to the kernel before this returns, so a next start
+    /// finds it however far the helper got; a meta that describes bytes a power cut took
+    /// back is refused on open (the transcript is scanned instead). Without the helper
+    /// program the sync happens in line, as [`Session::write_meta`] does.
+    pub fn finish_detached(&mut self) -> Result<(), SessionError> {
+        self.finish_detached_with(SYNC_PROGRAMS)
+    }
+
+    pub(crate) fn finish_detached_with(&mut self, programs: &[&str]) -> Result<(), SessionError> {
+        let len = self.state.transcript_len;
+        let synced = self.synced_len == Some(len) || self.handed_len == Some(len);
+        if synced && self.meta_len == Some(len) {
+            return Ok(());
+        }
+        if !synced {
+            let mut paths = vec![self.transcript_path()];
+            if !self.dirs_synced {
+                paths.push(self.dir.clone());
+                paths.extend(self.dir.parent().map(Path::to_path_buf));
+            }
+            let spawned = programs
+                .iter()
+                .map(Path::new)
+                .filter(|p| p.is_file())
+                .find_map(|p| spawn_sync(p, &paths).ok());
+            match spawned {
+                Some(child) => {
+                    reap(child);
+                    self.handed_len = Some(len);
+                }
+                // `write_meta` syncs first.
+                None => return self.write_meta(),
+            }
+        }
+        self.write_meta_unsynced()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::{EntryKind, SessionStore};
+    use shard_protocol::ids;
+    use shard_protocol::types::{ContentBlock, Message, Role};
+
+    fn said(text: &str) -> EntryKind {
+        EntryKind::message(Message {
+            id: String::new(),
+            role: Role::User,
+            content: vec![ContentBlock::Text { text: text.into() }],
+        })
+    }
+
+    #[test]
+    fn the_helper_syncs_a_transcript_and_its_folders() {
+        let Some(program) = SYNC_PROGRAMS.iter().map(Path::new).find(|p| p.is_file()) else {
+            // A skip fails where everything must run (`.ci/run`).
+            assert!(
+                std::env::var("SHARD_TEST_REQUIRE_ALL").as_deref() != Ok("1"),
+                "SHARD_TEST_REQUIRE_ALL=1 but there is no coreutils `sync` at {SYNC_PROGRAMS:?}"
+            );
+            eprintln!("skipped: no coreutils `sync` at {SYNC_PROGRAMS:?}");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.jsonl");
+        std::fs::write(&file, "{}\n").unwrap();
+        let mut child = spawn_sync(program, &[file, dir.path().to_path_buf()]).unwrap();
+        assert!(child.wait().unwrap().success());
+        // A path it cannot open is a failure the reaper logs, not a success.
+        let missing = dir.path().join("gone");
+        let mut child = spawn_sync(program, &[missing]).unwrap();
+        assert!(!child.wait().unwrap().success());
+    }
+
+    #[test]
+    fn a_detached_finish_leaves_a_session_the_next_open_restores() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path().join("home"));
+        let id = ids::new_id(ids::SESSION);
+        let mut s = store.open_or_create(&id, dir.path()).unwrap();
+        s.append(said("hello")).unwrap();
+        s.finish_detached().unwrap();
+        let len = s.state().transcript_len;
+        // Nothing new: a second finish starts no second helper and writes nothing.
+        let handed = s.handed_len;
+        s.finish_detached().unwrap();
+        assert_eq!(s.handed_len, handed);
+        drop(s);
+        let again = store.open_or_create(&id, dir.path()).unwrap();
+        assert_eq!(again.state().transcript_len, len);
+        assert_eq!(again.context_messages().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn without_the_helper_program_the_sync_happens_in_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path().join("home"));
+        let mut s = store
+            .open_or_create(&ids::new_id(ids::SESSION), dir.path())
+            .unwrap();
+        s.append(said("hello")).unwrap();
+        s.finish_detached_with(&["/nonexistent/sync"]).unwrap();
+        let len = s.state().transcript_len;
+        assert_eq!(s.synced_len, Some(len));
+        assert_eq!(s.meta_len, Some(len));
+        assert!(s.handed_len.is_none());
+    }
+}
