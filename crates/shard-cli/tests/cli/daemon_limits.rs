@@ -94,6 +94,16 @@ async fn a_daemon_under_a_soft_limit_of_256_keeps_200_live_agents() {
         .filter(|a| a.runtime_state == RuntimeState::Running)
         .count();
     assert_eq!(live, AGENTS, "every agent's Runtime is live: {listed:?}");
+
+    // One descriptor per live Runtime (a socket for its stdin and stdout; no pipes, no
+    // pidfd), plus the daemon's own few dozen.
+    let open = std::fs::read_dir(format!("/proc/{}/fd", d.child.id()))
+        .unwrap()
+        .count();
+    assert!(
+        open < AGENTS + 100,
+        "{open} descriptors open for {AGENTS} live Runtimes"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
