@@ -2,9 +2,9 @@
 //! process speaking the per-agent protocol on a pair of pipes; the real one spawns
 //! `shard agent`, and tests can play the Runtime themselves.
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::sync::Arc;
 
@@ -174,7 +174,9 @@ impl ProcessLauncher {
 /// starting on a busy machine the child may wait for a CPU for tens of milliseconds:
 /// on an executor thread that stalled every connection (`agent.list` p99 of 34 ms while
 /// 20 agents were created, docs/performance.md).
-async fn spawn_off_executor(mut cmd: std::process::Command) -> std::io::Result<std::process::Child> {
+async fn spawn_off_executor(
+    mut cmd: std::process::Command,
+) -> std::io::Result<std::process::Child> {
     tokio::task::spawn_blocking(move || cmd.spawn())
         .await
         .map_err(std::io::Error::other)?
@@ -187,7 +189,8 @@ async fn spawn_off_executor(mut cmd: std::process::Command) -> std::io::Result<s
 /// Runtime").
 #[derive(Default)]
 struct Reaper {
-    waiting: std::sync::Mutex<std::collections::HashMap<i32, tokio::sync::oneshot::Sender<ExitInfo>>>,
+    waiting:
+        std::sync::Mutex<std::collections::HashMap<i32, tokio::sync::oneshot::Sender<ExitInfo>>>,
     listening: std::sync::OnceLock<()>,
 }
 
@@ -198,8 +201,7 @@ impl Reaper {
         if self.listening.get().is_some() {
             return Ok(());
         }
-        let mut sigchld =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())?;
+        let mut sigchld = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())?;
         if self.listening.set(()).is_err() {
             return Ok(());
         }
@@ -226,8 +228,10 @@ impl Reaper {
 
     fn lock(
         &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<i32, tokio::sync::oneshot::Sender<ExitInfo>>>
-    {
+    ) -> std::sync::MutexGuard<
+        '_,
+        std::collections::HashMap<i32, tokio::sync::oneshot::Sender<ExitInfo>>,
+    > {
         self.waiting.lock().unwrap_or_else(|p| p.into_inner())
     }
 

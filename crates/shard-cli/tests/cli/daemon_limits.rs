@@ -7,7 +7,10 @@ use std::process::Command as StdCommand;
 use futures::future::join_all;
 use shard_protocol::types::RuntimeState;
 
-use super::daemon::{Daemon, T, create_req, home, script};
+use shard_protocol::command::AttachRole;
+use tokio::io::AsyncBufReadExt;
+
+use super::daemon::{Daemon, T, create_req, home, prompt, raw_attach, script};
 
 /// The soft limit the daemon is started under; 200 live Runtimes need several times this
 /// many descriptors.
@@ -148,5 +151,80 @@ async fn out_of_descriptors_a_create_says_so_and_leaves_no_half_made_agent() {
     assert_eq!(
         manifests, created,
         "no manifest is left for the refused create"
+    );
+}
+
+/// Counts the deltas a reading client gets until the message completes; panics when it is
+/// disconnected first.
+async fn count_deltas(
+    mut r: tokio::io::BufReader<tokio::net::UnixStream>,
+    who: &'static str,
+) -> usize {
+    let mut deltas = 0usize;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = tokio::time::timeout(T, r.read_line(&mut line))
+            .await
+            .expect("a line in time")
+            .unwrap();
+        assert!(n > 0, "{who} was disconnected after {deltas} deltas");
+        if line.contains("\"type\":\"message_delta\"") {
+            deltas += 1;
+        } else if line.contains("\"type\":\"message_complete\"") {
+            return deltas;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_global_queue_budget_drops_the_slowest_client_and_no_other() {
+    const BUDGET: usize = 3_000_000;
+    let h = home();
+    // Per-client caps far above the budget: only the daemon-wide budget can drop anyone.
+    let d = Daemon::start(
+        h.path(),
+        &[
+            "--client-queue-messages",
+            "10000000",
+            "--client-queue-bytes",
+            "1000000000",
+            "--client-queue-total-bytes",
+            &BUDGET.to_string(),
+        ],
+    );
+    // About 8 MB of deltas per client, paced like a fast model.
+    let n = 80_000;
+    let mut steps = Vec::new();
+    for _ in 0..800 {
+        steps.push(serde_json::json!({"text": "xxxx", "chunk_chars": 4, "repeat": 100}));
+        steps.push(serde_json::json!({"delay_ms": 20}));
+    }
+    let s = script(h.path(), "s.json", serde_json::json!([{ "steps": steps }]));
+    let driver = d.client().await;
+    let id = driver.create(create_req(h.path(), &s)).await.unwrap();
+    let fast_a = tokio::spawn(count_deltas(
+        raw_attach(h.path(), &id).await,
+        "fast client A",
+    ));
+    let fast_b = tokio::spawn(count_deltas(
+        raw_attach(h.path(), &id).await,
+        "fast client B",
+    ));
+    // Reads up to its sync, then never again: its backlog outgrows the budget alone.
+    let stalled = raw_attach(h.path(), &id).await;
+    let (_, _driver_events) = driver.attach(&id, AttachRole::Interactive).await.unwrap();
+    driver.call(prompt(&id, "flood")).await.unwrap();
+    driver.detach(&id).await.unwrap();
+    assert_eq!(fast_a.await.unwrap(), n, "fast client A got every delta");
+    assert_eq!(fast_b.await.unwrap(), n, "fast client B got every delta");
+    let mut lines = stalled.lines();
+    let mut last = String::new();
+    while let Ok(Ok(Some(l))) = tokio::time::timeout(T, lines.next_line()).await {
+        last = l;
+    }
+    assert!(
+        last.contains("CLIENT_TOO_SLOW") && last.contains("queues together"),
+        "the stalled client is dropped by the global budget: {last}"
     );
 }

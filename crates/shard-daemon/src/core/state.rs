@@ -268,6 +268,8 @@ pub(crate) struct Shared {
     pub(crate) workspaces: crate::workspaces::Registry,
     /// Bounds the Runtime generations starting at once (`max_concurrent_starts`).
     pub(super) start_slots: Arc<tokio::sync::Semaphore>,
+    /// The bytes queued for all client connections together.
+    pub(crate) queue_budget: Arc<crate::outbox::QueueBudget>,
 }
 
 impl Shared {
@@ -280,6 +282,7 @@ impl Shared {
         ));
         Shared {
             start_slots,
+            queue_budget: crate::outbox::QueueBudget::new(cfg.queue_budget),
             cfg,
             launcher,
             store,
