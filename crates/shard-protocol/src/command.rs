@@ -77,9 +77,9 @@ pub enum Command {
     /// Additive (0.1.x): the answer to a `file_request`.
     #[serde(rename = "file_response")]
     FileResponse(FileResponse),
-    /// List agents.
+    /// List agents (additive: one page of them).
     #[serde(rename = "agent.list")]
-    AgentList(Empty),
+    AgentList(AgentListQuery),
     /// Additive (issue 15): the sessions of a working directory, forks included.
     #[serde(rename = "session.list")]
     SessionList(SessionListQuery),
@@ -268,6 +268,19 @@ pub struct SessionActivate {
 /// A command with no payload.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Empty {}
+
+/// `agent.list`. Without fields it lists every agent; the paging fields (additive, 0.1.x)
+/// let a client of a daemon with thousands of agents read them a page at a time, in the
+/// same order (creation time, then id).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentListQuery {
+    /// Additive: at most this many agents in the answer (at least one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Additive: list the agents after this cursor, the `next_after` of the previous page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
 
 /// A per-agent command whose only field is the routing `agent_id`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -228,3 +228,82 @@ async fn a_global_queue_budget_drops_the_slowest_client_and_no_other() {
         "the stalled client is dropped by the global budget: {last}"
     );
 }
+
+/// One command on a raw connection; returns its response.
+async fn raw_call(
+    r: &mut tokio::io::BufReader<tokio::net::UnixStream>,
+    cmd: serde_json::Value,
+) -> serde_json::Value {
+    use tokio::io::AsyncWriteExt;
+    let id = cmd["id"].clone();
+    r.get_mut()
+        .write_all(format!("{cmd}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = tokio::time::timeout(T, r.read_line(&mut line))
+            .await
+            .expect("a response in time")
+            .unwrap();
+        assert!(n > 0, "closed before the response");
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if v["type"] == "response" && v["id"] == id {
+            return v;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_list_pages_cover_the_full_list_in_order() {
+    let h = home();
+    let d = Daemon::start(h.path(), &[]);
+    let s = script(h.path(), "idle.json", serde_json::json!([]));
+    let c = d.client().await;
+    for _ in 0..5 {
+        c.create(create_req(h.path(), &s)).await.unwrap();
+    }
+    let sock = tokio::net::UnixStream::connect(h.path().join("daemon.sock"))
+        .await
+        .unwrap();
+    let mut r = tokio::io::BufReader::new(sock);
+    let full = raw_call(&mut r, serde_json::json!({"type":"agent.list","id":"all"})).await;
+    assert_eq!(full["success"], true, "{full}");
+    assert!(full["data"].get("next_after").is_none(), "{full}");
+    let all: Vec<serde_json::Value> = full["data"]["agents"].as_array().unwrap().clone();
+    assert_eq!(all.len(), 5);
+
+    let mut paged = Vec::new();
+    let mut after = serde_json::Value::Null;
+    for page in 0.. {
+        assert!(page < 5, "paging ends");
+        let mut q = serde_json::json!({"type":"agent.list","id":format!("p{page}"),"limit":2});
+        if !after.is_null() {
+            q["after"] = after.clone();
+        }
+        let v = raw_call(&mut r, q).await;
+        assert_eq!(v["success"], true, "{v}");
+        let agents = v["data"]["agents"].as_array().unwrap();
+        assert!(agents.len() <= 2);
+        paged.extend(agents.iter().cloned());
+        match v["data"].get("next_after") {
+            Some(n) => after = n.clone(),
+            None => break,
+        }
+    }
+    let ids = |v: &[serde_json::Value]| -> Vec<String> {
+        v.iter()
+            .map(|a| a["agent_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&paged), ids(&all), "the pages are the full list, in order");
+
+    let bad = raw_call(
+        &mut r,
+        serde_json::json!({"type":"agent.list","id":"bad","after":"nonsense"}),
+    )
+    .await;
+    assert_eq!(bad["success"], false);
+    assert_eq!(bad["error"]["code"], "INVALID_REQUEST", "{bad}");
+}

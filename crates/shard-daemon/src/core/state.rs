@@ -128,6 +128,9 @@ pub(crate) struct AgentEntry {
     pub(super) rt: Option<LiveRuntime>,
     pub(super) attachments: HashMap<ConnId, Attachment>,
     pub(super) pending: Vec<Pending>,
+    /// This agent's `AgentInfo` as `agent.list` encodes it, with the fingerprint of the
+    /// fields it was encoded from: re-encoded only when one of them changed.
+    pub(super) list_cache: Option<(u64, Bytes)>,
 }
 
 impl AgentEntry {
@@ -143,7 +146,37 @@ impl AgentEntry {
             rt: None,
             attachments: HashMap::new(),
             pending: Vec::new(),
+            list_cache: None,
         }
+    }
+
+    /// A hash of every field [`AgentEntry::info`] reads: cheap to compute (no copies),
+    /// and a change of any of them changes it.
+    pub fn info_fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let m = &self.manifest;
+        (&m.agent_id, &m.name, &m.cwd, &m.model, &m.provider, &m.mode).hash(&mut h);
+        (m.created_at, &m.parent_agent_id, &m.session_id).hash(&mut h);
+        (&self.mode, self.status, self.runtime_state).hash(&mut h);
+        if let Some(u) = &self.usage {
+            (u.input, u.output, u.cache_read, u.cache_write).hash(&mut h);
+            (u.cost.map(f64::to_bits), u.context_tokens, &u.model).hash(&mut h);
+        }
+        h.finish()
+    }
+
+    /// This agent's `AgentInfo` encoded as JSON, from the cache when still current.
+    pub fn encoded_info(&mut self) -> Bytes {
+        let fp = self.info_fingerprint();
+        if let Some((f, b)) = &self.list_cache
+            && *f == fp
+        {
+            return b.clone();
+        }
+        let b = Bytes::from(serde_json::to_vec(&self.info()).unwrap_or_else(|_| b"{}".to_vec()));
+        self.list_cache = Some((fp, b.clone()));
+        b
     }
 
     pub fn info(&self) -> AgentInfo {
