@@ -44,7 +44,7 @@ export class Conversation {
     /** Bumped by `reset`, so a history page asked for an older window is dropped. */
     this.gen = 0;
     this.loadingOlder = false;
-    /** @type {((before: string) => Promise<{messages: Message[], truncated_before?: string | null}>) | null} */
+    /** @type {((before: string) => Promise<{messages: Message[], truncated_before?: string | null, interrupted_after?: string[] | null}>) | null} */
     this.fetchOlder = null;
     /** The scroll offset at the last scroll event. */
     this.lastTop = 0;
@@ -71,7 +71,7 @@ export class Conversation {
     try {
       const page = await this.fetchOlder(before);
       if (gen !== this.gen) return;
-      this.prepend(page.messages ?? []);
+      this.prepend(page.messages ?? [], page.interrupted_after ?? []);
       this.truncatedBefore = page.truncated_before ?? null;
     } catch (e) {
       if (gen === this.gen) {
@@ -92,8 +92,9 @@ export class Conversation {
   /**
    * Older messages (oldest first) above everything shown, in chunks of their own.
    * @param {Message[]} messages
+   * @param {string[]} [interruptedAfter] ids of messages an aborted turn stopped after
    */
-  prepend(messages) {
+  prepend(messages, interruptedAfter = []) {
     const fresh = messages.filter((m) => m.id && !this.messages.has(m.id));
     if (!fresh.length) return;
     const height = this.el.scrollHeight;
@@ -108,6 +109,7 @@ export class Conversation {
       const v = this.build(m);
       this.messages.set(m.id, v);
       chunk.appendChild(v.el);
+      if (interruptedAfter.includes(m.id)) chunk.appendChild(interruptedNote());
     }
     if (!this.tail && chunk) {
       this.tail = chunk;
@@ -144,8 +146,9 @@ export class Conversation {
    * @param {Message[]} messages
    * @param {number | undefined | null} compactionIndex
    * @param {string | undefined | null} [truncatedBefore]
+   * @param {string[] | undefined | null} [interruptedAfter] ids of messages an aborted turn stopped after
    */
-  reset(messages, compactionIndex, truncatedBefore) {
+  reset(messages, compactionIndex, truncatedBefore, interruptedAfter) {
     clear(this.el);
     this.gen++;
     this.loadingOlder = false;
@@ -162,6 +165,7 @@ export class Conversation {
       const v = this.build(m);
       this.messages.set(m.id || "local-" + this.messages.size, v);
       this.add(v.el);
+      if (interruptedAfter?.includes(m.id)) this.add(interruptedNote());
     }
     this.follow = true;
     this.scroll();
@@ -209,6 +213,12 @@ export class Conversation {
    */
   note(text, cls = "") {
     this.add(h("p", { class: "note " + cls }, text));
+    this.scroll();
+  }
+
+  /** A turn ended by an abort: said where it stopped. */
+  interrupted() {
+    this.add(interruptedNote());
     this.scroll();
   }
 
@@ -284,10 +294,7 @@ export class Conversation {
   toolCall(ev) {
     const t = this.tool(ev.tool_call_id, ev.name);
     t.el.classList.toggle("read-only", ev.read_only === true);
-    if (ev.args && !t.argsText) {
-      t.argsText = JSON.stringify(ev.args);
-      t.args.textContent = t.argsText;
-    }
+    if (ev.args) setArgs(t, ev.args);
     clear(t.preview);
     if (ev.render) t.preview.appendChild(renderDescriptor(ev.render));
     this.scroll();
@@ -376,10 +383,7 @@ export class Conversation {
           t = newTool(c.name);
           if (c.id) this.tools.set(c.id, t);
         }
-        if (c.args && Object.keys(c.args).length) {
-          t.argsText = JSON.stringify(c.args);
-          t.args.textContent = t.argsText;
-        }
+        if (c.args && Object.keys(c.args).length) setArgs(t, c.args);
         return { kind: "tool_call", el: t.el, tool: t };
       }
       case "tool_result": {
@@ -414,4 +418,24 @@ function newTool(name) {
   const result = h("div", { class: "tool-result" });
   const el = h("div", { class: "block tool" }, h("div", { class: "tool-head" }, head, " ", args), preview, result);
   return { el, head, args, preview, result, argsText: "" };
+}
+
+/**
+ * A call's arguments as a person reads them in its header: the command, path or pattern
+ * it acts on (`edit notes.txt`, `bash cargo test`), the whole JSON on hover; other calls
+ * keep their JSON.
+ * @param {ToolView} t @param {Record<string, unknown>} args
+ */
+function setArgs(t, args) {
+  t.argsText = JSON.stringify(args);
+  const key = ["command", "path", "file_path", "pattern", "url", "query"].find((k) => typeof args[k] === "string" && args[k] !== "");
+  const short = key ? String(args[key]).split("\n")[0] : t.argsText;
+  t.args.textContent = short;
+  t.args.title = t.argsText;
+  t.args.classList.toggle("short", !!key);
+}
+
+/** The mark an aborted turn leaves, live and after a reload alike. */
+function interruptedNote() {
+  return h("p", { class: "note interrupted", role: "status" }, "interrupted");
 }

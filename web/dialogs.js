@@ -129,14 +129,16 @@ export class Requests {
         c.accelerator ? h("kbd", { "aria-hidden": "true" }, c.accelerator) : null,
       ),
     );
-    const details = Array.isArray(r.details) ? r.details : [];
+    const prompt = r.prompt ? String(r.prompt) : "";
+    // A command the prompt already shows is not repeated under it.
+    const details = (Array.isArray(r.details) ? r.details : []).filter((/** @type {any} */ d) => !(d.format === "command" && String(d.value).trim() !== "" && String(d.value).split("\n").every((l) => prompt.includes(l))));
     p.el = h(
       "section",
       { class: "request permission", role: "dialog", "aria-labelledby": headId, tabindex: "-1" },
       h("h3", { id: headId }, title),
       r.prompt ? h("p", { class: "request-prompt" }, String(r.prompt)) : null,
       details.length
-        ? h("dl", { class: "details" }, details.map((/** @type {any} */ d) => [d.label ? h("dt", {}, String(d.label)) : null, h("dd", { class: "fmt-" + (d.format ?? "text") }, d.format === "command" || d.format === "code" ? h("pre", {}, String(d.value)) : String(d.value))]))
+        ? h("dl", { class: "details" }, details.map((/** @type {any} */ d) => [d.label ? h("dt", {}, String(d.label)) : null, h("dd", { class: "fmt-" + (d.format ?? "text") }, detailValue(d))]))
         : h("pre", { class: "plain" }, JSON.stringify(r.input, null, 2)),
       h("div", { class: "choices" }, buttons),
     );
@@ -214,6 +216,27 @@ function whereFrom(source) {
   if (/^client-/.test(source)) return "in another client (" + source + ")";
   if (source.startsWith("headless")) return "by the headless policy (" + source + ")";
   return "from " + source;
+}
+
+/**
+ * One detail's value: a diff coloured line by line in a box that scrolls when long;
+ * commands and code preformatted; the rest as text.
+ * @param {any} d
+ */
+function detailValue(d) {
+  const value = String(d.value);
+  if (d.format === "diff") {
+    return h(
+      "pre",
+      { class: "diff-detail", tabindex: "0", "aria-label": "proposed change" },
+      value.split("\n").map((l, i, all) => {
+        if (i === all.length - 1 && l === "") return null;
+        const c = l.startsWith("+++") || l.startsWith("---") ? "file" : l.startsWith("+") ? "add" : l.startsWith("-") ? "del" : l.startsWith("@@") ? "hunk" : "ctx";
+        return h("span", { class: c === "hunk" ? "hunk-head" : "line-" + c }, l + "\n");
+      }),
+    );
+  }
+  return d.format === "command" || d.format === "code" ? h("pre", {}, value) : value;
 }
 
 /** @param {HTMLElement} el @param {boolean} disabled */

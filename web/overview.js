@@ -40,7 +40,8 @@ export class Overview {
   /** @param {AgentInfo[]} agents */
   replaceAll(agents) {
     const old = this.agents;
-    this.agents = new Map(agents.map((a) => [a.agent_id, { ...a, activity: old.get(a.agent_id)?.activity }]));
+    // Archived agents (`shard rm`) are kept by the daemon, not shown here.
+    this.agents = new Map(agents.filter((a) => !a.archived).map((a) => [a.agent_id, { ...a, activity: old.get(a.agent_id)?.activity }]));
     this.paint();
   }
 
@@ -70,6 +71,11 @@ export class Overview {
 
   /** @param {AgentInfo} info */
   upsert(info) {
+    if (info.archived) {
+      this.agents.delete(info.agent_id);
+      this.paint();
+      return;
+    }
     this.agents.set(info.agent_id, { ...this.agents.get(info.agent_id), ...info });
     this.paint();
   }

@@ -244,7 +244,7 @@ export class Pane {
         this.setStatus(ev.status);
         this.caps = Array.isArray(ev.capabilities) ? ev.capabilities : [];
         this.mode = ev.mode;
-        this.conv.reset(ev.live_window?.messages ?? [], ev.live_window?.compaction_index, ev.live_window?.truncated_before);
+        this.conv.reset(ev.live_window?.messages ?? [], ev.live_window?.compaction_index, ev.live_window?.truncated_before, ev.live_window?.interrupted_after);
         this.requests.live = true;
         this.requests.syncPending(ev.pending_requests ?? []);
         this.setLive(true);
@@ -281,6 +281,7 @@ export class Pane {
         this.paintUsage();
         break;
       case "turn_end":
+        if (ev.interrupted) this.conv.interrupted();
         this.conv.note(`Turn: ${num(this.turn.input)} in · ${num(this.turn.output)} out${this.turn.cost ? " · " + cost(this.turn.cost) : ""}`, "turn");
         break;
       case "error":

@@ -61,6 +61,8 @@ export type ClientMessage = {
   type: "agent.terminate";
 } | AgentKill & {
   type: "agent.kill";
+} | AgentRef & {
+  type: "agent.archive";
 } | AgentStatusQuery & {
   type: "agent.status";
 } | DaemonShutdown & {
@@ -580,6 +582,8 @@ export type LiveWindow = {
   compaction_index?: (number | null);
   /** Additive (§16 item 9): first entry id kept when older ones were cut. */
   truncated_before?: (string | null);
+  /** Additive: ids of the messages after which an aborted turn stopped, so a reloaded conversation says "interrupted" where the live one did. */
+  interrupted_after?: (string[] | null);
 };
 
 /** One message of the conversation; `id` equals its session entry id (§16 item 4). */
@@ -780,7 +784,7 @@ export type PermissionDetail = {
 };
 
 /** Format hint of a permission detail. */
-export type DetailFormat = ("text" | "command" | "path" | "code");
+export type DetailFormat = ("text" | "command" | "path" | "code" | "diff");
 
 /** A server-defined answer to a permission request. */
 export type PermissionChoice = {
@@ -980,6 +984,8 @@ export type TurnEnd = {
   turn_id: string;
   /** Total usage of the turn. */
   usage?: (Usage | null);
+  /** Additive: `true` when the turn was aborted (Esc, Ctrl-C, `abort`) rather than finished, so every client can say "interrupted" where it stopped. */
+  interrupted?: (boolean | null);
   /** Additive (0.1.x): how the turn ended — the last model call's stop (`end_turn`, `max_tokens`, `refusal`, …), `aborted`, or `error`. Editor bridges (ACP) answer a prompt with it. */
   stop_reason?: (string | null);
 };
@@ -1254,6 +1260,8 @@ export type AgentInfo = {
   display_name?: (string | null);
   /** Additive (§16 item 2): the agent's session. */
   session_id?: (string | null);
+  /** Additive: the agent was archived (`agent.archive`); clients list it only on request. */
+  archived?: (boolean | null);
 };
 
 /** State of an agent's Runtime generation (ARCHITECTURE §16 item 3). */

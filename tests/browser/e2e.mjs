@@ -136,6 +136,11 @@ test("a permission answered in one browser context disappears in the other", asy
   const dlgB = b.page.getByRole("dialog", { name: "Permission for write" });
   await dlgA.waitFor();
   await dlgB.waitFor();
+  // The change is shown before anyone answers: a coloured diff of the new file.
+  const diffBox = dlgB.locator("pre.diff-detail");
+  await diffBox.locator(".line-add", { hasText: "+alpha" }).waitFor();
+  assert.equal(await diffBox.locator(".line-file").first().textContent(), "--- /dev/null\n");
+  assert.equal(await diffBox.locator(".line-add").count(), 2, "two added lines");
   await a.page.screenshot({ path: join(artifacts, "permission-dialog.png") });
   const labels = await dlgB.locator("button").evaluateAll((bs) => bs.map((x) => x.getAttribute("aria-label")));
   assert.ok(labels.length >= 2, "the server's choices: " + labels);
@@ -148,9 +153,36 @@ test("a permission answered in one browser context disappears in the other", asy
   await b.page.locator(".pane.active .log").getByText(/answered here/).waitFor();
   await a.page.locator(".pane.active .log figure.diff .line-add", { hasText: "+alpha" }).waitFor();
   await a.page.locator(".pane.active .log").getByText("Written.").waitFor();
+  // The call's header is a short title, the JSON only on hover.
+  const head = a.page.locator(".pane.active .log .tool-head .tool-args").first();
+  assert.equal(await head.textContent(), "notes.txt");
+  assert.ok((await head.getAttribute("title"))?.includes('"content"'));
   await a.page.screenshot({ path: join(artifacts, "conversation-diff.png") });
   await a.ctx.close();
   await b.ctx.close();
+});
+
+test("a long edit diff scrolls inside its dialog and the choices stay in view", async () => {
+  const { page: pg, ctx } = await page({ width: 1000, height: 700 });
+  const original = Array.from({ length: 300 }, (_, i) => `line ${i}`).join("\n") + "\n";
+  writeFileSync(join(d.work, "long.txt"), original);
+  const script = d.script("longdiff", [toolTurn("e1", "edit", { path: "long.txt", old_string: "line", new_string: "row", replace_all: true }), textTurn("Edited.")]);
+  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "longdiff" });
+  await openAgent(pg, "longdiff");
+  await prompt(pg).fill("rename the lines");
+  await prompt(pg).press("Enter");
+  const dlg = pg.getByRole("dialog", { name: "Permission for edit" });
+  const box = dlg.locator("pre.diff-detail");
+  await box.locator(".line-del", { hasText: "-line 299" }).waitFor({ state: "attached" });
+  await box.locator(".line-add", { hasText: "+row 0" }).waitFor();
+  const [scrollH, clientH] = await box.evaluate((el) => [el.scrollHeight, el.clientHeight]);
+  assert.ok(scrollH > clientH * 2, `the diff scrolls inside its box (${scrollH} > ${clientH})`);
+  assert.ok(await dlg.getByRole("button", { name: "Deny" }).isVisible(), "the choices stay reachable");
+  await box.evaluate((el) => el.scrollTo(0, el.scrollHeight));
+  await box.locator(".line-add", { hasText: "+row 299" }).waitFor();
+  await dlg.getByRole("button", { name: "Deny" }).click();
+  await dlg.waitFor({ state: "detached" });
+  await ctx.close();
 });
 
 test("a dropped WebSocket reconnects and shows the pending request again, once", async () => {
@@ -244,6 +276,35 @@ test("a prompt typed in one context appears in the other before the answer, once
   await a.page.locator(".pane.active .status").filter({ hasText: "idle" }).waitFor();
   await a.ctx.close();
   await b.ctx.close();
+});
+
+test("an aborted turn says interrupted where it stopped, live and after a reload", async () => {
+  const { page: pg, ctx } = await page();
+  const script = d.script("interrupt", [{ steps: [{ text: "Half an answer", chunk_chars: 4 }, { delay_ms: 120000 }, { text: " never" }] }, textTurn("Next one.")]);
+  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "interrupted" });
+  await openAgent(pg, "interrupted");
+  await prompt(pg).fill("start");
+  await prompt(pg).press("Enter");
+  const log = pg.locator(".pane.active .log");
+  await log.getByText("Half an answer").waitFor();
+  await pg.locator(".pane.active").getByRole("button", { name: "Abort", exact: true }).click();
+  await log.locator("p.note.interrupted").waitFor();
+  // Right after the partial answer, before the next prompt.
+  const order = await log.evaluate((el) => [...el.querySelectorAll("article, p.note.interrupted")].map((n) => (n.classList.contains("interrupted") ? "interrupted" : n.textContent?.includes("Half an answer") ? "partial" : "other")));
+  assert.deepEqual(order.slice(-2), ["partial", "interrupted"], "order: " + order);
+  await prompt(pg).fill("again");
+  await prompt(pg).press("Enter");
+  await log.getByText("Next one.").waitFor();
+  await pg.reload();
+  await pg.getByText("connected", { exact: true }).waitFor();
+  await openAgent(pg, "interrupted");
+  const after = pg.locator(".pane.active .log");
+  await after.getByText("Next one.").waitFor();
+  const reloaded = await after.evaluate((el) => [...el.querySelectorAll("article, p.note.interrupted")].map((n) => (n.classList.contains("interrupted") ? "interrupted" : n.textContent?.includes("Half an answer") ? "partial" : n.textContent?.includes("again") ? "again" : "other")));
+  const at = reloaded.indexOf("interrupted");
+  assert.ok(at > 0 && reloaded[at - 1] === "partial" && reloaded[at + 1] === "again", "after reload: " + reloaded);
+  assert.equal(reloaded.filter((x) => x === "interrupted").length, 1);
+  await ctx.close();
 });
 
 test("a ui_request select, steer or follow-up while busy, Abort, and Kill from the overview", async () => {
@@ -354,9 +415,19 @@ test("model output and a file with script payloads render as inert text", async 
 
 test("the overview at 390 px: nested subagents, no horizontal scrolling, shortcuts under ?", async () => {
   const { page: pg, ctx } = await page({ width: 390, height: 844 });
-  const script = d.script("kids", [textTurn("hi")]);
+  // Only the daemon's subagent machinery makes a child: the parent's model delegates.
+  const kid = d.script("kid", [textTurn("hi")]);
+  const script = d.script("kids", [
+    toolTurn("c1", "subagent", { action: "create", name: "child", task: "say hi", model: kid }),
+    textTurn("launched"),
+    textTurn("noted"),
+  ]);
   const parent = await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "parent" });
-  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "child", parent_agent_id: parent });
+  assert.ok(parent);
+  await openAgent(pg, "parent");
+  await prompt(pg).fill("go");
+  await prompt(pg).press("Enter");
+  await pg.locator(".pane.active").getByText("noted").waitFor();
   await pg.reload();
   await pg.getByText("connected", { exact: true }).waitFor();
   await pg.locator(".subagents .agent-name", { hasText: "child" }).waitFor();

@@ -141,7 +141,23 @@ impl Screen {
                     v.mode.as_deref().unwrap_or("?"),
                     v.messages.len()
                 );
+                let stopped = v
+                    .messages
+                    .last()
+                    .is_some_and(|m| v.interrupted.contains(&m.id));
                 self.line(out, &text);
+                if stopped {
+                    self.line(out, "[the last turn was interrupted]");
+                }
+            }
+            Change::TurnEnded(_)
+                if self
+                    .view
+                    .messages
+                    .last()
+                    .is_some_and(|m| self.view.interrupted.contains(&m.id)) =>
+            {
+                self.line(out, "[interrupted]");
             }
             Change::Status => {
                 let status = self.view.status.map(status_str).unwrap_or_default();
@@ -223,6 +239,23 @@ impl Screen {
     fn show_permission(&mut self, out: &mut impl Write, p: &PermissionRequest) {
         self.line(out, "");
         self.line(out, &format!("[permission] {}", strip(&p.prompt)));
+        let color = {
+            use std::io::IsTerminal;
+            std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        };
+        // Line mode runs on a pipe: the whole diff, never a pager.
+        for d in p.details.iter().flatten() {
+            if d.format == Some(shard_protocol::types::DetailFormat::Diff) {
+                for l in strip(&d.value).lines() {
+                    let text = format!("  {}", crate::detail_text::diff_line(l, color));
+                    self.line(out, &text);
+                }
+            } else if !crate::detail_text::repeats_prompt(d.format, &d.value, &p.prompt) {
+                let label = d.label.as_deref().map(strip).unwrap_or_default();
+                self.line(out, &format!("  {label}: {}", strip(&d.value)));
+            }
+        }
         if self.observer {
             // An observer cannot answer: no menu, just what is being waited for.
             self.line(out, "  (waiting for an interactive client to answer)");

@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::Args;
 use shard_client::{Client, ClientError};
 use shard_daemon::{Daemon, DaemonConfig, DaemonError, QueueCaps};
-use shard_protocol::command::{AgentKill, Command};
+use shard_protocol::command::{AgentKill, AgentRef, Command};
 use shard_protocol::types::AgentStatus;
 
 use crate::common;
@@ -60,6 +60,16 @@ pub struct LsArgs {
     /// Print the agents as JSON.
     #[arg(long)]
     json: bool,
+    /// Also list archived agents (`shard rm`).
+    #[arg(long)]
+    all: bool,
+}
+
+/// Arguments of `shard rm`.
+#[derive(Args)]
+pub struct RmArgs {
+    /// The agent id (`shard ls` lists them).
+    agent: String,
 }
 
 /// Arguments of `shard kill`.
@@ -287,7 +297,10 @@ pub(crate) fn status_str(s: AgentStatus) -> String {
 pub fn ls(args: LsArgs) -> ExitCode {
     with_client(|c| async move {
         let agents = match c.list().await {
-            Ok(a) => a,
+            Ok(a) => a
+                .into_iter()
+                .filter(|a| args.all || a.archived != Some(true))
+                .collect::<Vec<_>>(),
             Err(e) => {
                 eprintln!("shard: agent.list failed: {e}");
                 return ExitCode::FAILURE;
@@ -316,17 +329,24 @@ pub fn ls(args: LsArgs) -> ExitCode {
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
+            // The model that answered last when the agent was created without one.
+            let answered = a.usage.as_ref().and_then(|u| u.model.clone());
             let model = match (&a.provider, &a.model) {
                 (_, Some(m)) if m.contains('/') => m.clone(),
                 (Some(p), Some(m)) => format!("{p}/{m}"),
                 (None, Some(m)) => m.clone(),
-                _ => "-".into(),
+                _ => answered.unwrap_or_else(|| "(default)".into()),
+            };
+            let status = if a.archived == Some(true) {
+                "archived".to_string()
+            } else {
+                status_str(a.status)
             };
             let _ = writeln!(
                 out,
                 "{:<32} {:<24} {:<9} {:<12} {:<6} {:<28} {}",
                 a.agent_id,
-                status_str(a.status),
+                status,
                 rt,
                 a.name.unwrap_or_else(|| "-".into()),
                 a.mode.unwrap_or_else(|| "-".into()),
@@ -335,6 +355,37 @@ pub fn ls(args: LsArgs) -> ExitCode {
             );
         }
         ExitCode::SUCCESS
+    })
+}
+
+/// Runs `shard rm`: archives the agent (its Runtime stops, its session stays).
+pub fn rm(args: RmArgs) -> ExitCode {
+    with_client(|c| async move {
+        let session = c
+            .list()
+            .await
+            .ok()
+            .and_then(|l| l.into_iter().find(|a| a.agent_id == args.agent))
+            .and_then(|a| a.session_id);
+        let cmd = Command::AgentArchive(AgentRef {
+            agent_id: args.agent.clone(),
+        });
+        match c.call(cmd).await {
+            Ok(_) => {
+                let kept = session
+                    .map(|s| format!("its session {s} is kept"))
+                    .unwrap_or_else(|| "its session is kept".into());
+                println!(
+                    "archived {} ({kept}; `shard ls --all` lists it)",
+                    args.agent
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("shard: cannot archive {}: {e}", args.agent);
+                ExitCode::FAILURE
+            }
+        }
     })
 }
 

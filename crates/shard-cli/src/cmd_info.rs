@@ -52,11 +52,23 @@ fn sessions_inner(args: SessionsArgs) -> anyhow::Result<ExitCode> {
         None => std::env::current_dir()?,
     };
     let cwd = std::fs::canonicalize(&cwd).map_err(|e| usage(format!("{}: {e}", cwd.display())))?;
-    let store = shard_session::SessionStore::new(home);
+    let store = shard_session::SessionStore::new(home.clone());
     let list = store.list_for_cwd(&cwd)?;
     let mut out = std::io::stdout().lock();
+    let problems: Vec<Option<String>> = list
+        .iter()
+        .map(|m| common::unopenable(&home, &m.session_id))
+        .collect();
     if args.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&list)?)?;
+        let mut rows = serde_json::to_value(&list)?;
+        if let Some(rows) = rows.as_array_mut() {
+            for (row, problem) in rows.iter_mut().zip(&problems) {
+                if let (Some(obj), Some(p)) = (row.as_object_mut(), problem) {
+                    obj.insert("unopenable".into(), serde_json::Value::String(p.clone()));
+                }
+            }
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     if list.is_empty() {
@@ -69,14 +81,17 @@ fn sessions_inner(args: SessionsArgs) -> anyhow::Result<ExitCode> {
         "{:<31} {:<9} {:>7}  {:<6} {:<30} TITLE",
         "SESSION", "UPDATED", "ENTRIES", "MODE", "MODEL"
     )?;
-    for m in list {
+    for (m, problem) in list.into_iter().zip(problems) {
         let model = m
             .model
             .as_ref()
             .map(|r| format!("{}/{}", r.provider, r.model))
             .unwrap_or_else(|| "-".into());
         let title = m.title.as_deref().map(strip).unwrap_or_default();
-        let title: String = title.replace('\n', " ").chars().take(60).collect();
+        let mut title: String = title.replace('\n', " ").chars().take(60).collect();
+        if let Some(p) = problem {
+            title = format!("[cannot be opened: {p}] {title}");
+        }
         writeln!(
             out,
             "{:<31} {:<9} {:>7}  {:<6} {:<30} {}",

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use shard_protocol::command::{AgentCreate, AttachRole, Command, Prompt};
+use shard_protocol::command::{AgentCreate, AttachRole, Command, HeadlessPolicy, Prompt};
 
 use crate::cmd_agent::PolicyArg;
 use crate::cmd_daemon::with_client;
@@ -34,7 +34,8 @@ pub struct NewArgs {
     /// Comma-separated tool allow-list.
     #[arg(long, value_delimiter = ',')]
     tools: Option<Vec<String>>,
-    /// Who answers permission requests while no interactive client is attached.
+    /// Who answers permission requests while no interactive client is attached (with
+    /// --prompt the default is queue: they wait for the first person who attaches).
     #[arg(long, value_enum)]
     headless_policy: Option<PolicyArg>,
     /// Script file for the scripted provider (implies --provider scripted).
@@ -59,6 +60,12 @@ pub fn new(args: NewArgs) -> ExitCode {
         args.provider.clone(),
         args.model.clone(),
     );
+    // An agent started on a prompt works before anyone attaches: its requests wait for
+    // the first person, unless the caller chose otherwise.
+    let policy: Option<HeadlessPolicy> = args
+        .headless_policy
+        .map(Into::into)
+        .or(args.prompt.is_some().then_some(HeadlessPolicy::Queue));
     with_client(|c| async move {
         let create = AgentCreate {
             cwd: cwd.display().to_string(),
@@ -68,7 +75,7 @@ pub fn new(args: NewArgs) -> ExitCode {
             mode: args.mode.clone(),
             tools: args.tools.clone(),
             skills: None,
-            headless_policy: args.headless_policy.map(Into::into),
+            headless_policy: policy,
             name: args.name.clone(),
             parent_agent_id: None,
             system_prompt: None,
@@ -92,6 +99,7 @@ pub fn new(args: NewArgs) -> ExitCode {
             }
         };
         println!("{id}");
+        let prompted = args.prompt.is_some();
         if let Some(p) = args.prompt {
             // Driving an agent needs an attachment; it ends once the prompt is accepted,
             // and the agent's headless policy answers what comes after.
@@ -111,7 +119,28 @@ pub fn new(args: NewArgs) -> ExitCode {
             }
             let _ = c.detach(&id).await;
         }
-        eprintln!("follow it with: shard attach {id}");
+        eprintln!("{}", hint(&id, prompted, policy));
         ExitCode::SUCCESS
     })
+}
+
+/// What to do next, saying who answers the agent's permission requests meanwhile.
+fn hint(id: &str, prompted: bool, policy: Option<HeadlessPolicy>) -> String {
+    if !prompted {
+        return format!("follow it with: shard attach {id}");
+    }
+    let meanwhile = match policy {
+        Some(HeadlessPolicy::Queue) | None => {
+            "its permission requests wait for the first person who attaches (denied after the \
+             headless timeout, [headless] timeout_secs)"
+        }
+        Some(HeadlessPolicy::Deny) => {
+            "with --headless-policy deny, its permission requests are denied until someone attaches"
+        }
+        Some(HeadlessPolicy::AllowIfRuleMatches) => {
+            "until someone attaches, its permission requests are answered by the \
+             [[headless.allow]] rules of config.toml (anything else is denied)"
+        }
+    };
+    format!("working on the prompt; {meanwhile}: shard attach {id}")
 }

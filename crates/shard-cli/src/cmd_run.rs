@@ -70,8 +70,15 @@ fn check_mode(shard_home: &Path, mode: &str) -> anyhow::Result<()> {
 /// Checks that `--session` names an existing session.
 fn check_session(shard_home: &Path, id: &str) -> anyhow::Result<()> {
     let store = shard_session::SessionStore::new(shard_home.to_path_buf());
+    let listed = store
+        .session_dir(id)
+        .is_ok_and(|d| d.join("meta.json").exists());
     match store.inspect(id) {
         Ok(_) => Ok(()),
+        Err(shard_session::SessionError::NotFound(_)) if listed => Err(usage(format!(
+            "session {id} cannot be opened: its transcript is gone; \
+             leave out --session to start a new one"
+        ))),
         Err(shard_session::SessionError::NotFound(_)) => Err(usage(format!(
             "no session {id}: `shard sessions` lists this directory's sessions; \
              leave out --session to start a new one"
@@ -95,7 +102,14 @@ fn run_inner(args: RunArgs) -> anyhow::Result<ExitCode> {
         check_session(&opts.shard_home, id)?;
     }
     if args.choice.continue_latest {
-        opts.session_id = Some(common::latest_session(&opts.shard_home, &opts.cwd)?);
+        let id = common::latest_session(&opts.shard_home, &opts.cwd)?;
+        if let Some(why) = common::unopenable(&opts.shard_home, &id) {
+            return Err(usage(format!(
+                "the latest session here, {id}, cannot be opened: {why}; \
+                 leave out --continue to start a new one"
+            )));
+        }
+        opts.session_id = Some(id);
     }
     let prompt = match &args.prompt {
         Some(p) => p.clone(),

@@ -69,6 +69,17 @@ pub fn latest_session(home: &Path, cwd: &Path) -> anyhow::Result<String> {
         .ok_or_else(|| usage(format!("no earlier session in {}", cwd.display())))
 }
 
+/// Why session `id` cannot be opened (its transcript is gone or unreadable), or `None`
+/// when it can. `shard sessions`, `--continue` and `--session` say it in one line.
+pub fn unopenable(home: &Path, id: &str) -> Option<String> {
+    let store = shard_session::SessionStore::new(home.to_path_buf());
+    match store.inspect(id) {
+        Ok(_) => None,
+        Err(shard_session::SessionError::NotFound(_)) => Some("its transcript is gone".into()),
+        Err(e) => Some(format!("its transcript cannot be read ({e})")),
+    }
+}
+
 /// The directory a command works on: `--cwd` or the current one, made canonical (the
 /// daemon and the session store compare paths). `Err` is the message for a usage error.
 pub fn canonical_cwd(cwd: Option<PathBuf>) -> Result<PathBuf, String> {

@@ -13,6 +13,7 @@ mod cmd_run;
 mod cmd_web;
 mod cmd_ws;
 mod common;
+mod detail_text;
 mod prompter;
 mod run_print;
 mod tui;
@@ -67,6 +68,8 @@ enum Commands {
     Ls(cmd_daemon::LsArgs),
     /// Kill an agent's Runtime.
     Kill(cmd_daemon::KillArgs),
+    /// Archive an agent: its Runtime stops, it leaves `shard ls`, its session is kept.
+    Rm(cmd_daemon::RmArgs),
     /// Attach to an agent: print its stream and answer its prompts.
     Attach(cmd_attach::AttachArgs),
     /// Print a one-time browser enrollment link; list or revoke enrolled browsers.
@@ -77,6 +80,24 @@ enum Commands {
     Ws(cmd_ws::WsArgs),
     /// Protocol tools.
     Protocol(cmd_protocol::ProtocolArgs),
+}
+
+impl Commands {
+    /// Commands that print and exit, with no child process, socket server or protocol
+    /// stream of their own: `shard ls | head` may simply end when `head` does.
+    fn prints_and_exits(&self) -> bool {
+        matches!(
+            self,
+            Commands::Sessions(_)
+                | Commands::Models(_)
+                | Commands::Ls(_)
+                | Commands::Kill(_)
+                | Commands::Rm(_)
+                | Commands::Web(_)
+                | Commands::Ws(_)
+                | Commands::Protocol(_)
+        )
+    }
 }
 
 #[allow(unsafe_code)]
@@ -100,6 +121,9 @@ fn main() -> ExitCode {
     unsafe { shard_sandbox::hardening::detach_environment() };
     shard_sandbox::hardening::harden(&[]);
     let cli = Cli::parse();
+    if cli.command.as_ref().is_some_and(Commands::prints_and_exits) {
+        shard_sandbox::hardening::quiet_on_closed_pipe();
+    }
     match cli.command {
         None => tui::run(cli.tui),
         Some(Commands::Agent(args)) => cmd_agent::run(args),
@@ -108,6 +132,7 @@ fn main() -> ExitCode {
         Some(Commands::Daemon(args)) => cmd_daemon::daemon(args),
         Some(Commands::Ls(args)) => cmd_daemon::ls(args),
         Some(Commands::Kill(args)) => cmd_daemon::kill(args),
+        Some(Commands::Rm(args)) => cmd_daemon::rm(args),
         Some(Commands::Attach(args)) => cmd_attach::attach(args),
         Some(Commands::Sessions(args)) => cmd_info::sessions(args),
         Some(Commands::Models(args)) => cmd_info::models(args),

@@ -88,6 +88,11 @@ fn ask_permission(p: &PermissionRequest) -> Reply {
     for line in strip(&p.prompt).lines() {
         let _ = writeln!(err, "  {line}");
     }
+    let color = color_on_stderr();
+    let (details, cut) = crate::detail_text::detail_lines(p, color);
+    for line in &details {
+        let _ = writeln!(err, "{line}");
+    }
     // Server-built choices when offered, else the legacy decisions.
     let options: Vec<(String, PermissionAnswer)> = match &p.choices {
         Some(ch) if !ch.is_empty() => ch
@@ -135,6 +140,10 @@ fn ask_permission(p: &PermissionRequest) -> Reply {
             };
         };
         let line = line.trim();
+        if cut && line.eq_ignore_ascii_case("v") {
+            crate::detail_text::page(&crate::detail_text::full_diff(p, color), &mut err);
+            continue;
+        }
         if line.is_empty() || line.eq_ignore_ascii_case("n") || line == "deny" {
             return Reply::Permission {
                 request_id: p.request_id.clone(),
@@ -152,6 +161,12 @@ fn ask_permission(p: &PermissionRequest) -> Reply {
         }
         let _ = writeln!(err, "  answer with a number from the list");
     }
+}
+
+/// Colours only for a person: stderr is a terminal and `NO_COLOR` is unset.
+fn color_on_stderr() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 fn ask_ui(u: &UiRequest) -> Reply {

@@ -44,6 +44,29 @@ impl Printer {
         for change in changes {
             self.change(change, view);
         }
+        // An MCP server that failed, or was not ready for the first request, is said once.
+        if let Event::ToolsChanged(t) = ev
+            && let Some(server) = &t.server
+            && let Some(message) = &server.message
+            && (server.state == "failed" || server.state == "starting")
+        {
+            self.stderr_line(&format!(
+                "mcp: server `{}` {}: {}",
+                strip(&server.name),
+                if server.state == "failed" {
+                    "failed"
+                } else {
+                    "is late"
+                },
+                strip(message)
+            ));
+        }
+        if let Event::TurnEnd(t) = ev
+            && t.interrupted == Some(true)
+        {
+            self.end_line();
+            self.stderr_line("■ interrupted");
+        }
         if let Event::Response(r) = ev
             && !r.success
             && let Some(err) = &r.error

@@ -227,6 +227,9 @@ pub struct AgentView {
     /// The first message id `messages` holds when older ones exist in the session (from
     /// `sync`, then from each page of `session_op history`); None once the start is here.
     pub truncated_before: Option<String>,
+    /// Messages after which an aborted turn stopped: clients say "interrupted" there
+    /// (from `sync` and history pages, and live from `turn_end.interrupted`).
+    pub interrupted: std::collections::HashSet<String>,
     /// Position of each complete message by id: deltas check it per event, so it must
     /// not cost a scan of a long live window.
     index: HashMap<String, usize>,
@@ -287,6 +290,11 @@ impl AgentView {
         added
     }
 
+    /// Notes messages of a history page an aborted turn stopped after.
+    pub fn mark_interrupted(&mut self, ids: Option<&Vec<String>>) {
+        self.interrupted.extend(ids.into_iter().flatten().cloned());
+    }
+
     /// Applies one event; returns what it changed.
     pub fn apply(&mut self, ev: &Event) -> Vec<Change> {
         let mut changes = Vec::new();
@@ -308,6 +316,13 @@ impl AgentView {
                     self.complete(m);
                 }
                 self.truncated_before = s.live_window.truncated_before.clone();
+                self.interrupted = s
+                    .live_window
+                    .interrupted_after
+                    .iter()
+                    .flatten()
+                    .cloned()
+                    .collect();
                 if self
                     .streaming
                     .as_ref()
@@ -397,6 +412,13 @@ impl AgentView {
                     self.turn_id = None;
                 }
                 self.last_turn_usage = t.usage.clone();
+                // The Runtime completed the partial answer before ending the turn: the
+                // last message is where it stopped.
+                if t.interrupted == Some(true)
+                    && let Some(last) = self.messages.last()
+                {
+                    self.interrupted.insert(last.id.clone());
+                }
                 self.streaming = None;
                 changes.push(Change::TurnEnded(t.turn_id.clone()));
             }

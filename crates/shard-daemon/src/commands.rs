@@ -138,6 +138,26 @@ pub(crate) fn dispatch(
                 Ok(Reply::Done(None))
             }));
         }
+        Command::AgentArchive(r) => {
+            let (manifest, wait) = match core.archive(&r.agent_id) {
+                Ok(x) => x,
+                Err(e) => return Handled::Now(Err(e)),
+            };
+            let core = Arc::clone(core);
+            let bound = core.cfg.kill_grace * 2 + Duration::from_secs(5);
+            return Handled::Later(Box::pin(async move {
+                if let Err(e) = core.store.save(&manifest).await {
+                    return Err(ProtocolError::new(
+                        ErrorCode::InternalError,
+                        format!("could not record the archive: {e}"),
+                    ));
+                }
+                if let Some(rx) = wait {
+                    let _ = tokio::time::timeout(bound, rx).await;
+                }
+                Ok(Reply::Done(None))
+            }));
+        }
         Command::DaemonShutdown(s) => {
             if let Ok(r) = slot.defer() {
                 r.ok(None);
@@ -216,6 +236,16 @@ pub(crate) fn dispatch(
                         }
                         _ => {}
                     }
+                }
+                if let Command::Prompt(p) = &c
+                    && let Some(named) = core.name_from_first_prompt(&agent_id, &p.message)
+                {
+                    let core = Arc::clone(core);
+                    tokio::spawn(async move {
+                        if let Err(e) = core.store.save(&named).await {
+                            tracing::warn!(error = %e, "could not record the agent's name");
+                        }
+                    });
                 }
                 let read_only = is_read_only(&c);
                 core.forward(conn, &agent_id, c, read_only, slot)

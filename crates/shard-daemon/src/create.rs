@@ -66,6 +66,7 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
         adopted: c.session_id.is_some(),
         started: false,
         system_prompt_file: None,
+        archived: false,
     };
     // An unknown mode, provider or model is one clear error, and nothing is created
     // (issue 9 item 7): the Runtime's own check says what would work.

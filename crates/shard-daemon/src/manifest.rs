@@ -60,6 +60,10 @@ pub struct AgentManifest {
     /// definition body, issue 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt_file: Option<String>,
+    /// Archived (`shard rm`): no Runtime is started for it until it is attached again,
+    /// and clients leave it out of their lists; the session is kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archived: bool,
 }
 
 /// Reads and writes manifests; every id is validated before it touches a path.
@@ -156,6 +160,7 @@ mod tests {
             adopted: false,
             started: true,
             system_prompt_file: None,
+            archived: false,
         }
     }
 

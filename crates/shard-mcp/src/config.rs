@@ -17,6 +17,21 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct McpConfig {
     /// `[mcp.servers.NAME]`: the user's own servers, started in every project.
     pub servers: BTreeMap<String, ServerConfig>,
+    /// `startup_timeout`: seconds a Runtime waits for its servers to connect before its
+    /// first model request (default 10); a server still starting then is reported and
+    /// joins later.
+    pub startup_timeout: Option<u64>,
+}
+
+/// How long a Runtime waits for its servers before the first model request by default.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl McpConfig {
+    /// The bound on the wait for the servers before the first model request.
+    pub fn startup_timeout(&self) -> Duration {
+        self.startup_timeout
+            .map_or(DEFAULT_STARTUP_TIMEOUT, Duration::from_secs)
+    }
 }
 
 /// One server, as written in either file. `command` (stdio) or `url` (streamable HTTP).

@@ -101,6 +101,10 @@ pub enum Command {
     /// Kill an agent's Runtime.
     #[serde(rename = "agent.kill")]
     AgentKill(AgentKill),
+    /// Additive: archive an agent — its Runtime stops, it is listed with `archived: true`
+    /// (clients leave it out of their lists), and its session is kept.
+    #[serde(rename = "agent.archive")]
+    AgentArchive(AgentRef),
     /// Status of one or all agents.
     #[serde(rename = "agent.status")]
     AgentStatus(AgentStatusQuery),
@@ -169,6 +173,7 @@ impl Command {
             Command::AgentDetach(_) => "agent.detach",
             Command::AgentTerminate(_) => "agent.terminate",
             Command::AgentKill(_) => "agent.kill",
+            Command::AgentArchive(_) => "agent.archive",
             Command::AgentStatus(_) => "agent.status",
             Command::DaemonShutdown(_) => "daemon.shutdown",
             Command::WorkspaceCreate(_) => "workspace.create",

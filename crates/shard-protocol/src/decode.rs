@@ -33,6 +33,7 @@ pub const COMMAND_TYPES: &[&str] = &[
     "agent.detach",
     "agent.terminate",
     "agent.kill",
+    "agent.archive",
     "agent.status",
     "daemon.shutdown",
     "workspace.create",

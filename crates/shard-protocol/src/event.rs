@@ -265,6 +265,10 @@ pub struct LiveWindow {
     /// Additive (§16 item 9): first entry id kept when older ones were cut.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated_before: Option<String>,
+    /// Additive: ids of the messages after which an aborted turn stopped, so a reloaded
+    /// conversation says "interrupted" where the live one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_after: Option<Vec<String>>,
 }
 
 /// A pending request re-shown in `sync`.
@@ -482,6 +486,10 @@ pub struct TurnEnd {
     /// Total usage of the turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// Additive: `true` when the turn was aborted (Esc, Ctrl-C, `abort`) rather than
+    /// finished, so every client can say "interrupted" where it stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<bool>,
     /// Additive (0.1.x): how the turn ended — the last model call's stop (`end_turn`,
     /// `max_tokens`, `refusal`, …), `aborted`, or `error`. Editor bridges (ACP) answer a
     /// prompt with it.

@@ -178,6 +178,9 @@ pub struct SessionHistoryData {
     /// the session (or the compaction summary that opens it) is in this page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated_before: Option<String>,
+    /// Additive: ids of this page's messages after which an aborted turn stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_after: Option<Vec<String>>,
 }
 
 /// `session.activate`.

@@ -421,6 +421,9 @@ pub struct AgentInfo {
     /// Additive (§16 item 2): the agent's session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// Additive: the agent was archived (`agent.archive`); clients list it only on request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived: Option<bool>,
 }
 
 /// Format hint of a permission detail.
@@ -435,6 +438,9 @@ pub enum DetailFormat {
     Path,
     /// Code.
     Code,
+    /// A unified diff (`---`/`+++` headers, `@@` hunks, ` `/`-`/`+` lines): what an
+    /// `edit` or `write` would change, shown before the person answers.
+    Diff,
 }
 
 /// Server-built presentation detail of a permission request.

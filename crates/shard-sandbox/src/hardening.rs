@@ -38,6 +38,14 @@ pub unsafe fn detach_environment() {
     };
 }
 
+/// A closed stdout ends the process quietly (as `ls | head` does) instead of failing
+/// every later write: SIGPIPE gets its default action back. Only for commands that print
+/// and exit — a Runtime, the daemon or a client with child processes must keep it ignored.
+pub fn quiet_on_closed_pipe() {
+    #[cfg(target_os = "linux")]
+    crate::sys::default_sigpipe();
+}
+
 /// Makes the process non-dumpable: other processes of the same user can no longer read
 /// its memory or attach a debugger, and its `/proc/PID` files become root-owned.
 pub fn set_non_dumpable() -> io::Result<()> {

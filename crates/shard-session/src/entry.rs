@@ -3,7 +3,7 @@
 //! first bytes without parsing it).
 
 use serde::{Deserialize, Serialize};
-use shard_protocol::types::{Message, Usage};
+use shard_protocol::types::{Message, Role, Usage};
 
 use crate::error::SessionError;
 
@@ -121,6 +121,23 @@ impl EntryKind {
             EntryKind::Compaction(_) => "compaction",
             EntryKind::Checkpoint(_) => "checkpoint",
         }
+    }
+
+    /// The marker an aborted turn ends with: an empty assistant message flagged `aborted`.
+    /// Readers keep it out of the conversation and the model's context; the live window
+    /// names the message before it in `interrupted_after`.
+    pub fn interruption() -> Self {
+        EntryKind::Message(MessageEntry {
+            message: Message {
+                id: String::new(),
+                role: Role::Assistant,
+                content: Vec::new(),
+            },
+            aborted: true,
+            stop_reason: Some("aborted".into()),
+            usage: None,
+            model: None,
+        })
     }
 
     /// A message entry with no extra fields.

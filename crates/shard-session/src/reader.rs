@@ -16,6 +16,8 @@ use crate::window::{Budget, collect, summary_message};
 struct Page {
     messages: Vec<Message>,
     truncated_before: Option<String>,
+    /// Messages an aborted turn stopped after.
+    interrupted: Option<Vec<String>>,
     /// Whether the walk met the anchor (always true without one).
     anchored: bool,
     /// The last compaction's entry id, when the walk reached it.
@@ -60,6 +62,7 @@ impl SessionReader {
             messages: page.messages,
             compaction_index: self.compaction_index,
             truncated_before: page.truncated_before,
+            interrupted_after: page.interrupted,
         })
     }
 
@@ -81,6 +84,7 @@ impl SessionReader {
                 return Ok(SessionHistoryData {
                     messages: Vec::new(),
                     truncated_before: None,
+                    interrupted_after: None,
                 });
             }
             return Err(SessionError::NotFound(format!(
@@ -90,6 +94,7 @@ impl SessionReader {
         Ok(SessionHistoryData {
             messages: page.messages,
             truncated_before: page.truncated_before,
+            interrupted_after: page.interrupted,
         })
     }
 
@@ -123,9 +128,15 @@ impl SessionReader {
         } else {
             None
         };
+        let interrupted: Vec<String> = found
+            .interrupted
+            .into_iter()
+            .filter(|id| messages.iter().any(|m| &m.id == id))
+            .collect();
         Ok(Page {
             messages,
             truncated_before,
+            interrupted: (!interrupted.is_empty()).then_some(interrupted),
             anchored: found.anchored,
             summary_id: found.compaction.map(|(id, _)| id),
         })

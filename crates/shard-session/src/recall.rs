@@ -89,7 +89,9 @@ impl SessionReader {
                 return ControlFlow::Continue(());
             }
             let done = entry.id == first;
-            if let EntryKind::Message(m) = entry.kind {
+            if let EntryKind::Message(m) = entry.kind
+                && !m.message.content.is_empty()
+            {
                 out.push(m.message);
             }
             if done {

@@ -59,6 +59,8 @@ impl SessionState {
     pub(crate) fn apply(&mut self, entry: &Entry) {
         self.note_chain(&entry.id, entry.timestamp);
         match &entry.kind {
+            // An aborted turn's empty marker is no message.
+            EntryKind::Message(m) if m.message.content.is_empty() => {}
             EntryKind::Message(m) => {
                 self.message_count += 1;
                 if let Some(c) = m.usage.as_ref().and_then(|u| u.cost) {
@@ -211,8 +213,13 @@ fn scan_line(line: &[u8], state: &mut SessionState) {
             && kind == b"message"
             && memchr::memmem::find(line, b"\"role\":\"user\"").is_some()
             && memchr::memmem::find(line, b"\"type\":\"text\"").is_some();
+        // An aborted turn's empty marker is no message: decoded below to be sure.
+        let maybe_marker = kind == b"message"
+            && memchr::memmem::find(line, b"\"content\":[]").is_some()
+            && memchr::memmem::find(line, b"\"aborted\":true").is_some();
         if !is_state
             && !wants_title
+            && !maybe_marker
             && let Ok(id) = std::str::from_utf8(id)
         {
             state.note_chain(id, ts);

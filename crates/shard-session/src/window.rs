@@ -47,6 +47,8 @@ pub(crate) struct Collected {
     pub skipped: u64,
     /// Whether the walk met the anchor message (always true without one).
     pub anchored: bool,
+    /// Ids of collected messages an aborted turn stopped after (newest first).
+    pub interrupted: Vec<String>,
 }
 
 /// Walks `[start, end)` backwards collecting message entries until the window's start: the
@@ -68,7 +70,10 @@ pub(crate) fn collect(
         complete: true,
         skipped: 0,
         anchored: anchor.is_none(),
+        interrupted: Vec::new(),
     };
+    // An interruption marker was met: the next (older) message kept is where it stopped.
+    let mut mark = false;
     while let Some((offset, line)) = lines.next_line()? {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -96,6 +101,11 @@ pub(crate) fn collect(
             }
         };
         match entry.kind {
+            // The empty marker an aborted turn ends with is no message of the conversation
+            // nor of the model's context; it marks the message before it.
+            EntryKind::Message(m) if m.message.content.is_empty() => {
+                mark |= m.aborted;
+            }
             EntryKind::Message(m) => {
                 let mut message = m.message;
                 let first_kept = match &out.compaction {
@@ -105,6 +115,7 @@ pub(crate) fn collect(
                 };
                 if !out.anchored {
                     out.anchored = anchor == Some(message.id.as_str());
+                    mark = false;
                     if first_kept {
                         break;
                     }
@@ -113,6 +124,9 @@ pub(crate) fn collect(
                 if !visit(&mut message) {
                     out.complete = false;
                     break;
+                }
+                if std::mem::take(&mut mark) {
+                    out.interrupted.push(message.id.clone());
                 }
                 out.messages.push(message);
                 if first_kept {

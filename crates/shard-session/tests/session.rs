@@ -1021,3 +1021,32 @@ fn history_pages_back_to_the_summary_and_never_past_the_compaction() {
         );
     }
 }
+
+#[test]
+fn an_interruption_marks_the_message_before_it_and_is_no_message() {
+    let h = home();
+    let store = SessionStore::new(&h.home);
+    let id = ids::new_id(ids::SESSION);
+    let mut s = store.open_or_create(&id, &h.cwd).unwrap();
+    let first = s.append(user("go")).unwrap();
+    let partial = s.append(assistant("half an")).unwrap();
+    s.append(EntryKind::interruption()).unwrap();
+    let next = s.append(user("again")).unwrap();
+    s.append(assistant("done")).unwrap();
+    let w = s.live_window(1 << 20).unwrap();
+    assert_eq!(w.messages.len(), 4, "the marker is no message");
+    assert_eq!(w.interrupted_after, Some(vec![partial.id.clone()]));
+    assert!(
+        s.context_messages()
+            .unwrap()
+            .iter()
+            .all(|m| !m.content.is_empty())
+    );
+    // History paging carries the mark with its page.
+    let page = s.reader().unwrap().history(&next.id, 1 << 20).unwrap();
+    assert_eq!(page.messages[0].id, first.id);
+    assert_eq!(page.interrupted_after, Some(vec![partial.id]));
+    drop(s);
+    let reopened = store.open_or_create(&id, &h.cwd).unwrap();
+    assert_eq!(reopened.state().message_count, 4);
+}

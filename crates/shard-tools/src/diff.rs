@@ -59,6 +59,43 @@ pub fn hunks(old: &str, new: &str) -> (Vec<Hunk>, bool) {
     (out, false)
 }
 
+/// Most characters a [`unified`] text carries: it travels in one permission request.
+pub const MAX_UNIFIED_CHARS: usize = 256 * 1024;
+
+/// The unified diff text turning `old` into `new` for `path`, as `diff -u` prints it;
+/// `old` is `None` for a file that does not exist yet (`--- /dev/null`). Long diffs end
+/// with a line saying what was left out.
+pub fn unified(path: &str, old: Option<&str>, new: &str) -> String {
+    let (hunks, mut cut) = hunks(old.unwrap_or(""), new);
+    let from = if old.is_some() {
+        format!("a/{path}")
+    } else {
+        "/dev/null".to_string()
+    };
+    let mut out = format!("--- {from}\n+++ b/{path}\n");
+    'outer: for h in &hunks {
+        out.push_str(&format!(
+            "@@ -{},{} +{},{} @@\n",
+            h.old_start, h.old_lines, h.new_start, h.new_lines
+        ));
+        for l in &h.lines {
+            if out.len() + l.len() + 1 > MAX_UNIFIED_CHARS {
+                cut = true;
+                break 'outer;
+            }
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    if hunks.is_empty() {
+        out.push_str("(no change)\n");
+    }
+    if cut {
+        out.push_str("… (the diff is longer; the rest is not shown)\n");
+    }
+    out
+}
+
 /// Unified-diff convention: 1-based first line, or the line before an empty range.
 fn start_of(range: &std::ops::Range<usize>) -> u64 {
     if range.is_empty() {
@@ -71,6 +108,29 @@ fn start_of(range: &std::ops::Range<usize>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unified_text_names_new_files_and_marks_lines() {
+        let text = unified("n.txt", None, "one\ntwo\n");
+        assert_eq!(
+            text,
+            "--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n"
+        );
+        let text = unified("n.txt", Some("one\ntwo\n"), "one\nTWO\n");
+        assert_eq!(
+            text,
+            "--- a/n.txt\n+++ b/n.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n"
+        );
+        assert!(unified("n.txt", Some("a\n"), "a\n").ends_with("(no change)\n"));
+    }
+
+    #[test]
+    fn unified_text_is_bounded() {
+        let big = "x".repeat(1000) + "\n";
+        let text = unified("b", None, &big.repeat(1000));
+        assert!(text.len() <= MAX_UNIFIED_CHARS + 100, "{}", text.len());
+        assert!(text.ends_with("the rest is not shown)\n"));
+    }
 
     #[test]
     fn one_hunk_with_context() {

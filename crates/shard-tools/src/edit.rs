@@ -10,14 +10,14 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use shard_protocol::types::RenderDescriptor;
+use shard_protocol::types::{DetailFormat, PermissionDetail, RenderDescriptor};
 
 use crate::diff;
 use crate::paths;
 use crate::tool::{ToolContext, ToolOutput};
 use crate::typed::TypedTool;
 use crate::util::{blocking, cut_chars};
-use crate::write::{atomic_write, real_target};
+use crate::write::{atomic_write, diff_detail, real_target};
 
 /// Files larger than this are not edited in memory.
 pub const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
@@ -78,6 +78,27 @@ impl TypedTool for EditTool {
         too) and once, unless `replace_all`. For several changes to one file, give `edits`: each matched \
         against the original file, none overlapping; all apply or none.";
     const READ_ONLY: bool = false;
+
+    fn permission_details(&self, args: &EditArgs, ctx: &ToolContext) -> Vec<PermissionDetail> {
+        let path = paths::resolve(&ctx.cwd, &args.path);
+        let shown = paths::display(&ctx.cwd, &path);
+        let planned = ops_of(args)
+            .map_err(|msg| format!("invalid arguments for `edit`: {msg}"))
+            .and_then(|ops| plan_file(&path, &shown, &ops));
+        match planned {
+            Ok(p) => vec![diff_detail(diff::unified(
+                &shown,
+                Some(&String::from_utf8_lossy(&p.original)),
+                &String::from_utf8_lossy(&p.updated),
+            ))],
+            // The person should know a yes will not change anything.
+            Err(msg) => vec![PermissionDetail {
+                label: Some("will fail".into()),
+                value: msg,
+                format: Some(DetailFormat::Text),
+            }],
+        }
+    }
 
     fn run<'a>(&'a self, args: EditArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         async move {
@@ -162,38 +183,56 @@ fn ops_of(args: &EditArgs) -> Result<Vec<NamedOp>, String> {
     }
 }
 
-fn edit_file(path: &Path, shown: &str, ops: &[NamedOp]) -> ToolOutput {
-    let target = match real_target(path) {
-        Ok(t) => t,
-        Err(e) => return ToolOutput::error(format!("Cannot edit {shown}: {e}")),
-    };
+/// An edit worked out but not written.
+struct Planned {
+    target: std::path::PathBuf,
+    original: Vec<u8>,
+    updated: Vec<u8>,
+    out: ToolOutput,
+}
+
+/// Reads the file and matches every op; the error is the message for the model.
+fn plan_file(path: &Path, shown: &str, ops: &[NamedOp]) -> Result<Planned, String> {
+    let target = real_target(path).map_err(|e| format!("Cannot edit {shown}: {e}"))?;
     let meta = match std::fs::metadata(&target) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return ToolOutput::error(format!(
+            return Err(format!(
                 "File not found: {shown}. Use write to create a new file."
             ));
         }
-        Err(e) => return ToolOutput::error(format!("Cannot edit {shown}: {e}")),
+        Err(e) => return Err(format!("Cannot edit {shown}: {e}")),
     };
     if !meta.is_file() {
-        return ToolOutput::error(format!("{shown} is not a regular file."));
+        return Err(format!("{shown} is not a regular file."));
     }
     if let Some(why) = crate::util::hard_linked(&meta, shown) {
-        return ToolOutput::error(why);
+        return Err(why);
     }
     if meta.len() > MAX_EDIT_BYTES {
-        return ToolOutput::error(format!(
+        return Err(format!(
             "{shown} is {} bytes, over the {MAX_EDIT_BYTES}-byte edit limit; use bash (e.g. sed) instead.",
             meta.len()
         ));
     }
-    let original = match std::fs::read(&target) {
-        Ok(b) => b,
-        Err(e) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),
-    };
-    let (updated, out) = match edit_bytes(&original, shown, ops) {
-        Ok(r) => r,
+    let original = std::fs::read(&target).map_err(|e| format!("Cannot read {shown}: {e}"))?;
+    let (updated, out) = edit_bytes(&original, shown, ops)?;
+    Ok(Planned {
+        target,
+        original,
+        updated,
+        out,
+    })
+}
+
+fn edit_file(path: &Path, shown: &str, ops: &[NamedOp]) -> ToolOutput {
+    let Planned {
+        target,
+        updated,
+        out,
+        ..
+    } = match plan_file(path, shown, ops) {
+        Ok(p) => p,
         Err(msg) => return ToolOutput::error(msg),
     };
     if let Err(e) = atomic_write(&target, &updated) {
@@ -457,6 +496,53 @@ mod tests {
                 replace_all: false,
             },
         }
+    }
+
+    #[test]
+    fn the_permission_detail_is_the_diff_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.txt"), "one\ntwo\n").unwrap();
+        let ctx = ToolContext::new(dir.path(), dir.path());
+        let tool = crate::Typed::new(EditTool);
+        let details = crate::Tool::permission_details(
+            &tool,
+            &serde_json::json!({"path": "f.txt", "old_string": "two", "new_string": "TWO"}),
+            &ctx,
+        );
+        assert_eq!(details.len(), 1);
+        assert_eq!(details[0].format, Some(DetailFormat::Diff));
+        assert_eq!(
+            details[0].value,
+            "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+            "one\ntwo\n"
+        );
+        let failing = crate::Tool::permission_details(
+            &tool,
+            &serde_json::json!({"path": "f.txt", "old_string": "three", "new_string": "3"}),
+            &ctx,
+        );
+        assert_eq!(failing[0].label.as_deref(), Some("will fail"));
+        assert_eq!(failing[0].format, Some(DetailFormat::Text));
+    }
+
+    #[test]
+    fn a_write_detail_shows_a_new_file_against_dev_null() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path(), dir.path());
+        let tool = crate::Typed::new(crate::write::WriteTool);
+        let details = crate::Tool::permission_details(
+            &tool,
+            &serde_json::json!({"path": "n.txt", "content": "hi\n"}),
+            &ctx,
+        );
+        assert_eq!(
+            details[0].value,
+            "--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1,1 @@\n+hi\n"
+        );
+        assert!(!dir.path().join("n.txt").exists());
     }
 
     fn run(original: &[u8], ops: &[NamedOp]) -> Result<Vec<u8>, String> {

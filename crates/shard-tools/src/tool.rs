@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use shard_protocol::types::{Image, RenderDescriptor, ToolResultContent};
+use shard_protocol::types::{Image, PermissionDetail, RenderDescriptor, ToolResultContent};
 use tokio_util::sync::CancellationToken;
 
 /// Size and time bounds shared by the tools.
@@ -267,6 +267,12 @@ pub trait Tool: Send + Sync {
     /// that the gate must not trust alone (an MCP server's `readOnlyHint`).
     fn permission_note(&self, _args: &Value) -> Option<String> {
         None
+    }
+    /// What this call would change, added to its permission request so the person sees
+    /// it before answering (a diff for `edit` and `write`). It may read files: the
+    /// Runtime calls it off the async executor.
+    fn permission_details(&self, _args: &Value, _ctx: &ToolContext) -> Vec<PermissionDetail> {
+        Vec::new()
     }
     /// A preview shown before the tool runs.
     fn start_render(&self, _args: &Value, _ctx: &ToolContext) -> Option<RenderDescriptor> {

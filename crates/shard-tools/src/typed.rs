@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-use shard_protocol::types::RenderDescriptor;
+use shard_protocol::types::{PermissionDetail, RenderDescriptor};
 
 use crate::tool::{Tool, ToolContext, ToolOutput};
 
@@ -33,6 +33,11 @@ pub trait TypedTool: Send + Sync + 'static {
     /// A preview shown before the tool runs.
     fn start_render(&self, _args: &Self::Args, _ctx: &ToolContext) -> Option<RenderDescriptor> {
         None
+    }
+
+    /// What the call would change, for its permission request ([`Tool::permission_details`]).
+    fn permission_details(&self, _args: &Self::Args, _ctx: &ToolContext) -> Vec<PermissionDetail> {
+        Vec::new()
     }
 
     /// Runs the call with arguments that already deserialized.
@@ -75,6 +80,13 @@ impl<T: TypedTool> Tool for Typed<T> {
     fn start_render(&self, args: &Value, ctx: &ToolContext) -> Option<RenderDescriptor> {
         let args = parse_args::<T::Args>(T::NAME, args.clone()).ok()?;
         self.inner.start_render(&args, ctx)
+    }
+
+    fn permission_details(&self, args: &Value, ctx: &ToolContext) -> Vec<PermissionDetail> {
+        match parse_args::<T::Args>(T::NAME, args.clone()) {
+            Ok(args) => self.inner.permission_details(&args, ctx),
+            Err(_) => Vec::new(),
+        }
     }
 
     fn execute<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {

@@ -8,7 +8,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use shard_protocol::types::RenderDescriptor;
+use shard_protocol::types::{DetailFormat, PermissionDetail, RenderDescriptor};
 
 use crate::diff;
 use crate::paths;
@@ -37,6 +37,23 @@ impl TypedTool for WriteTool {
     const DESCRIPTION: &'static str = "Create a file, or replace its whole content; parent directories are \
         created. To change part of a file, use edit.";
     const READ_ONLY: bool = false;
+
+    fn permission_details(&self, args: &WriteArgs, ctx: &ToolContext) -> Vec<PermissionDetail> {
+        let path = paths::resolve(&ctx.cwd, &args.path);
+        let shown = paths::display(&ctx.cwd, &path);
+        let old = real_target(&path)
+            .ok()
+            .and_then(|t| match std::fs::metadata(&t) {
+                Ok(m) if m.is_file() => std::fs::read(&t).ok(),
+                _ => None,
+            });
+        let old = old.as_deref().map(String::from_utf8_lossy);
+        vec![diff_detail(diff::unified(
+            &shown,
+            old.as_deref(),
+            &args.content,
+        ))]
+    }
 
     fn run<'a>(&'a self, args: WriteArgs, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         async move {
@@ -112,6 +129,15 @@ fn report(shown: &str, old: Option<&[u8]>, content: &str) -> ToolOutput {
         path: shown.to_string(),
         hunks,
     })
+}
+
+/// The `diff` detail of a permission request.
+pub(crate) fn diff_detail(text: String) -> PermissionDetail {
+    PermissionDetail {
+        label: Some("diff".into()),
+        value: text,
+        format: Some(DetailFormat::Diff),
+    }
 }
 
 /// Writing through a symlink replaces the file it points to, not the link.

@@ -11,6 +11,14 @@ use super::{Internal, Runtime};
 /// Updates waiting between the servers and the actor.
 const UPDATE_QUEUE: usize = 32;
 
+/// The servers a Runtime's first model request waits for (`[mcp] startup_timeout`), so
+/// that even a one-shot `shard run` sees their tools on its first call.
+#[derive(Debug)]
+pub(crate) struct McpWait {
+    servers: std::collections::BTreeSet<String>,
+    deadline: tokio::time::Instant,
+}
+
 impl Runtime {
     /// Starts the configured servers (returns at once) and reports the project servers
     /// that wait for approval.
@@ -32,6 +40,10 @@ impl Runtime {
             return;
         }
         let (tx, mut rx) = mpsc::channel::<McpUpdate>(UPDATE_QUEUE);
+        self.mcp_waiting = Some(McpWait {
+            servers: plan.start.iter().map(|s| s.name.clone()).collect(),
+            deadline: tokio::time::Instant::now() + self.config.mcp.startup_timeout(),
+        });
         let ctx = StartContext {
             cwd: self.opts.cwd.clone(),
             env_remove: self.env_remove.clone(),
@@ -57,6 +69,13 @@ impl Runtime {
             tools,
             state,
         } = update;
+        if matches!(
+            state,
+            ServerState::Ready { .. } | ServerState::Failed { .. }
+        ) && let Some(w) = &mut self.mcp_waiting
+        {
+            w.servers.remove(&server);
+        }
         let names = self
             .tools
             .replace_prefix(&shard_mcp::tool::tool_name(&server, ""), tools);
@@ -72,6 +91,41 @@ impl Runtime {
             tools: names,
         })
         .await;
+    }
+
+    /// Before a model request: waits (serving commands meanwhile) until every server
+    /// started with the Runtime connected or failed, at most until the startup deadline;
+    /// a server still starting then is reported, and the turn goes on without it.
+    pub(super) async fn wait_for_mcp(&mut self) {
+        let Some(deadline) = self.mcp_waiting.as_ref().map(|w| w.deadline) else {
+            return;
+        };
+        let settled = |rt: &Runtime| {
+            rt.mcp_waiting.as_ref().is_none_or(|w| w.servers.is_empty()) || rt.cancelled()
+        };
+        self.serve_while(super::serve::sleep_until(Some(deadline)), settled)
+            .await;
+        let late = self
+            .mcp_waiting
+            .take()
+            .map(|w| w.servers)
+            .unwrap_or_default();
+        if self.cancelled() {
+            return;
+        }
+        let secs = self.config.mcp.startup_timeout().as_secs();
+        for name in late {
+            self.emit_tools_changed(McpServerStatus {
+                name,
+                state: "starting".into(),
+                message: Some(format!(
+                    "not ready after {secs} s ([mcp] startup_timeout); this turn goes on without it, its tools join when it connects"
+                )),
+                restarting: None,
+                tools: Vec::new(),
+            })
+            .await;
+        }
     }
 
     async fn emit_tools_changed(&mut self, server: McpServerStatus) {

@@ -220,6 +220,8 @@ pub struct Runtime {
     mcp_plan: Option<shard_mcp::Resolved>,
     /// The running MCP servers; stopped with the Runtime.
     mcp: Option<shard_mcp::McpManager>,
+    /// Servers the first model request still waits for, and until when.
+    mcp_waiting: Option<mcp::McpWait>,
     /// Byte budget of `sync.live_window`, the most a history page holds.
     live_window_budget: usize,
 }
@@ -358,6 +360,7 @@ impl Runtime {
             sink_closed: false,
             editor,
             mcp_plan: Some(mcp_plan),
+            mcp_waiting: None,
             mcp: None,
             live_window_budget,
         };
@@ -680,6 +683,7 @@ impl Runtime {
         };
         if let (Some(context), shard_session::EntryKind::Message(m)) =
             (self.context.as_mut(), entry.kind)
+            && !m.message.content.is_empty()
         {
             context.push(Arc::new(m.message));
         }

@@ -98,6 +98,21 @@ impl Runtime {
             Decision::Allow(_) => Gate::Run,
             Decision::Refuse { message, .. } => Gate::Refuse(message),
             Decision::Ask(mut ask) => {
+                // What the call would change (a diff), read off the executor.
+                if let Some(t) = self.tool(tool) {
+                    let ctx = self.tool_context(tokio_util::sync::CancellationToken::new());
+                    let call_args = args.clone();
+                    let shown =
+                        tokio::task::spawn_blocking(move || t.permission_details(&call_args, &ctx))
+                            .await
+                            .unwrap_or_default();
+                    if !shown.is_empty() {
+                        ask.request
+                            .details
+                            .get_or_insert_with(Vec::new)
+                            .extend(shown);
+                    }
+                }
                 // What the tool says about itself is shown, never trusted (issue 18).
                 if let Some(note) = self.tool(tool).and_then(|t| t.permission_note(args)) {
                     ask.request.details.get_or_insert_with(Vec::new).push(

@@ -110,6 +110,9 @@ impl Runtime {
         }))
         .await;
         let mut failed = !self.ensure_context().await || !self.append_user(&input).await;
+        if !failed {
+            self.wait_for_mcp().await;
+        }
         let mut iterations = 0;
         while !failed && !self.cancelled() {
             iterations += 1;
@@ -133,6 +136,10 @@ impl Runtime {
                 }
             }
         }
+        let interrupted = self.turn.as_ref().is_some_and(|t| t.aborted);
+        if interrupted && let Err(e) = self.append_message(None, EntryKind::interruption()) {
+            tracing::error!(error = %e, "could not record the interruption");
+        }
         if let Err(e) = self.session.sync_data() {
             tracing::error!(error = %e, "could not sync the transcript");
         }
@@ -151,6 +158,7 @@ impl Runtime {
             agent_id: None,
             turn_id,
             usage,
+            interrupted: interrupted.then_some(true),
             stop_reason,
         }))
         .await;

@@ -22,6 +22,9 @@ use super::link::Link;
 use super::slash::{self, Purpose};
 use super::theme::Theme;
 
+/// A paste of this many lines or more is collapsed in the input.
+const PASTE_COLLAPSE_LINES: usize = 10;
+
 /// What the event loop must do after a key or an event.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
@@ -75,6 +78,10 @@ pub struct App {
     pub cache: Cache,
     /// Lines scrolled up from the bottom (0 follows the stream).
     pub scroll: usize,
+    /// Rows of conversation one PageUp/PageDown moves: a screen, from the last frame.
+    pub page_rows: usize,
+    /// Collapsed pastes in the input: their label and their text.
+    pub pastes: Vec<(String, String)>,
     /// A `session_op history` page is on its way (one at a time).
     pub loading_older: bool,
     /// The dialog owning the keyboard.
@@ -120,10 +127,13 @@ impl App {
             notes: Vec::new(),
             cache: Cache::default(),
             scroll: 0,
+            page_rows: 10,
+            pastes: Vec::new(),
             dialog: None,
             theme,
             opts: Options {
                 expand_thinking: false,
+                expand_tools: false,
             },
             connection: Connection::Connecting,
             link: None,
@@ -170,6 +180,7 @@ impl App {
         before: &str,
         page: shard_protocol::responses::SessionHistoryData,
     ) {
+        self.view.mark_interrupted(page.interrupted_after.as_ref());
         let added = self
             .view
             .prepend_history(before, page.messages, page.truncated_before);
@@ -381,14 +392,38 @@ impl App {
         }
     }
 
-    /// A bracketed paste.
+    /// A bracketed paste. A large one stands in the input as `[Pasted N lines]` (so the
+    /// input stays readable) and is sent whole.
     pub fn paste(&mut self, text: &str) {
         let text = text.replace("\r\n", "\n").replace('\r', "\n");
         match &mut self.dialog {
             Some(d) => d.paste(&text),
-            None => self.editor.insert(&text),
+            None => {
+                let lines = text.lines().count();
+                if lines >= PASTE_COLLAPSE_LINES {
+                    let mut label = format!("[Pasted {lines} lines]");
+                    let mut n = 1;
+                    while self.pastes.iter().any(|(l, _)| *l == label) {
+                        n += 1;
+                        label = format!("[Pasted {lines} lines #{n}]");
+                    }
+                    self.editor.insert(&label);
+                    self.pastes.push((label, text));
+                } else {
+                    self.editor.insert(&text);
+                }
+            }
         }
         self.dirty = true;
+    }
+
+    /// The input's text with each collapsed paste put back in full.
+    fn expand_pastes(&mut self, text: String) -> String {
+        let mut text = text;
+        for (label, pasted) in std::mem::take(&mut self.pastes) {
+            text = text.replacen(&label, &pasted, 1);
+        }
+        text
     }
 
     /// A mouse event: the wheel scrolls.
@@ -437,14 +472,18 @@ impl App {
         let alt = k.modifiers.contains(KeyModifiers::ALT);
         let shift = k.modifiers.contains(KeyModifiers::SHIFT);
         match k.code {
-            KeyCode::PageUp => self.scroll_by(10),
-            KeyCode::PageDown => self.scroll_by(-10),
+            KeyCode::PageUp => self.scroll_by(self.page_rows.max(1) as isize),
+            KeyCode::PageDown => self.scroll_by(-(self.page_rows.max(1) as isize)),
             KeyCode::Up if shift => self.scroll_by(1),
             KeyCode::Down if shift => self.scroll_by(-1),
             KeyCode::Home if ctrl => self.scroll = usize::MAX / 2,
             KeyCode::End if ctrl => self.scroll = 0,
             KeyCode::Char('t') if ctrl => {
                 self.opts.expand_thinking = !self.opts.expand_thinking;
+                self.cache.clear();
+            }
+            KeyCode::Char('o') if ctrl => {
+                self.opts.expand_tools = !self.opts.expand_tools;
                 self.cache.clear();
             }
             KeyCode::Char('l') if ctrl => {}
@@ -496,6 +535,7 @@ impl App {
             return Vec::new();
         }
         let text = self.editor.take();
+        let text = self.expand_pastes(text);
         self.scroll = 0;
         if text.starts_with('/') {
             return slash::run(self, text.trim());

@@ -107,6 +107,8 @@ impl Cache {
 pub struct Options {
     /// Show thinking in full instead of collapsed.
     pub expand_thinking: bool,
+    /// Show tool output in full instead of its first lines (Ctrl+O).
+    pub expand_tools: bool,
 }
 
 /// The last `height + scroll` lines of the conversation at `width`, oldest first,
@@ -172,7 +174,7 @@ pub fn tail_lines(
             break;
         }
         let m = &view.messages[i - 1];
-        let lines = match cache.by_id.get(&m.id) {
+        let mut lines = match cache.by_id.get(&m.id) {
             Some(l) => l.clone(),
             None => {
                 let l = wrap_all(message(m, view, theme, opts), w);
@@ -180,6 +182,15 @@ pub fn tail_lines(
                 l
             }
         };
+        // Outside the cache: a turn may be marked interrupted after its message was drawn.
+        if view.interrupted.contains(&m.id) {
+            let blank = lines.last().is_some_and(|l| l.width() == 0);
+            if blank {
+                lines.pop();
+            }
+            lines.push(Line::styled("■ interrupted", theme.error()));
+            lines.push(Line::default());
+        }
         push(lines, &mut chunks, &mut count);
     }
     let mut out = Vec::with_capacity(count);
@@ -208,7 +219,7 @@ pub fn message(m: &Message, view: &AgentView, theme: &Theme, opts: Options) -> V
             }
             (_, ContentBlock::Thinking { text, .. }) => lines.extend(thinking(text, theme, opts)),
             (_, ContentBlock::ToolCall { id, name, args }) => match view.tool_call(id) {
-                Some(t) => lines.extend(tool(t, theme)),
+                Some(t) => lines.extend(tool(t, theme, opts)),
                 None => lines.push(Line::from(format!(
                     "⚙ {} {}",
                     strip(name),
@@ -253,7 +264,7 @@ fn thinking(text: &str, theme: &Theme, opts: Options) -> Vec<Line<'static>> {
 const MAX_TOOL_LINES: usize = 40;
 
 /// A tool call: its header and its result's render (or start render, or text).
-pub fn tool(t: &ToolCallView, theme: &Theme) -> Vec<Line<'static>> {
+pub fn tool(t: &ToolCallView, theme: &Theme, opts: Options) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     let args = summary_args(t);
     let mut head = vec![
@@ -295,10 +306,13 @@ pub fn tool(t: &ToolCallView, theme: &Theme) -> Vec<Line<'static>> {
         body.extend(result_text(&r.content, theme, true));
     }
     let total = body.len();
-    if total > MAX_TOOL_LINES {
+    if total > MAX_TOOL_LINES && !opts.expand_tools {
         body.truncate(MAX_TOOL_LINES);
         body.push(Line::styled(
-            format!("  … {} more lines", total - MAX_TOOL_LINES),
+            format!(
+                "  … {} more lines — Ctrl+O shows all tool output",
+                total - MAX_TOOL_LINES
+            ),
             theme.dim(),
         ));
     }

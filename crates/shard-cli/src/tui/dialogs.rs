@@ -8,7 +8,7 @@ use shard_client::sanitize::strip;
 use shard_client::view::Pending;
 use shard_protocol::command::{PermissionResponse, UiResponse};
 use shard_protocol::event::{PermissionRequest, UiRequest};
-use shard_protocol::types::{ChoiceIntent, PermissionDecision, UiKind, UiValue};
+use shard_protocol::types::{ChoiceIntent, DetailFormat, PermissionDecision, UiKind, UiValue};
 use shard_protocol::{Command, PermissionAnswer};
 
 use super::editor::Editor;
@@ -23,6 +23,10 @@ pub enum Dialog {
         request: Box<PermissionRequest>,
         /// Highlighted choice.
         selected: usize,
+        /// First diff row shown (PageUp/PageDown move it).
+        scroll: usize,
+        /// Diff rows the last frame had room for: one page.
+        page: std::cell::Cell<usize>,
     },
     /// A UI request.
     Ui {
@@ -44,6 +48,24 @@ pub enum Dialog {
         /// What picking does.
         action: PickAction,
     },
+}
+
+/// A diff window never shrinks below this many rows, however small the terminal.
+const DIFF_MIN_ROWS: usize = 3;
+
+/// `git diff` colours for one diff line.
+fn diff_style(theme: &Theme, l: &str) -> ratatui::style::Style {
+    if l.starts_with("+++") || l.starts_with("---") {
+        theme.bold()
+    } else if l.starts_with('+') {
+        theme.added()
+    } else if l.starts_with('-') {
+        theme.removed()
+    } else if l.starts_with("@@") {
+        theme.dim()
+    } else {
+        ratatui::style::Style::default()
+    }
 }
 
 /// An answer to a server request, before the agent id is known.
@@ -97,6 +119,8 @@ pub fn open(p: &Pending) -> Dialog {
         Pending::Permission(r) => Dialog::Permission {
             request: r.clone(),
             selected: 0,
+            scroll: 0,
+            page: std::cell::Cell::new(DIFF_MIN_ROWS),
         },
         Pending::Ui(u) => {
             let mut input = Editor::default();
@@ -207,10 +231,35 @@ impl Dialog {
     /// A key.
     pub fn key(&mut self, k: KeyEvent, _theme: &Theme) -> Outcome {
         match self {
-            Dialog::Permission { request, selected } => {
+            Dialog::Permission {
+                request,
+                selected,
+                scroll,
+                page,
+            } => {
                 let ch = choices(request);
                 if step(selected, ch.len(), k.code) {
                     return Outcome::None;
+                }
+                let page = page.get().max(1);
+                match k.code {
+                    KeyCode::PageDown => {
+                        *scroll = scroll.saturating_add(page);
+                        return Outcome::None;
+                    }
+                    KeyCode::PageUp => {
+                        *scroll = scroll.saturating_sub(page);
+                        return Outcome::None;
+                    }
+                    KeyCode::Home => {
+                        *scroll = 0;
+                        return Outcome::None;
+                    }
+                    KeyCode::End => {
+                        *scroll = usize::MAX;
+                        return Outcome::None;
+                    }
+                    _ => {}
                 }
                 match k.code {
                     KeyCode::Esc => permission(request, deny(request)),
@@ -313,11 +362,23 @@ impl Dialog {
         }
     }
 
-    /// Its lines (the panel above the status line).
-    pub fn lines(&self, theme: &Theme, observer: bool) -> Vec<Line<'static>> {
+    /// Its lines (the panel above the status line), for a panel `width` columns wide
+    /// and at most `rows` rows high (a long diff scrolls inside it).
+    pub fn lines(
+        &self,
+        theme: &Theme,
+        observer: bool,
+        width: usize,
+        rows: usize,
+    ) -> Vec<Line<'static>> {
         let mut v = Vec::new();
         match self {
-            Dialog::Permission { request, selected } => {
+            Dialog::Permission {
+                request,
+                selected,
+                scroll,
+                page,
+            } => {
                 let prompt = strip(&request.prompt);
                 for (i, l) in prompt.lines().enumerate() {
                     let head = if i == 0 { "permission " } else { "  " };
@@ -326,9 +387,21 @@ impl Dialog {
                         Span::styled(l.to_string(), theme.bold()),
                     ]));
                 }
+                let mut diff: Vec<Line<'static>> = Vec::new();
                 for d in request.details.iter().flatten() {
+                    let value = strip(&d.value);
+                    if crate::detail_text::repeats_prompt(d.format, &value, &prompt) {
+                        continue;
+                    }
+                    if d.format == Some(DetailFormat::Diff) {
+                        for l in value.lines() {
+                            let line = Line::styled(format!("  {l}"), diff_style(theme, l));
+                            super::conversation::wrap(line, width.max(10), &mut diff);
+                        }
+                        continue;
+                    }
                     let label = d.label.as_deref().map(strip).unwrap_or_default();
-                    for (i, l) in strip(&d.value).lines().take(8).enumerate() {
+                    for (i, l) in value.lines().take(8).enumerate() {
                         let head = if i == 0 && !label.is_empty() {
                             format!("  {label}: ")
                         } else {
@@ -338,6 +411,25 @@ impl Dialog {
                             Span::styled(head, theme.dim()),
                             Span::raw(l.to_string()),
                         ]));
+                    }
+                }
+                if !diff.is_empty() {
+                    // The choices and hints below take about four rows (more when wrapped).
+                    let room = rows.saturating_sub(v.len() + 4).max(DIFF_MIN_ROWS);
+                    let total = diff.len();
+                    let window = room.min(total);
+                    let first = (*scroll).min(total - window);
+                    page.set(window);
+                    v.extend(diff.into_iter().skip(first).take(window));
+                    if window < total {
+                        v.push(Line::styled(
+                            format!(
+                                "  diff rows {}–{} of {total} · PgUp/PgDn scroll · Home/End",
+                                first + 1,
+                                first + window
+                            ),
+                            theme.dim(),
+                        ));
                     }
                 }
                 if observer {

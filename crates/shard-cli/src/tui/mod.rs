@@ -128,7 +128,67 @@ fn agent_args(args: &TuiArgs, home: &std::path::Path) -> anyhow::Result<AgentArg
         let cwd = a.cwd.clone().map_or_else(std::env::current_dir, Ok)?;
         a.session = Some(common::latest_session(home, &cwd)?);
     }
+    if let Some(id) = a.session.clone()
+        && let Some(why) = common::unopenable(home, &id)
+    {
+        if !offer_new_session(&id, &why) {
+            return Err(usage(format!("session {id} cannot be opened: {why}")));
+        }
+        a.session = None;
+    }
     Ok(a)
+}
+
+/// The newest idle, unarchived top-level agent of the daemon working in this directory,
+/// when the person takes the offer to continue it (Enter or `y`); `None` otherwise.
+async fn idle_agent_here(d: &link::Daemon, base: &AgentArgs) -> Option<String> {
+    let cwd = base
+        .cwd
+        .clone()
+        .map_or_else(std::env::current_dir, Ok)
+        .ok()?;
+    let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
+    let agents = d.client.list().await.ok()?;
+    let a = agents
+        .into_iter()
+        .filter(|a| {
+            a.archived != Some(true)
+                && a.parent_agent_id.is_none()
+                && a.status == shard_protocol::types::AgentStatus::Idle
+                && std::path::Path::new(&a.cwd) == cwd
+        })
+        .max_by_key(|a| a.created_at)?;
+    let name = a.name.clone().unwrap_or_else(|| a.agent_id.clone());
+    use std::io::{BufRead, Write};
+    let mut err = std::io::stderr();
+    let _ = write!(
+        err,
+        "shard: agent {name} ({}) is idle here. Continue it instead of a new one? [Y/n] ",
+        a.agent_id
+    );
+    let _ = err.flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+        return None;
+    }
+    matches!(line.trim().to_ascii_lowercase().as_str(), "" | "y" | "yes").then_some(a.agent_id)
+}
+
+/// One line saying why the session cannot be opened, and the offer of a new one (Enter
+/// or `y` accepts), asked before the screen is taken.
+fn offer_new_session(id: &str, why: &str) -> bool {
+    use std::io::{BufRead, Write};
+    let mut err = std::io::stderr();
+    let _ = write!(
+        err,
+        "shard: session {id} cannot be opened: {why}. Start a new session instead? [Y/n] "
+    );
+    let _ = err.flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+        return false;
+    }
+    matches!(line.trim().to_ascii_lowercase().as_str(), "" | "y" | "yes")
 }
 
 /// Opens a link on `source` for `session` (None: a new one; `Some(None)` keeps the
@@ -266,11 +326,23 @@ async fn main_loop(start: Start, home: PathBuf) -> anyhow::Result<ExitCode> {
         }
         Start::New(args) => {
             let base = agent_args(&args, &home)?;
+            // An idle agent of this directory is offered before another is created.
+            let idle = match &daemon {
+                Some(d) if base.session.is_none() && !args.choice.continue_latest => {
+                    idle_agent_here(d, &base).await
+                }
+                _ => None,
+            };
             let source = match daemon {
                 Some(d) => Source::Daemon(d, base),
                 None => Source::Direct(base),
             };
-            let link = open_link(&source, None, &inbox, generation).await?;
+            let link = match (&source, idle) {
+                (Source::Daemon(d, _), Some(agent)) => {
+                    link::attach(d, agent, false, inbox.clone(), generation).await?
+                }
+                _ => open_link(&source, None, &inbox, generation).await?,
+            };
             (source, link, false)
         }
     };

@@ -8,7 +8,7 @@ use serde_json::Value;
 use shard_client::sanitize::strip;
 use shard_protocol::Command;
 use shard_protocol::command::{
-    AgentTarget, SessionOp, SessionOpKind, SetMode, SetModel, SetReasoningLevel,
+    AgentTarget, SessionOp, SessionOpArgs, SessionOpKind, SetMode, SetModel, SetReasoningLevel,
 };
 use shard_protocol::responses::{
     AgentsData, CompactData, ForkData, ListModelsData, ListModesData, ReasoningLevelsData,
@@ -58,6 +58,8 @@ pub enum PickAction {
     Resume,
     /// Switch to the agent.
     Agent,
+    /// Fork the session at this message.
+    Fork,
 }
 
 /// The commands, with their one-line help.
@@ -159,7 +161,18 @@ pub fn run(app: &mut App, line: &str) -> Vec<Action> {
             session_op(app, SessionOpKind::List),
             Purpose::Sessions(true),
         ),
-        ("/fork", _) => app.send(session_op(app, SessionOpKind::Fork), Purpose::Fork),
+        ("/fork", Some(from)) => app.send(
+            Command::SessionOp(SessionOp {
+                agent_id: app.agent_id(),
+                op: SessionOpKind::Fork,
+                args: Some(SessionOpArgs {
+                    from_entry_id: Some(from),
+                    ..SessionOpArgs::default()
+                }),
+            }),
+            Purpose::Fork,
+        ),
+        ("/fork", None) => fork_picker(app),
         ("/compact", _) => app.send(session_op(app, SessionOpKind::Compact), Purpose::Compact),
         ("/agents", _) if app.has_daemon => {
             app.send(Command::AgentList(Default::default()), Purpose::Agents)
@@ -205,7 +218,50 @@ pub fn picked(app: &mut App, action: PickAction, value: String) -> Vec<Action> {
         }
         PickAction::Resume => vec![Action::Relink(Target::Session(value))],
         PickAction::Agent => vec![Action::Relink(Target::Agent(value))],
+        PickAction::Fork => run(app, &format!("/fork {value}")),
     }
+}
+
+/// `/fork` with no argument: a picker over the conversation's messages, newest first;
+/// the fork keeps everything up to and including the one picked.
+fn fork_picker(app: &mut App) {
+    let items: Vec<(String, String)> = app
+        .view
+        .messages
+        .iter()
+        .rev()
+        .filter_map(|m| {
+            let text: String = m
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    shard_protocol::types::ContentBlock::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            let text = strip(&text)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            if text.is_empty() {
+                return None;
+            }
+            let who = match m.role {
+                shard_protocol::types::Role::User => "you",
+                _ => "assistant",
+            };
+            let short: String = text.chars().take(60).collect();
+            Some((m.id.clone(), format!("{who}: {short}")))
+        })
+        .collect();
+    pick(
+        app,
+        "fork after which message?",
+        items,
+        PickAction::Fork,
+        None,
+    );
 }
 
 fn parse<T: serde::de::DeserializeOwned>(data: Option<Value>) -> Result<T, String> {
@@ -281,6 +337,12 @@ pub fn reply(app: &mut App, purpose: Purpose, result: Result<Option<Value>, Stri
             Purpose::Models(open) => {
                 let d: ListModelsData = parse(data)?;
                 app.models = d.models.iter().map(|m| m.id.clone()).collect();
+                // The status line names the model from the start (also after `--continue`),
+                // not only once a call reported usage.
+                if app.view.model.as_ref().is_none_or(|m| m.id != d.active.id) {
+                    app.view.model = Some(d.active.clone());
+                    app.dirty = true;
+                }
                 if open {
                     let items = d
                         .models

@@ -137,6 +137,33 @@ fn a_permission_prompt_owns_the_keyboard_and_answers_with_its_accelerator() {
 }
 
 #[test]
+fn an_edit_permission_shows_its_diff_in_a_window_that_pages() {
+    let mut a = app();
+    a.apply(&sync());
+    let body: String = (0..30).map(|i| format!("+new {i}\n")).collect();
+    a.apply(&ev(
+        json!({"type": "permission_request", "request_id": "r2", "tool_name": "edit",
+        "input": {"path": "notes.txt"}, "prompt": "Allow edit on notes.txt?",
+        "options": ["allow", "deny"],
+        "details": [{"label": "diff", "format": "diff",
+            "value": format!("--- a/notes.txt\n+++ b/notes.txt\n@@ -1,1 +1,31 @@\n-old\n{body}")}],
+        "choices": [
+            {"id": "allow", "label": "Allow once", "accelerator": "y", "intent": "allow"},
+            {"id": "deny", "label": "Deny", "accelerator": "n", "intent": "deny"}
+        ]}),
+    ));
+    insta::assert_snapshot!(frame(&mut a, 60, 20));
+    a.key(key(KeyCode::PageDown));
+    let f = frame(&mut a, 60, 20);
+    assert!(!f.contains("--- a/notes.txt"), "{f}");
+    assert!(f.contains("[y] Allow once"), "{f}");
+    a.key(key(KeyCode::End));
+    let f = frame(&mut a, 60, 20);
+    assert!(f.contains("+new 29"), "{f}");
+    assert!(a.outbox.is_empty(), "scrolling answers nothing");
+}
+
+#[test]
 fn escape_denies_a_permission_prompt() {
     let mut a = app();
     a.apply(&permission());
@@ -487,4 +514,87 @@ fn a_stale_history_page_changes_nothing() {
     assert_eq!(v.messages[0].id, "m1");
     assert_eq!(v.index_of("m9"), Some(1));
     assert_eq!(v.truncated_before.as_deref(), Some("m1"));
+}
+
+#[test]
+fn a_large_paste_collapses_in_the_input_and_is_sent_whole() {
+    let mut a = app();
+    a.apply(&sync());
+    let pasted: String = (0..15).map(|i| format!("line {i}\n")).collect();
+    typed(&mut a, "look: ");
+    a.paste(&pasted);
+    assert_eq!(a.editor.text, "look: [Pasted 15 lines]");
+    let f = frame(&mut a, 60, 12);
+    assert!(f.contains("› look: [Pasted 15 lines]"), "{f}");
+    a.paste("short\n");
+    a.key(key(KeyCode::Enter));
+    let Some(Command::Prompt(p)) = a.outbox.pop() else {
+        panic!("no prompt")
+    };
+    assert_eq!(p.message, format!("look: {pasted}short\n"));
+    assert!(a.pastes.is_empty());
+}
+
+#[test]
+fn page_up_and_down_move_a_screen() {
+    let mut a = app();
+    a.apply(&sync());
+    frame(&mut a, 60, 20);
+    let page = a.page_rows;
+    assert!(page > 10, "a screen, not a fixed step: {page}");
+    a.key(key(KeyCode::PageUp));
+    assert_eq!(a.scroll, page);
+    a.key(key(KeyCode::PageDown));
+    assert_eq!(a.scroll, 0);
+}
+
+#[test]
+fn long_tool_output_expands_with_ctrl_o() {
+    let mut a = app();
+    a.apply(&sync());
+    let out: String = (0..100).map(|i| format!("out {i}\n")).collect();
+    a.apply(&ev(
+        json!({"type": "tool_call", "tool_call_id": "c9", "name": "bash",
+        "args": {"command": "seq 100"}}),
+    ));
+    a.apply(&ev(json!({"type": "tool_result", "tool_call_id": "c9",
+        "content": {"kind": "text", "text": out}, "is_error": false})));
+    a.apply(&ev(
+        json!({"type": "message_complete", "message_id": "m9", "message": {
+        "id": "m9", "role": "assistant", "content": [
+            {"type": "tool_call", "id": "c9", "name": "bash", "args": {"command": "seq 100"}}]}}),
+    ));
+    let f = frame(&mut a, 60, 60);
+    assert!(f.contains("more lines — Ctrl+O shows all"), "{f}");
+    assert!(
+        f.contains("Ctrl+O full tool output"),
+        "the footer names the key: {f}"
+    );
+    assert!(!f.contains("out 99"), "{f}");
+    a.key(ctrl('o'));
+    let f = frame(&mut a, 60, 60);
+    assert!(f.contains("out 99"), "{f}");
+    assert!(!f.contains("more lines — Ctrl+O"), "{f}");
+}
+
+#[test]
+fn fork_without_an_argument_picks_a_message() {
+    let mut a = app();
+    a.apply(&sync());
+    typed(&mut a, "/fork");
+    a.key(key(KeyCode::Enter));
+    let f = frame(&mut a, 60, 16);
+    assert!(f.contains("fork after which message?"), "{f}");
+    assert!(f.contains("you: explain the plan"), "{f}");
+    assert!(f.contains("assistant: ## Steps"), "{f}");
+    assert!(a.outbox.is_empty(), "nothing sent before a pick");
+    // Newest first: the assistant's answer, then the prompt.
+    a.key(key(KeyCode::Down));
+    a.key(key(KeyCode::Enter));
+    let Some(Command::SessionOp(op)) = a.outbox.pop() else {
+        panic!("no fork sent")
+    };
+    let v = serde_json::to_value(&op).expect("json");
+    assert_eq!(v["op"], "fork");
+    assert_eq!(v["args"]["from_entry_id"], "m1");
 }

@@ -23,19 +23,22 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App) {
     } else {
         Vec::new()
     };
+    // A dialog may take three quarters of the screen (a diff wants room); the input half.
+    let max_bottom = match &app.dialog {
+        Some(_) => (area.height.saturating_sub(3) as usize * 3 / 4).max(1),
+        None => area.height.saturating_sub(3) as usize / 2 + 1,
+    };
     let bottom: Vec<Line<'static>> = match &app.dialog {
         Some(d) => {
             let mut v = Vec::new();
-            for l in d.lines(&theme, app.observer) {
+            for l in d.lines(&theme, app.observer, width.max(10) as usize, max_bottom) {
                 conversation::wrap(l, width.max(10) as usize, &mut v);
             }
             v
         }
         None => input_lines(app),
     };
-    let bottom_rows = bottom
-        .len()
-        .min(area.height.saturating_sub(3) as usize / 2 + 1) as u16;
+    let bottom_rows = bottom.len().min(max_bottom) as u16;
     let [conv, sep, hint_area, input_area, status_area] = Layout::vertical([
         Constraint::Min(1),
         Constraint::Length(1),
@@ -46,6 +49,8 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App) {
     .areas(area);
 
     let height = conv.height as usize;
+    // One screen less a line of overlap, so reading on keeps the context.
+    app.page_rows = height.saturating_sub(1).max(1);
     let want = height + app.scroll;
     let (lines, top) = conversation::tail_lines(
         &app.view,
@@ -125,10 +130,10 @@ fn input_lines(app: &App) -> Vec<Line<'static>> {
         })
         .collect();
     if app.editor.text.is_empty() {
-        let hint = if app.working() {
-            "Enter queues a follow-up · Ctrl/Alt+Enter steers · Esc aborts"
-        } else {
-            "type a prompt · /help for commands"
+        let hint = match (app.working(), app.opts.expand_tools) {
+            (true, _) => "Enter queues a follow-up · Ctrl/Alt+Enter steers · Esc aborts",
+            (false, false) => "type a prompt · /help · Ctrl+O full tool output",
+            (false, true) => "type a prompt · /help · Ctrl+O short tool output",
         };
         v = vec![Line::from(vec![
             Span::styled("› ", theme.user()),

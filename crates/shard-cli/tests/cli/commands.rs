@@ -271,3 +271,123 @@ fn attach_strips_terminal_control_sequences() {
     assert!(!text.contains('\u{1b}'), "{text:?}");
     assert!(!text.contains('\u{7}'), "{text:?}");
 }
+
+#[test]
+fn new_with_a_prompt_keeps_its_first_permission_for_the_first_person_who_attaches() {
+    let sb = Sandbox::new();
+    let _d = TestDaemon::start(&sb);
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("w", "write", json!({"path": "f.txt", "content": "kept"})),
+            text_turn("written for real")
+        ]}),
+    );
+    let out = shard(
+        &sb,
+        &[
+            "new",
+            "--script",
+            script.to_str().unwrap(),
+            "--prompt",
+            "write it",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("wait for the first person who attaches"),
+        "{stderr}"
+    );
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // Attach only once the request is pending: nobody was there to answer it.
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let ls = shard(&sb, &["ls"]);
+        if String::from_utf8_lossy(&ls.stdout).contains("waiting_for_permission") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never waited");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut child = Command::new(shard_bin())
+        .args(["attach", &id])
+        .env("SHARD_HOME", sb.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait_for = |what: &str| loop {
+        let line = rx.recv_timeout(WAIT).expect(what);
+        if line.contains(what) {
+            return;
+        }
+    };
+    wait_for("answer with a number");
+    use std::io::Write as _;
+    stdin.write_all(b"1\n").unwrap();
+    wait_for("written for real");
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("f.txt")).unwrap(),
+        "kept"
+    );
+    drop(stdin);
+    let _ = child.wait();
+    // Created without --name: named after its first prompt.
+    let ls = String::from_utf8_lossy(&shard(&sb, &["ls"]).stdout).to_string();
+    let row = ls.lines().find(|l| l.starts_with(&id)).expect(&ls);
+    assert!(row.contains("write-it"), "{row}");
+}
+
+#[test]
+fn rm_archives_an_agent_out_of_ls_keeping_its_session() {
+    let sb = Sandbox::new();
+    let _d = TestDaemon::start(&sb);
+    let script = sb.script("s.json", json!({"turns": [text_turn("hello")]}));
+    let out = shard(
+        &sb,
+        &[
+            "new",
+            "--script",
+            script.to_str().unwrap(),
+            "--prompt",
+            "hi",
+        ],
+    );
+    assert!(out.status.success());
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let out = shard(&sb, &["ls", "--json"]);
+    let agents: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let session = agents[0]["session_id"].as_str().unwrap().to_string();
+    let out = shard(&sb, &["rm", &id]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("its session {session} is kept")),
+        "{stdout}"
+    );
+    let ls = String::from_utf8_lossy(&shard(&sb, &["ls"]).stdout).to_string();
+    assert!(!ls.contains(&id), "{ls}");
+    let all = String::from_utf8_lossy(&shard(&sb, &["ls", "--all"]).stdout).to_string();
+    let row = all.lines().find(|l| l.starts_with(&id)).expect(&all);
+    assert!(row.contains("archived"), "{row}");
+    assert!(!row.contains("running"), "the Runtime stopped: {row}");
+    assert!(sb.session_file(&session).exists(), "the session is kept");
+    let out = shard(&sb, &["rm", "agent-01JZ8Q4X7M2K9P3R5T6V8W0Y1A"]);
+    assert_eq!(out.status.code(), Some(1));
+}

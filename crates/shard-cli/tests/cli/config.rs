@@ -29,7 +29,12 @@ fn sb_config_suffix() -> String {
 
 fn no_session(sb: &Sandbox) {
     let sessions = sb.home().join("sessions");
-    let count = std::fs::read_dir(&sessions).map_or(0, |d| d.count());
+    // Session folders only: the store's own dot-folders (the fork index) are not sessions.
+    let count = std::fs::read_dir(&sessions).map_or(0, |d| {
+        d.flatten()
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .count()
+    });
     assert_eq!(count, 0, "a session was created in {}", sessions.display());
 }
 

@@ -628,6 +628,28 @@ async fn cli_ls_kill_and_errors() {
     assert_eq!(r.error.unwrap().code.as_str(), "NOT_FOUND");
 }
 
+/// `shard attach ID` in line mode, its stdin and its stdout lines.
+fn spawn_attach(
+    home: &Path,
+    id: &str,
+) -> (
+    tokio::process::Child,
+    tokio::process::ChildStdin,
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_shard"))
+        .args(["attach", id])
+        .env("SHARD_HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let out = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, stdin, out)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_attach_prompts_and_answers_a_permission_on_the_terminal() {
     let h = home();
@@ -642,16 +664,7 @@ async fn cli_attach_prompts_and_answers_a_permission_on_the_terminal() {
     );
     let c = d.client().await;
     let id = c.create(create_req(h.path(), &s)).await.unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_shard"))
-        .args(["attach", &id])
-        .env("SHARD_HOME", h.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut out = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut stdin, mut out) = spawn_attach(h.path(), &id);
     let mut wait_for = async |needle: &str| loop {
         let l = tokio::time::timeout(T, out.next_line())
             .await
@@ -673,6 +686,54 @@ async fn cli_attach_prompts_and_answers_a_permission_on_the_terminal() {
         .unwrap()
         .unwrap();
     assert!(st.success(), "end of input detaches cleanly");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_attach_shows_an_edits_diff_before_its_answer_menu() {
+    let h = home();
+    let d = Daemon::start(h.path(), &[]);
+    std::fs::write(h.path().join("f.txt"), "alpha\nbeta\n").unwrap();
+    let s = script(
+        h.path(),
+        "s.json",
+        json!([
+            {"steps":[{"tool_call":{"id":"call-1","name":"edit","args":{"path":"f.txt","old_string":"beta","new_string":"BETA"}}}]},
+            {"steps":[{"text":"all done"}]}
+        ]),
+    );
+    let c = d.client().await;
+    let id = c.create(create_req(h.path(), &s)).await.unwrap();
+    let (mut child, mut stdin, mut out) = spawn_attach(h.path(), &id);
+    let mut seen = Vec::new();
+    let mut wait_for = async |needle: &str, seen: &mut Vec<String>| loop {
+        let l = tokio::time::timeout(T, out.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("output");
+        seen.push(l.clone());
+        if l.contains(needle) {
+            return;
+        }
+    };
+    wait_for("attached to", &mut seen).await;
+    stdin.write_all(b"please edit it\n").await.unwrap();
+    wait_for("[permission]", &mut seen).await;
+    seen.clear();
+    wait_for("answer with a number", &mut seen).await;
+    let shown = seen.join("\n");
+    assert!(shown.contains("  --- a/f.txt"), "{shown}");
+    assert!(shown.contains("  -beta"), "{shown}");
+    assert!(shown.contains("  +BETA"), "{shown}");
+    assert!(!shown.contains('\x1b'), "no colour on a pipe: {shown}");
+    stdin.write_all(b"1\n").await.unwrap();
+    wait_for("all done", &mut seen).await;
+    assert_eq!(
+        std::fs::read_to_string(h.path().join("f.txt")).unwrap(),
+        "alpha\nBETA\n"
+    );
+    drop(stdin);
+    let _ = tokio::time::timeout(T, child.wait()).await;
 }
 
 pub(super) fn group_alive(pgid: i64) -> bool {

@@ -297,7 +297,11 @@ async fn agent_list_pages_cover_the_full_list_in_order() {
             .map(|a| a["agent_id"].as_str().unwrap().to_string())
             .collect()
     };
-    assert_eq!(ids(&paged), ids(&all), "the pages are the full list, in order");
+    assert_eq!(
+        ids(&paged),
+        ids(&all),
+        "the pages are the full list, in order"
+    );
 
     let bad = raw_call(
         &mut r,

@@ -11,6 +11,7 @@ mod daemon;
 mod daemon_limits;
 mod daemon_security;
 mod daemon_sessions;
+mod doc_commands;
 mod gate;
 mod gate_trust;
 mod git_outside;

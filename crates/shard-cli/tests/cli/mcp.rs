@@ -642,10 +642,9 @@ fn a_result_with_text_and_images_reaches_the_model_and_clients_as_both() {
         std::fs::read_dir(sb.home().join("sessions"))
             .unwrap()
             .flatten()
-            .next()
-            .unwrap()
-            .path()
-            .join("session.jsonl"),
+            .map(|e| e.path().join("session.jsonl"))
+            .find(|p| p.is_file())
+            .expect("a session folder with a transcript"),
     )
     .unwrap();
     assert!(transcript.contains("R0lGODlhAQABAAAAACw="));

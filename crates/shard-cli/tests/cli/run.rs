@@ -350,3 +350,47 @@ fn terminal_control_sequences_from_the_model_and_tools_are_stripped() {
         "the tool's output, cleaned: {stderr:?}"
     );
 }
+
+#[test]
+fn a_gone_transcript_is_said_in_one_line_and_marked_in_sessions() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [text_turn("first"), text_turn("second")]}),
+    );
+    let s = script.to_str().unwrap();
+    let out = shard(
+        &sb,
+        &["run", "--provider", "scripted", "--script", s, "hello"],
+    );
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let sid = stderr
+        .split_whitespace()
+        .find(|w| w.starts_with("sess-"))
+        .unwrap()
+        .to_string();
+    std::fs::remove_file(sb.session_file(&sid)).unwrap();
+    for flags in [vec!["--continue"], vec!["--session", sid.as_str()]] {
+        let mut args = vec!["run", "--provider", "scripted", "--script", s];
+        args.extend(flags.iter().copied());
+        args.push("again");
+        let out = shard(&sb, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+        assert!(stderr.contains("its transcript is gone"), "{stderr}");
+        assert!(stderr.contains("to start a new one"), "{stderr}");
+        assert!(!sb.session_file(&sid).exists(), "nothing was recreated");
+    }
+    let out = shard(&sb, &["sessions"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let row = stdout.lines().find(|l| l.starts_with(&sid)).unwrap();
+    assert!(
+        row.contains("[cannot be opened: its transcript is gone]"),
+        "{row}"
+    );
+    let out = shard(&sb, &["sessions", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["unopenable"], "its transcript is gone");
+}

@@ -67,6 +67,17 @@ fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
 /// Runs `shard run ARGS` on a pseudo-terminal (stdin, stdout and stderr all the
 /// terminal), typing `typed` once `after` appears.
 fn run_on_terminal(sb: &Sandbox, args: &[&str], after: &str, typed: &str) -> (i32, String) {
+    run_on_terminal_env(sb, args, after, typed, &[])
+}
+
+/// As [`run_on_terminal`], with extra environment for `shard`.
+fn run_on_terminal_env(
+    sb: &Sandbox,
+    args: &[&str],
+    after: &str,
+    typed: &str,
+    env: &[(&str, &str)],
+) -> (i32, String) {
     let mut cmd = format!("{} run", quote(shard_bin()));
     for a in args {
         cmd.push(' ');
@@ -78,6 +89,8 @@ fn run_on_terminal(sb: &Sandbox, args: &[&str], after: &str, typed: &str) -> (i3
         .env("SHARD_HOME", sb.home())
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")
+        .env_remove("NO_COLOR")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -149,6 +162,65 @@ fn on_a_terminal_permission_is_asked_without_yes() {
     );
 }
 
+#[test]
+fn on_a_terminal_an_edit_shows_its_coloured_diff_before_the_question() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("f.txt"), "alpha\nbeta\ngamma\n").unwrap();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("e", "edit", json!({"path": "f.txt", "old_string": "beta", "new_string": "BETA"})),
+            text_turn("edited")
+        ]}),
+    );
+    let (code, out) = run_on_terminal(
+        &sb,
+        &scripted_args(&script, &["edit it"]),
+        "Enter denies",
+        "1\n",
+    );
+    assert_eq!(code, 0, "{out}");
+    let removed = out.find("\x1b[31m-beta\x1b[0m").expect(&out);
+    let added = out.find("\x1b[32m+BETA\x1b[0m").expect(&out);
+    let question = out.find("Enter denies").unwrap();
+    assert!(removed < added && added < question, "{out}");
+    assert!(out.contains("--- a/f.txt"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("f.txt")).unwrap(),
+        "alpha\nBETA\ngamma\n"
+    );
+}
+
+#[test]
+fn on_a_terminal_a_long_diff_is_cut_and_v_pages_the_whole_of_it() {
+    let sb = Sandbox::new();
+    let content: String = (0..100).map(|i| format!("row {i}\n")).collect();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("w", "write", json!({"path": "long.txt", "content": content})),
+            text_turn("written")
+        ]}),
+    );
+    let (code, out) = run_on_terminal_env(
+        &sb,
+        &scripted_args(&script, &["write it"]),
+        "Enter denies",
+        "v\n3\n",
+        &[("PAGER", "cat")],
+    );
+    assert_eq!(code, 0, "{out}");
+    let question = out.find("Enter denies").unwrap();
+    let cut = out.find("more lines (v shows the whole diff)").expect(&out);
+    assert!(cut < question, "{out}");
+    assert!(!out[..question].contains("+row 99"), "{out}");
+    assert!(
+        out[question..].contains("+row 99"),
+        "the pager got the rest: {out}"
+    );
+    assert!(!sb.work().join("long.txt").exists(), "3 denied");
+}
+
 fn spawn_run(sb: &Sandbox, args: &[&str]) -> (std::process::Child, Collected, Collected) {
     let mut child = Command::new(shard_bin())
         .arg("run")
@@ -210,6 +282,7 @@ fn ctrl_c_aborts_the_turn_saves_the_partial_answer_and_exits_130() {
     let status = wait_exit(&mut child);
     let stderr = err.text();
     assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("■ interrupted"), "{stderr}");
     let sid = session_id(&stderr);
     let entries = transcript(&sb.session_file(&sid));
     let saved = entries

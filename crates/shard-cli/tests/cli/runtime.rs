@@ -450,6 +450,8 @@ fn under_a_daemon_end_of_input_stops_a_running_tool() {
     let assistants = entries
         .iter()
         .filter(|e| e["type"] == "message" && e["message"]["role"] == "assistant")
+        // The aborted turn's interruption marker is an empty message, not a model call.
+        .filter(|e| e["message"]["content"] != json!([]))
         .count();
     assert_eq!(assistants, 1, "no model call after the daemon went away");
 }

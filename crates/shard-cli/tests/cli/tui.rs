@@ -516,6 +516,10 @@ fn continue_reopens_the_latest_session_of_the_directory() {
     args.push("--no-daemon");
     let t = Tmux::start(&sb, &args, 80, 24);
     t.wait("type a prompt");
+    // The model is named from the start, before any call reported usage.
+    t.wait_in("main", "the model in the status line", |s| {
+        status_line(s).contains("scripted/script")
+    });
     t.type_text("main", "remember this");
     t.keys(&["Enter"]);
     t.wait("remembered answer");
@@ -527,4 +531,225 @@ fn continue_reopens_the_latest_session_of_the_directory() {
     let t = Tmux::start(&sb, &args, 80, 24);
     let s = t.wait("remembered answer");
     assert!(s.contains("› remember this"), "{s}");
+    t.wait_in("main", "the model after --continue", |s| {
+        status_line(s).contains("scripted/script")
+    });
+}
+
+#[test]
+fn a_large_paste_shows_as_one_line_and_is_sent_whole() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let script = sb.script("s.json", json!({"turns": [text_turn("got it")]}));
+    let mut args = scripted(&script);
+    args.push("--no-daemon");
+    let t = Tmux::start(&sb, &args, 80, 40);
+    t.wait("type a prompt");
+    let text: String = (0..12).map(|i| format!("pasted row {i}\n")).collect();
+    assert!(t.tmux(&["set-buffer", "-b", "p", &text]).status.success());
+    assert!(
+        t.tmux(&["paste-buffer", "-p", "-b", "p", "-t", "t:main"])
+            .status
+            .success()
+    );
+    let s = t.wait("[Pasted 12 lines]");
+    assert!(!s.contains("pasted row 3"), "{s}");
+    t.keys(&["Enter"]);
+    let s = t.wait("got it");
+    assert!(
+        s.contains("pasted row 0") && s.contains("pasted row 11"),
+        "{s}"
+    );
+}
+
+#[test]
+fn esc_leaves_interrupted_where_the_turn_stopped_also_after_continue() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            {"steps": [{"text": "half an answer"}, {"delay_ms": 60000}, {"text": " never"}]},
+            text_turn("the next answer")
+        ]}),
+    );
+    let mut args = scripted(&script);
+    args.push("--no-daemon");
+    let t = Tmux::start(&sb, &args, 80, 24);
+    t.wait("type a prompt");
+    t.type_text("main", "go");
+    t.keys(&["Enter"]);
+    t.wait("half an answer");
+    t.keys(&["Escape"]);
+    let s = t.wait("■ interrupted");
+    let (partial, mark) = (
+        s.find("half an answer").unwrap(),
+        s.find("■ interrupted").unwrap(),
+    );
+    assert!(partial < mark, "{s}");
+    t.type_text("main", "again");
+    t.keys(&["Enter"]);
+    t.wait("the next answer");
+    t.keys(&["C-c"]);
+    t.keys(&["C-c"]);
+    t.wait("SHARD-EXIT=0");
+    drop(t);
+    args.push("--continue");
+    let t = Tmux::start(&sb, &args, 80, 24);
+    let s = t.wait("the next answer");
+    let at = |w: &str| s.find(w).unwrap_or_else(|| panic!("no {w} in {s}"));
+    assert!(at("half an answer") < at("■ interrupted"), "{s}");
+    assert!(at("■ interrupted") < at("› again"), "{s}");
+    assert_eq!(s.matches("■ interrupted").count(), 1, "{s}");
+}
+
+#[test]
+fn a_write_permission_shows_its_diff_first_and_pgdn_scrolls_it() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let content: String = (0..100).map(|i| format!("row {i}\n")).collect();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("w", "write", json!({"path": "long.txt", "content": content})),
+            tool_turn("b", "bash", json!({"command": "echo once-only"})),
+            text_turn("done")
+        ]}),
+    );
+    let mut args = scripted(&script);
+    args.push("--no-daemon");
+    let t = Tmux::start(&sb, &args, 80, 30);
+    t.wait("type a prompt");
+    t.type_text("main", "write it");
+    t.keys(&["Enter"]);
+    let s = t.wait("[y]");
+    assert!(s.contains("+++ b/long.txt"), "{s}");
+    assert!(s.contains("+row 0"), "{s}");
+    assert!(!s.contains("+row 99"), "{s}");
+    assert!(s.contains("PgUp/PgDn scroll"), "{s}");
+    t.keys(&["NPage"]);
+    let s = t.wait_in("main", "the next page of the diff", |s| {
+        !s.contains("+row 0\n") && !s.contains("+row 0 ")
+    });
+    assert!(s.contains("[y]"), "the choices stay: {s}");
+    t.keys(&["End"]);
+    t.wait("+row 99");
+    t.keys(&["Home"]);
+    t.wait("+row 0");
+    t.type_text("main", "n");
+    // The bash permission shows its command once.
+    let s = t.wait("echo once-only");
+    let s = if s.contains("[y]") { s } else { t.wait("[y]") };
+    let dialog = &s[s.rfind("────").unwrap()..];
+    assert_eq!(dialog.matches("echo once-only").count(), 1, "{s}");
+    t.type_text("main", "y");
+    t.wait("done");
+    assert!(!sb.work().join("long.txt").exists(), "n denied the write");
+}
+
+#[test]
+fn continue_on_a_gone_transcript_offers_a_new_session() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [text_turn("first answer"), text_turn("fresh answer")]}),
+    );
+    let s = script.to_str().unwrap();
+    let out = shard(
+        &sb,
+        &["run", "--provider", "scripted", "--script", s, "hello"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let sid = stderr
+        .split_whitespace()
+        .find(|w| w.starts_with("sess-"))
+        .unwrap()
+        .to_string();
+    std::fs::remove_file(sb.session_file(&sid)).unwrap();
+    let mut args = scripted(&script);
+    args.extend(["--no-daemon", "--continue"]);
+    let t = Tmux::start(&sb, &args, 160, 24);
+    let s = t.wait("Start a new session instead? [Y/n]");
+    assert!(
+        s.contains(&format!(
+            "session {sid} cannot be opened: its transcript is gone"
+        )),
+        "{s}"
+    );
+    t.keys(&["Enter"]);
+    t.wait("type a prompt");
+    t.type_text("main", "go");
+    t.keys(&["Enter"]);
+    t.wait("first answer");
+}
+
+#[test]
+fn fork_opens_a_picker_over_the_messages_and_forks_at_the_pick() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [text_turn("first answer"), text_turn("second answer")]}),
+    );
+    let mut args = scripted(&script);
+    args.push("--no-daemon");
+    let t = Tmux::start(&sb, &args, 100, 30);
+    t.wait("type a prompt");
+    t.type_text("main", "one");
+    t.keys(&["Enter"]);
+    t.wait("first answer");
+    t.type_text("main", "two");
+    t.keys(&["Enter"]);
+    t.wait("second answer");
+    t.type_text("main", "/fork");
+    t.keys(&["Enter"]);
+    let s = t.wait("fork after which message?");
+    assert!(
+        s.contains("you: one") && s.contains("assistant: second answer"),
+        "{s}"
+    );
+    t.keys(&["Down", "Down"]);
+    t.keys(&["Enter"]);
+    let s = t.wait("forked: session");
+    assert!(s.contains("/resume"), "{s}");
+}
+
+#[test]
+fn shard_in_a_directory_with_an_idle_agent_offers_to_continue_it() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let _d = Daemon::start(&sb.home());
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [text_turn("kept answer"), text_turn("later answer")]}),
+    );
+    let t = Tmux::start(&sb, &scripted(&script), 120, 24);
+    t.wait("type a prompt");
+    t.type_text("main", "remember me");
+    t.keys(&["Enter"]);
+    t.wait("kept answer");
+    t.keys(&["C-c"]);
+    t.keys(&["C-c"]);
+    t.wait("SHARD-EXIT=0");
+    drop(t);
+    let t = Tmux::start(&sb, &scripted(&script), 120, 24);
+    let s = t.wait("Continue it instead of a new one? [Y/n]");
+    // Named after its first prompt.
+    assert!(s.contains("agent remember-me"), "{s}");
+    t.keys(&["Enter"]);
+    let s = t.wait("kept answer");
+    assert!(s.contains("› remember me"), "the same agent: {s}");
 }

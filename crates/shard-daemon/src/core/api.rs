@@ -232,6 +232,40 @@ impl Shared {
         Ok(supervisor::kill_runtime(self, st, agent_id, force))
     }
 
+    /// An agent created without a name is named after its first prompt (`fix-the-login`),
+    /// so lists tell agents apart; returns the manifest to persist when it was named.
+    pub(crate) fn name_from_first_prompt(
+        &self,
+        agent_id: &str,
+        prompt: &str,
+    ) -> Option<AgentManifest> {
+        let name = short_name(prompt)?;
+        let mut st = self.lock();
+        let entry = st.agents.get_mut(agent_id)?;
+        if entry.manifest.name.is_some() {
+            return None;
+        }
+        entry.manifest.name = Some(name);
+        Some(entry.manifest.clone())
+    }
+
+    /// `agent.archive`: marks the agent archived and stops its Runtime; returns the
+    /// manifest to persist and what resolves when the Runtime is gone.
+    pub(crate) fn archive(
+        self: &Arc<Self>,
+        agent_id: &str,
+    ) -> Result<(AgentManifest, Option<oneshot::Receiver<()>>), ProtocolError> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let entry = st.agents.get_mut(agent_id).ok_or_else(not_found)?;
+        entry.manifest.archived = true;
+        let manifest = entry.manifest.clone();
+        Ok((
+            manifest,
+            supervisor::kill_runtime(self, st, agent_id, false),
+        ))
+    }
+
     /// Reserves a new agent in the registry; two concurrent adoptions of one session
     /// cannot both win.
     pub(crate) fn reserve_agent(&self, manifest: &AgentManifest) -> Result<(), ProtocolError> {
@@ -599,5 +633,45 @@ fn check_switchable(entry: &AgentEntry) -> Result<(), ProtocolError> {
         )),
         Some(rt) if !rt.queued_next.is_empty() || !rt.inflight.is_empty() => Err(turn_running()),
         _ => Ok(()),
+    }
+}
+
+/// A short name from a prompt: its first words, lower case, letters and digits only,
+/// joined by `-`, at most 32 characters; `None` when nothing usable is left.
+pub(crate) fn short_name(prompt: &str) -> Option<String> {
+    let mut name = String::new();
+    for word in prompt.split_whitespace().take(5) {
+        let w: String = word
+            .chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect();
+        if w.is_empty() {
+            continue;
+        }
+        if name.chars().count() + w.chars().count() + 1 > 32 {
+            break;
+        }
+        if !name.is_empty() {
+            name.push('-');
+        }
+        name.push_str(&w);
+    }
+    (!name.is_empty()).then_some(name)
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::short_name;
+
+    #[test]
+    fn a_prompt_gives_a_short_name() {
+        assert_eq!(
+            short_name("Fix the login bug, please: it fails!").as_deref(),
+            Some("fix-the-login-bug-please")
+        );
+        assert_eq!(short_name("  …  ").as_deref(), None);
+        let long = short_name("supercalifragilistic expialidocious words here").unwrap();
+        assert!(long.chars().count() <= 32, "{long}");
     }
 }

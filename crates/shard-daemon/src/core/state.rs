@@ -197,6 +197,7 @@ impl AgentEntry {
             definition_name: None,
             display_name: None,
             session_id: Some(m.session_id.clone()),
+            archived: m.archived.then_some(true),
         }
     }
 

@@ -188,6 +188,7 @@ fn child_manifest(shared: &Shared, job_id: &str, index: usize) -> Result<AgentMa
         adopted: false,
         started: false,
         system_prompt_file: None,
+        archived: false,
     })
 }
 

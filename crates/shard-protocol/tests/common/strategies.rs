@@ -355,7 +355,8 @@ pub fn event() -> impl Strategy<Value = Event> {
                     live_window: LiveWindow {
                         messages,
                         compaction_index: epoch,
-                        truncated_before: None
+                        truncated_before: None,
+                        interrupted_after: None
                     },
                     pending_requests: vec![
                         PendingRequest::Permission(Box::new(p)),

@@ -14,4 +14,4 @@ pub mod zygote;
 
 pub use enter::{Cover, Failure, MAX_CLONES, Plan, Reattach, Stage};
 pub use landlock::{landlock_abi, landlock_allow, landlock_ruleset, ll};
-pub use process::{detach_environment, install, probe};
+pub use process::{default_sigpipe, detach_environment, install, probe};

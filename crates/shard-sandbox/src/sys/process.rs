@@ -107,3 +107,13 @@ pub unsafe fn detach_environment() {
         unsafe { std::env::set_var(k, v) };
     }
 }
+
+/// Gives SIGPIPE its default action back (the Rust runtime ignores it), so a process
+/// whose stdout is closed ends quietly. For commands that only print and exit.
+pub fn default_sigpipe() {
+    // SAFETY: setting a signal's disposition to SIG_DFL installs no handler and touches
+    // no memory of ours; callers do it before starting threads.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
