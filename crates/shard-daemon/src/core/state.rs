@@ -151,15 +151,47 @@ impl AgentEntry {
     }
 
     /// A hash of every field [`AgentEntry::info`] reads: cheap to compute (no copies),
-    /// and a change of any of them changes it.
+    /// and a change of any of them changes it. Both structs are taken apart without `..`,
+    /// so a field added to either does not compile until it is hashed or named as unlisted.
     pub fn info_fingerprint(&self) -> u64 {
         use std::hash::{Hash, Hasher};
+        let AgentEntry {
+            manifest,
+            status,
+            runtime_state,
+            mode,
+            usage,
+            phase: _,
+            last_epoch: _,
+            rt: _,
+            attachments: _,
+            pending: _,
+            list_cache: _,
+        } = self;
+        let AgentManifest {
+            version: _,
+            agent_id,
+            session_id,
+            cwd,
+            name,
+            model,
+            provider,
+            mode: first_mode,
+            tools: _,
+            skills: _,
+            headless_policy: _,
+            parent_agent_id,
+            created_at,
+            adopted: _,
+            started: _,
+            system_prompt_file: _,
+            archived,
+        } = manifest;
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        let m = &self.manifest;
-        (&m.agent_id, &m.name, &m.cwd, &m.model, &m.provider, &m.mode).hash(&mut h);
-        (m.created_at, &m.parent_agent_id, &m.session_id).hash(&mut h);
-        (&self.mode, self.status, self.runtime_state).hash(&mut h);
-        if let Some(u) = &self.usage {
+        (agent_id, name, cwd, model, provider, first_mode).hash(&mut h);
+        (created_at, parent_agent_id, session_id, archived).hash(&mut h);
+        (mode, status, runtime_state).hash(&mut h);
+        if let Some(u) = usage {
             (u.input, u.output, u.cache_read, u.cache_write).hash(&mut h);
             (u.cost.map(f64::to_bits), u.context_tokens, &u.model).hash(&mut h);
         }
@@ -340,5 +372,35 @@ impl Shared {
     /// A daemon-unique number (connection ids, rewritten command ids).
     pub fn next(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listed_field_changed_is_encoded_again() {
+        let m: AgentManifest = serde_json::from_value(serde_json::json!({
+            "version": 1, "agent_id": "agent-01M8YYBZM9BECKC3F60QJZNNDQ",
+            "session_id": "sess-01M8YYBZM99MCJ2JP4A2YDJ9PN", "cwd": "/w", "created_at": 1
+        }))
+        .unwrap();
+        let mut e = AgentEntry::new(m);
+        let first = e.encoded_info();
+        assert_eq!(e.encoded_info(), first, "unchanged: the cached bytes");
+        let info = |b: &Bytes| serde_json::from_slice::<AgentInfo>(b).unwrap();
+        e.status = AgentStatus::Streaming;
+        assert_eq!(info(&e.encoded_info()), e.info());
+        e.usage = Some(Usage {
+            input: 5,
+            ..Default::default()
+        });
+        assert_eq!(info(&e.encoded_info()), e.info());
+        e.manifest.archived = true;
+        assert_eq!(info(&e.encoded_info()), e.info());
+        e.mode = Some("plan".into());
+        assert_eq!(info(&e.encoded_info()), e.info());
+        assert_ne!(e.encoded_info(), first);
     }
 }
