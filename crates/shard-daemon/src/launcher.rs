@@ -185,8 +185,8 @@ async fn spawn_off_executor(
 /// Learns when Runtime processes end without holding a descriptor per process: one
 /// `SIGCHLD` listener for the whole daemon checks (`waitpid(pid, WNOHANG)`) each
 /// Runtime still running. A tokio `Child` would keep a pidfd open per process, a third
-/// of a live Runtime's descriptors (docs/decisions.md "Daemon: one descriptor per
-/// Runtime").
+/// of a live Runtime's descriptors (docs/decisions.md "Daemon at
+/// thousands of agents").
 #[derive(Default)]
 struct Reaper {
     waiting:

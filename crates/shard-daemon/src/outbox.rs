@@ -134,7 +134,7 @@ impl QueueBudget {
     }
 }
 
-/// The daemon's one `unsafe` (docs/decisions.md "Daemon memory after a burst").
+/// The daemon's one `unsafe` (docs/decisions.md "Daemon at thousands of agents").
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
 fn trim_allocator() {
