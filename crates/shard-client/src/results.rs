@@ -6,7 +6,11 @@
 //! same rules in web/render.js.
 
 use serde_json::{Map, Value};
-use shard_protocol::types::{PathKind, PathListEntry, TreeNode};
+use shard_protocol::types::{
+    PathKind, PathListEntry, RenderDescriptor, ToolResultContent, TreeNode,
+};
+
+use crate::view::ToolCallView;
 
 /// One subagent run as a card: who, how it stands, what it said, what it cost.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +108,60 @@ fn card(r: &Value) -> Option<RunCard> {
     })
 }
 
+/// A card as plain lines: its head, then its error and final text indented.
+pub fn card_lines(c: &RunCard) -> Vec<String> {
+    let mut v = vec![c.head()];
+    for t in [&c.error, &c.final_text].into_iter().flatten() {
+        v.extend(t.lines().map(|l| format!("  {l}")));
+    }
+    v
+}
+
+/// The lines a line-oriented printer (`shard run`, `shard attach`) shows under a finished
+/// call whose result has a shape of its own: a listing, a tree, subagent cards, images.
+/// Empty for plain text, which such printers summarize by its first line.
+pub fn structured_lines(call: &ToolCallView) -> Vec<String> {
+    let Some(r) = &call.result else {
+        return Vec::new();
+    };
+    let mut out = match &r.render {
+        Some(RenderDescriptor::PathList { paths }) => path_list_lines(paths),
+        Some(RenderDescriptor::Tree { root }) => tree_lines(root),
+        _ => match &r.content {
+            ToolResultContent::Text { text } if !r.is_error => subagent_cards(&call.name, text)
+                .map(|cs| cs.iter().flat_map(card_lines).collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        },
+    };
+    out.extend(r.images.iter().map(|i| image_line(&i.mime_type, &i.data)));
+    if let ToolResultContent::Image { data, mime_type } = &r.content {
+        out.push(image_line(mime_type, data));
+    }
+    out
+}
+
+/// `[image image/png, 1234 bytes]`: an image a terminal does not paint, named.
+pub fn image_line(mime_type: &str, base64: &str) -> String {
+    format!("[image {mime_type}, {} bytes]", base64.len() * 3 / 4)
+}
+
+/// Who answered a request, from `permission_resolved.source`, as a person says it: the
+/// daemon writes `client-N (a terminal)` or `client-N (browser brw-…)`; the part in
+/// parentheses is the name. Headless answers and older daemons' bare `client-N` pass as
+/// they are.
+pub fn answered_by(source: Option<&str>) -> String {
+    let Some(s) = source else {
+        return "a client".into();
+    };
+    match s.split_once(" (") {
+        Some((conn, rest)) if conn.starts_with("client-") && rest.ends_with(')') => {
+            rest[..rest.len() - 1].to_string()
+        }
+        _ => s.to_string(),
+    }
+}
+
 /// A path list as `ls -p` prints it: one entry a line, directories ending in `/`, a hint
 /// (size, match count) after two spaces.
 pub fn path_list_lines(paths: &[PathListEntry]) -> Vec<String> {
@@ -175,10 +233,18 @@ pub fn tool_title(name: &str, args: &Map<String, Value>) -> String {
                 None => format!("subagent {a}"),
             }
         }),
-        _ => ["path", "file_path", "pattern", "url", "query", "command"]
-            .iter()
-            .find_map(|k| s(k))
-            .map(|v| format!("{name} {v}")),
+        _ => [
+            "path",
+            "file_path",
+            "pattern",
+            "url",
+            "query",
+            "command",
+            "question",
+        ]
+        .iter()
+        .find_map(|k| s(k))
+        .map(|v| format!("{name} {v}")),
     };
     title.unwrap_or_else(|| {
         if args.is_empty() {
@@ -261,6 +327,18 @@ mod tests {
         assert!(c.failed());
         assert_eq!(c.error.as_deref(), Some("boom"));
         assert!(subagent_report("hello").is_none());
+    }
+
+    #[test]
+    fn who_answered_is_named() {
+        assert_eq!(answered_by(Some("client-4 (a terminal)")), "a terminal");
+        assert_eq!(
+            answered_by(Some("client-5 (browser brw-9)")),
+            "browser brw-9"
+        );
+        assert_eq!(answered_by(Some("client-6")), "client-6");
+        assert_eq!(answered_by(Some("headless")), "headless");
+        assert_eq!(answered_by(None), "a client");
     }
 
     #[test]

@@ -84,11 +84,7 @@ fn images(list: &[Image], theme: &Theme) -> Vec<Line<'static>> {
     list.iter()
         .map(|i| {
             Line::styled(
-                format!(
-                    "[image {}, {} bytes]",
-                    strip(&i.mime_type),
-                    i.data.len() * 3 / 4
-                ),
+                strip(&results::image_line(&i.mime_type, &i.data)),
                 theme.accent(),
             )
         })
