@@ -78,7 +78,7 @@ test("create an agent, prompt it, and see the streamed answer rendered", async (
   const answer = "Streaming **works**: here is `code`.\n\n```js\nconst x = 1; // note\n```\n\n- one\n- two\n";
   const script = d.script("stream", [textTurn("An earlier answer."), { steps: [{ thinking: "Let me think." }, { text: answer, chunk_chars: 3 }, { usage: { input: 30, output: 12 } }] }]);
   await pg.getByRole("button", { name: "New agent", exact: true }).click();
-  await pg.getByRole("textbox", { name: "Working directory" }).fill(d.work);
+  await pg.getByRole("combobox", { name: "Working directory" }).fill(d.work);
   await pg.getByRole("textbox", { name: "Name of the new agent" }).fill("streamer");
   await pg.getByRole("textbox", { name: "Provider of the new agent" }).fill("scripted");
   await pg.getByRole("textbox", { name: "Model of the new agent" }).fill(script);
@@ -512,6 +512,26 @@ test("a tree result is drawn like tree and an MCP result shows its text and imag
   assert.equal(drawn.text, "Page title: Example");
   assert.match(drawn.img, /^CANVAS image \(image\/png, /);
   assert.match(drawn.svg, /^SPAN image \(image\/svg\+xml/, "an SVG is never painted");
+  await ctx.close();
+});
+
+test("the create dialog offers the daemon's recent directories, the newest filled in", async () => {
+  const { page: pg, ctx } = await page();
+  const older = join(d.home, "older-project");
+  const newer = join(d.home, "newer-project");
+  mkdirSync(older, { recursive: true });
+  mkdirSync(newer, { recursive: true });
+  const script = d.script("dirs", [textTurn("hi")]);
+  await createAgent(pg, { cwd: older, provider: "scripted", model: script, name: "in-older" });
+  await createAgent(pg, { cwd: newer, provider: "scripted", model: script, name: "in-newer" });
+  await pg.getByRole("button", { name: /^in-newer/ }).first().waitFor();
+  await pg.getByRole("button", { name: "New agent", exact: true }).click();
+  const cwd = pg.getByRole("combobox", { name: "Working directory" });
+  assert.equal(await cwd.inputValue(), realpathSync(newer), "the newest directory is filled in");
+  const offered = await pg.locator("datalist#recent-dirs option").evaluateAll((os) => os.map((o) => /** @type {HTMLOptionElement} */ (o).value));
+  assert.ok(offered.includes(realpathSync(older)) && offered.includes(realpathSync(newer)), JSON.stringify(offered));
+  assert.ok(offered.indexOf(realpathSync(newer)) < offered.indexOf(realpathSync(older)), "newest first");
+  assert.equal(await cwd.getAttribute("list"), "recent-dirs");
   await ctx.close();
 });
 

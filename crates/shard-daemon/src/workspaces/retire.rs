@@ -184,6 +184,15 @@ pub(super) async fn retire(
     shared.broadcast_event(&Event::WorkspaceRetired(WorkspaceEvent {
         workspace: next.info(),
     }));
+    // Its agents go with it, archived like `shard rm` (none is live: that was refused
+    // above); their sessions stay.
+    for agent_id in &rec.agent_ids {
+        if let Ok((manifest, _)) = shared.archive(agent_id)
+            && let Err(e) = shared.store.save(&manifest).await
+        {
+            tracing::warn!(agent_id = %agent_id, error = %e, "could not record the archive of a retired workspace's agent");
+        }
+    }
     data(&WorkspaceRetiredData {
         workspace: next.info(),
         branch_deleted: deleted,
