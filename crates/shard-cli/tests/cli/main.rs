@@ -32,6 +32,7 @@ mod skip;
 mod subagents;
 mod trust;
 mod tui;
+mod tui_kinds;
 mod workspaces;
 
 use harness::*;
