@@ -150,4 +150,29 @@ mod tests {
         let c = ListSessions(None).into_command();
         assert_eq!(c.type_name(), "session_op");
     }
+
+    /// Compiles only when request `R` reads the response type the command table
+    /// (`shard_protocol::table`) names for command `K`, and `R` builds command `K`.
+    fn agrees<K, R>(request: R)
+    where
+        K: shard_protocol::CommandSpec<Response = R::Data>,
+        R: Request,
+    {
+        assert_eq!(request.into_command().type_name(), K::TYPE);
+    }
+
+    #[test]
+    fn response_types_agree_with_the_command_table() {
+        use shard_protocol::command::kind;
+        agrees::<kind::AgentList, _>(ListAgents);
+        agrees::<kind::AgentStatus, _>(AgentStatusQuery::default());
+        agrees::<kind::AgentTerminate, _>(Terminate("agt-1".into()));
+        agrees::<kind::SetMode, _>(SetMode {
+            agent_id: None,
+            mode: "plan".into(),
+        });
+        agrees::<kind::ListModes, _>(ListModes(None));
+        agrees::<kind::ListModels, _>(ListModels(None));
+        agrees::<kind::ListReasoningLevels, _>(ListReasoningLevels(None));
+    }
 }

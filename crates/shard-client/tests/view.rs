@@ -88,15 +88,15 @@ fn sync_after(events: &[Value]) -> Value {
     let mut status = json!("idle");
     let mut mode = json!("build");
     for e in events {
-        match e["type"].as_str().unwrap() {
-            "message_complete" | "user_message" => messages.push(e["message"].clone()),
-            "permission_request" | "ui_request" => pending.push(e.clone()),
-            "permission_resolved" | "ui_resolved" => {
-                pending.retain(|p| p["request_id"] != e["request_id"])
-            }
-            "status" => status = e["status"].clone(),
-            "sync" => status = e["status"].clone(),
-            "mode_changed" => mode = e["mode"].clone(),
+        match ev(e.clone()) {
+            Event::MessageComplete(m) => messages.push(json!(m.message)),
+            Event::UserMessage(u) => messages.push(json!(u.message)),
+            Event::PermissionRequest(_) | Event::UiRequest(_) => pending.push(e.clone()),
+            Event::PermissionResolved(r) => pending.retain(|p| p["request_id"] != *r.request_id),
+            Event::UiResolved(r) => pending.retain(|p| p["request_id"] != *r.request_id),
+            Event::Status(s) => status = json!(s.status),
+            Event::Sync(s) => status = json!(s.status),
+            Event::ModeChanged(m) => mode = json!(m.mode),
             _ => {}
         }
     }
@@ -231,14 +231,18 @@ fn a_restated_request_or_message_is_not_duplicated() {
     let mut v = view_of(&events);
     let again = v.apply(&ev(events.last().unwrap().clone()));
     assert!(again.is_empty(), "{again:?}");
-    let msg = events
+    let typed: Vec<Event> = events.into_iter().map(ev).collect();
+    let msg = typed
         .iter()
         .rev()
-        .find(|e| e["type"] == "message_complete")
+        .find(|e| matches!(e, Event::MessageComplete(_)))
         .unwrap();
-    v.apply(&ev(msg.clone()));
-    let prompt = events.iter().find(|e| e["type"] == "user_message").unwrap();
-    v.apply(&ev(prompt.clone()));
+    v.apply(msg);
+    let prompt = typed
+        .iter()
+        .find(|e| matches!(e, Event::UserMessage(_)))
+        .unwrap();
+    v.apply(prompt);
     assert_eq!(v.messages.len(), 4);
     assert_eq!(v.pending.len(), 1);
 }

@@ -7,25 +7,38 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use shard_protocol::ErrorCode;
 use shard_protocol::command::SessionActivate;
+use shard_protocol::command::kind;
 use shard_protocol::command::{Command, SessionOpKind};
 use shard_protocol::responses::{AgentsData, SessionActivated, SessionListData, TerminateData};
 
 use crate::core::{ConnId, Shared, begin_shutdown};
-use crate::reply::{ProtocolError, Reply, ReplySlot};
+use crate::jobs::Jobs;
+use crate::reply::{Handled, ProtocolError, Reply, ReplySlot};
+use crate::workspaces::Workspaces;
 
-/// The outcome of a handler: now, or after slow work.
-pub(crate) enum Handled {
-    /// Answered (or deferred) already.
-    Now(Result<Reply, ProtocolError>),
-    /// Slow work; the connection layer spawns it and answers when it completes.
-    Later(BoxFuture<'static, Result<Reply, ProtocolError>>),
+/// What commands are applied to: the registry (`core`) and the services on top of it.
+/// Built once by the server; each connection holds a clone.
+#[derive(Clone)]
+pub(crate) struct Services {
+    /// The registry: agents, Runtimes, attachments, requests, connections.
+    pub core: Arc<Shared>,
+    /// Subagent jobs.
+    pub jobs: Arc<Jobs>,
+    /// Git-worktree workspaces.
+    pub workspaces: Arc<Workspaces>,
 }
 
-fn data<T: serde::Serialize>(v: T) -> Result<Reply, ProtocolError> {
-    Ok(Reply::Done(serde_json::to_value(v).ok()))
+impl Services {
+    /// The services on top of `core`; their records are read by [`Services::load`].
+    pub fn new(core: Arc<Shared>) -> Self {
+        Services {
+            jobs: Arc::new(Jobs::new(Arc::clone(&core))),
+            workspaces: Arc::new(Workspaces::new(Arc::clone(&core))),
+            core,
+        }
+    }
 }
 
 /// Who answered a request, for `permission_resolved.source`: the connection, then in
@@ -51,19 +64,22 @@ fn needs_agent_id() -> ProtocolError {
 
 /// Handles one decoded command from connection `conn`.
 pub(crate) fn dispatch(
-    core: &Arc<Shared>,
+    svc: &Services,
     conn: ConnId,
     command: Command,
     slot: &mut ReplySlot,
 ) -> Handled {
+    let core = &svc.core;
     let ty = command.type_name();
     let now = match command {
         Command::WorkspaceCreate(_)
         | Command::WorkspaceAttach(_)
         | Command::WorkspaceList(_)
         | Command::WorkspaceStatus(_)
-        | Command::WorkspaceRetire(_) => return crate::workspaces::dispatch(core, command),
-        Command::AgentList(_) => data(AgentsData {
+        | Command::WorkspaceRetire(_) => {
+            return crate::workspaces::dispatch(&svc.workspaces, command);
+        }
+        Command::AgentList(_) => Reply::data::<kind::AgentList>(&AgentsData {
             agents: core.list_agents(None),
         }),
         Command::AgentStatus(q) => {
@@ -71,7 +87,7 @@ pub(crate) fn dispatch(
             if q.agent_id.is_some() && agents.is_empty() {
                 Err(ProtocolError::new(ErrorCode::NotFound, "no such agent"))
             } else {
-                data(AgentsData { agents })
+                Reply::data::<kind::AgentStatus>(&AgentsData { agents })
             }
         }
         Command::SessionList(q) => {
@@ -82,7 +98,7 @@ pub(crate) fn dispatch(
                 })
                 .await;
                 match listed {
-                    Ok(Ok(metas)) => data(SessionListData {
+                    Ok(Ok(metas)) => Reply::data::<kind::SessionList>(&SessionListData {
                         sessions: metas.iter().map(|m| m.to_summary(false)).collect(),
                     }),
                     Ok(Err(e)) => Err(ProtocolError::new(
@@ -110,7 +126,7 @@ pub(crate) fn dispatch(
         Command::AgentDetach(r) => core.detach(conn, &r.agent_id).map(|()| Reply::Done(None)),
         Command::AgentTerminate(r) => core
             .terminate(&r.agent_id)
-            .and_then(|deferred| data(TerminateData { deferred })),
+            .and_then(|deferred| Reply::data::<kind::AgentTerminate>(&TerminateData { deferred })),
         Command::AgentKill(k) => {
             let wait = match core.kill(&k.agent_id, k.force.unwrap_or(false)) {
                 Ok(w) => w,
@@ -157,7 +173,7 @@ pub(crate) fn dispatch(
         | Command::SubagentRelaunch(_)
         | Command::SubagentStatus(_)
         | Command::SubagentStop(_) => {
-            return Handled::Later(crate::jobs::handlers::handle(core, conn, command));
+            return Handled::Later(crate::jobs::handlers::handle(&svc.jobs, conn, command));
         }
         Command::RequestSync(t) => core.request_sync(conn, t.agent_id.as_deref(), slot),
         Command::PermissionResponse(mut p) => match p.agent_id.take() {
@@ -204,7 +220,7 @@ pub(crate) fn dispatch(
                     c,
                     Command::Prompt(_) | Command::Steer(_) | Command::Abort(_)
                 );
-                if lease_bound && core.jobs.leased(&agent_id) {
+                if lease_bound && svc.jobs.leased(&agent_id) {
                     match c {
                         Command::Prompt(_) => {
                             return Handled::Now(Err(ProtocolError::new(
@@ -213,11 +229,12 @@ pub(crate) fn dispatch(
                             )));
                         }
                         Command::Steer(s) => {
-                            let f = crate::jobs::intervene::person_steer(core, conn, agent_id, s);
+                            let f =
+                                crate::jobs::intervene::person_steer(&svc.jobs, conn, agent_id, s);
                             return Handled::Later(f);
                         }
                         Command::Abort(_) => {
-                            let f = crate::jobs::intervene::person_abort(core, conn, agent_id);
+                            let f = crate::jobs::intervene::person_abort(&svc.jobs, conn, agent_id);
                             return Handled::Later(f);
                         }
                         _ => {}
@@ -275,7 +292,7 @@ async fn activate(core: &Arc<Shared>, a: SessionActivate) -> Result<Reply, Proto
         core.revert_session(&a.agent_id, &a.session_id, &done.previous_session_id);
         return Err(e);
     }
-    data(SessionActivated {
+    Reply::data::<kind::SessionActivate>(&SessionActivated {
         session_id: a.session_id,
         previous_session_id: done.previous_session_id,
         runtime_stopping: done.runtime_stopping,

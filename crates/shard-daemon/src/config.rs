@@ -36,7 +36,7 @@ pub struct DaemonConfig {
     /// The `[[headless.allow]]` rules of `config.toml`, for `allow_if_rule_matches`.
     pub headless_allow: Vec<shard_gate::rules::Rule>,
     /// Subagent launch limits (tasks per job, depth).
-    pub launch_limits: crate::jobs::LaunchLimits,
+    pub launch_limits: LaunchLimits,
     /// `[workspaces] root` of `config.toml`; None: `SHARD_HOME/workspaces`.
     pub workspaces_root: Option<PathBuf>,
     /// Most Runtime generations starting at once (spawned and not yet ready); more wait
@@ -62,7 +62,7 @@ impl DaemonConfig {
             max_connections: 4096,
             agent_exe: None,
             headless_allow: Vec::new(),
-            launch_limits: crate::jobs::LaunchLimits::default(),
+            launch_limits: LaunchLimits::default(),
             workspaces_root: None,
             max_concurrent_starts: default_concurrent_starts(),
         }
@@ -90,4 +90,22 @@ impl DaemonConfig {
 /// Runtime starts").
 fn default_concurrent_starts() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
+}
+
+/// Launch limits (ARCHITECTURE §9 `launch_policy`).
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchLimits {
+    /// Most tasks in one job.
+    pub max_tasks: usize,
+    /// Deepest a child may be (a top-level agent is depth 0).
+    pub max_depth: u32,
+}
+
+impl Default for LaunchLimits {
+    fn default() -> Self {
+        LaunchLimits {
+            max_tasks: 8,
+            max_depth: 2,
+        }
+    }
 }

@@ -3,6 +3,7 @@
 //! that need it come back as futures, spawned on the daemon's task tracker.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -10,13 +11,13 @@ use serde::Deserialize;
 use shard_protocol::event::{ErrorEvent, Hello};
 use shard_protocol::{ErrorCode, Event, LineError, PROTOCOL_VERSION, decode_command};
 
-use crate::commands::{self, Handled};
-use crate::core::{Shared, frame};
+use crate::commands::{self, Services};
+use crate::core::Shared;
 use crate::outbox::{Outbox, run_writer};
 use crate::principal::{Principal, TransportKind};
-use crate::reply::{ProtocolError, ReplySlot, Responder};
-use crate::server::ConnSlot;
+use crate::reply::{Handled, ProtocolError, ReplySlot, Responder};
 use crate::transport::{Connection, FrameSink};
+use crate::wire::frame;
 
 /// How long a closing connection may take to deliver what is queued for it.
 const WRITER_DRAIN: Duration = Duration::from_secs(2);
@@ -52,8 +53,25 @@ pub(crate) async fn refuse(mut out: Box<dyn FrameSink>, code: ErrorCode, message
     .await;
 }
 
+/// Counts a transport's live connections; the count drops with the connection.
+pub(crate) struct ConnSlot(Arc<AtomicUsize>);
+
+impl ConnSlot {
+    /// Takes one slot of `live` (the accept loop counted it already).
+    pub(crate) fn new(live: Arc<AtomicUsize>) -> Self {
+        ConnSlot(live)
+    }
+}
+
+impl Drop for ConnSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Serves one accepted connection until it closes or the daemon stops.
-pub(crate) async fn serve(shared: Arc<Shared>, conn: Connection, _slot: ConnSlot) {
+pub(crate) async fn serve(svc: Services, conn: Connection, _slot: ConnSlot) {
+    let shared = Arc::clone(&svc.core);
     let Connection {
         peer,
         kind,
@@ -130,7 +148,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, conn: Connection, _slot: ConnSlot
                         let ty = msg.command.type_name();
                         let mut slot =
                             ReplySlot::new(Responder::new(Arc::clone(&outbox), msg.id, ty));
-                        match commands::dispatch(&shared, conn_id, msg.command, &mut slot) {
+                        match commands::dispatch(&svc, conn_id, msg.command, &mut slot) {
                             Handled::Now(r) => slot.finish(r),
                             Handled::Later(work) => {
                                 shared.tasks.spawn(async move {

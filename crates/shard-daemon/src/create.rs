@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
+use shard_protocol::CommandSpec;
 use shard_protocol::command::AgentCreate;
+use shard_protocol::command::kind;
 use shard_protocol::responses::AgentCreated;
 use shard_protocol::{ErrorCode, ids};
 
@@ -101,11 +103,10 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
         },
         Err(e) => Err(e),
     };
-    let data = serde_json::to_value(AgentCreated {
+    let created = AgentCreated {
         agent_id: agent_id.clone(),
         notice,
-    })
-    .ok();
+    };
     if let Err(e) = &result
         && (e.contains(crate::fdlimit::EXHAUSTED) || crate::fdlimit::exhausted_now())
     {
@@ -115,12 +116,13 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
         return Err(out_of_descriptors());
     }
     match result {
-        Ok(()) => Ok(Reply::Done(data)),
+        Ok(()) => Reply::data::<kind::AgentCreate>(&created),
+        // The agent exists: the error names it in its data, as a success would.
         Err(e) => Err(ProtocolError::new(
             ErrorCode::RuntimeStartFailed,
             format!("agent {agent_id} was created but its runtime failed to start: {e}"),
         )
-        .with_data(data)),
+        .with_data(kind::AgentCreate::encode_response(&created).ok().flatten())),
     }
 }
 

@@ -31,12 +31,12 @@ pub mod principal;
 mod reply;
 mod server;
 pub mod transport;
+mod wire;
 mod workspaces;
 
-pub use config::DaemonConfig;
+pub use config::{DaemonConfig, LaunchLimits};
 pub use core::subscribe::{Subscription, Topic};
 pub use error::DaemonError;
-pub use jobs::LaunchLimits;
 pub use launcher::{
     ExitInfo, LaunchSpec, LaunchedRuntime, ProcessLauncher, RuntimeLauncher, SettingsCheck,
 };

@@ -4,16 +4,20 @@
 //! newline and reported as one [`LineError::TooLong`] (with the line's `id` when its
 //! start shows one), so the connection stays usable.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::BytesMut;
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use shard_protocol::{JsonlCodec, LineError};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::codec::Decoder;
 
-use crate::transport::InboundStream;
+/// Inbound records: one JSON message each, or a framing error for one record (what a
+/// transport's connection reads).
+pub type InboundStream =
+    Pin<Box<dyn Stream<Item = std::io::Result<Result<BytesMut, LineError>>> + Send>>;
 
 /// Partial-line bytes buffered across every connection of a daemon.
 #[derive(Debug)]

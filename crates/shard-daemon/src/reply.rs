@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use shard_protocol::event::Response;
-use shard_protocol::{ErrorCode, Event};
+use shard_protocol::{CommandSpec, ErrorCode, Event};
 
 use crate::outbox::Outbox;
 
@@ -47,6 +47,26 @@ pub(crate) enum Reply {
     Deferred,
 }
 
+impl Reply {
+    /// A success answering command `K` with `K`'s response type (the command table in
+    /// `shard_protocol::table`). A response that cannot be encoded is an
+    /// `INTERNAL_ERROR`, never a success that lost its data.
+    pub fn data<K: CommandSpec>(data: &K::Response) -> Result<Reply, ProtocolError> {
+        K::encode_response(data)
+            .map(Reply::Done)
+            .map_err(|e| encode_failed(K::TYPE, &e))
+    }
+}
+
+/// The error for a response that could not be encoded.
+pub(crate) fn encode_failed(command: &str, e: &serde_json::Error) -> ProtocolError {
+    tracing::error!(command, error = %e, "could not encode a response");
+    ProtocolError::new(
+        ErrorCode::InternalError,
+        format!("the daemon could not encode its answer to {command}: {e}"),
+    )
+}
+
 /// The one answer owed to one command.
 pub(crate) struct Responder {
     outbox: Arc<Outbox>,
@@ -77,7 +97,7 @@ impl Responder {
 
     fn push(&mut self, ev: Event) {
         self.done = true;
-        self.outbox.push(crate::core::frame(&ev));
+        self.outbox.push(crate::wire::frame(&ev));
     }
 
     /// Answers with success.
@@ -117,6 +137,14 @@ impl Drop for Responder {
             self.push(ev);
         }
     }
+}
+
+/// The outcome of a handler: now, or after slow work.
+pub(crate) enum Handled {
+    /// Answered (or deferred) already.
+    Now(Result<Reply, ProtocolError>),
+    /// Slow work; the connection layer spawns it and answers when it completes.
+    Later(futures::future::BoxFuture<'static, Result<Reply, ProtocolError>>),
 }
 
 /// Holds a command's responder while its handler runs.
@@ -191,5 +219,23 @@ mod tests {
         let got = drain(&mut rx);
         assert_eq!(got.len(), 1);
         assert_eq!(got[0]["success"], true);
+    }
+
+    /// A command whose response cannot be encoded (a map with non-string keys).
+    struct Unencodable;
+    impl CommandSpec for Unencodable {
+        const TYPE: &'static str = "test.unencodable";
+        type Request = ();
+        type Response = std::collections::BTreeMap<(u8, u8), u8>;
+    }
+
+    #[test]
+    fn a_response_that_cannot_be_encoded_is_an_internal_error_not_a_bare_success() {
+        let data = std::collections::BTreeMap::from([((1, 2), 3)]);
+        let err = Reply::data::<Unencodable>(&data).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InternalError);
+        assert!(err.message.contains("test.unencodable"), "{}", err.message);
+        let none = Reply::data::<shard_protocol::command::kind::AgentDetach>(&()).unwrap();
+        assert!(matches!(none, Reply::Done(None)));
     }
 }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::commands::Services;
 use crate::config::DaemonConfig;
+use crate::conn::ConnSlot;
 use crate::core::Shared;
 use crate::core::subscribe::{Subscription, Topic};
 use crate::error::DaemonError;
@@ -21,6 +23,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// A bound daemon, ready to [`run`](Daemon::run).
 pub struct Daemon {
     shared: Arc<Shared>,
+    services: Services,
     transports: Vec<Box<dyn Transport>>,
     budget: Arc<LineBudget>,
     _lock: File,
@@ -84,18 +87,20 @@ impl Daemon {
         let shared = Arc::new(Shared::new(config, launcher));
         let manifests = shared.store.load_all().await?;
         shared.add_loaded(manifests);
-        shared
+        let services = Services::new(Arc::clone(&shared));
+        services
             .jobs
             .load()
             .await
             .map_err(|e| DaemonError::io("loading subagent job records", e))?;
-        shared
+        services
             .workspaces
             .load()
             .await
             .map_err(|e| DaemonError::io("reading workspace records", e))?;
         Ok(Daemon {
             shared,
+            services,
             transports: vec![Box::new(unix)],
             budget,
             _lock: lock,
@@ -126,11 +131,11 @@ impl Daemon {
             tracing::warn!(error = %e, "could not become a child subreaper; orphaned tool processes may escape");
         }
         crate::core::spawn_background(&shared);
-        crate::jobs::resume_reports(&shared);
+        self.services.jobs.resume_reports();
         let mut accept_tasks = Vec::new();
         for t in self.transports {
             tracing::info!(transport = %t.describe(), "listening");
-            accept_tasks.push(tokio::spawn(accept_loop(Arc::clone(&shared), t)));
+            accept_tasks.push(tokio::spawn(accept_loop(self.services.clone(), t)));
         }
         shared.shutdown.cancelled().await;
         for t in accept_tasks {
@@ -156,16 +161,8 @@ impl Daemon {
     }
 }
 
-/// Counts a transport's live connections; the count drops with the connection.
-pub(crate) struct ConnSlot(Arc<AtomicUsize>);
-
-impl Drop for ConnSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-async fn accept_loop(shared: Arc<Shared>, mut t: Box<dyn Transport>) {
+async fn accept_loop(svc: Services, mut t: Box<dyn Transport>) {
+    let shared = Arc::clone(&svc.core);
     let live = Arc::new(AtomicUsize::new(0));
     let cap = shared.cfg.max_connections;
     loop {
@@ -187,10 +184,8 @@ async fn accept_loop(shared: Arc<Shared>, mut t: Box<dyn Transport>) {
             continue;
         }
         live.fetch_add(1, Ordering::AcqRel);
-        let slot = ConnSlot(Arc::clone(&live));
-        shared
-            .tasks
-            .spawn(crate::conn::serve(Arc::clone(&shared), c, slot));
+        let slot = ConnSlot::new(Arc::clone(&live));
+        shared.tasks.spawn(crate::conn::serve(svc.clone(), c, slot));
     }
     drop(t);
 }

@@ -4,25 +4,18 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bytes::BytesMut;
-use futures::Stream;
-use shard_protocol::LineError;
 use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::net::UnixListener;
 use tokio::net::unix::OwnedWriteHalf;
 
 use crate::error::DaemonError;
 use crate::fsutil;
+pub use crate::lines::InboundStream;
 use crate::lines::{LineBudget, budgeted_lines};
 use crate::principal::{Principal, TransportKind};
-
-/// Inbound records: one JSON message each, or a framing error for one record.
-pub type InboundStream =
-    Pin<Box<dyn Stream<Item = std::io::Result<Result<BytesMut, LineError>>> + Send>>;
 
 /// Where outgoing frames go. A frame is one JSON message ending in `\n`; a message
 /// transport (WebSocket) strips the newline.

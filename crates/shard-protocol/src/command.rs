@@ -4,7 +4,17 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::permission::PermissionAnswer;
+use crate::responses::{
+    AgentCreated, AgentsData, AttachData, ListModelsData, ListModesData, ReasoningLevelsData,
+    SessionActivated, SessionListData, SessionOpData, SetModeData, SetModelData,
+    SetReasoningLevelData, SteerData, SubagentCreated, SubagentRelaunched, SubagentStatusData,
+    SubagentSteerData, SubagentStopData, SubagentWaitData, TerminateData,
+};
+use crate::table::command_table;
 use crate::types::{Image, PermissionDecision, UiValue};
+use crate::workspace::{
+    WorkspaceLaunched, WorkspaceListData, WorkspaceRetiredData, WorkspaceStatusData,
+};
 
 /// A command with its optional correlation `id` (PROTOCOL §5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -27,169 +37,91 @@ impl ClientMessage {
     }
 }
 
-/// Every command of the protocol, a closed set tagged by `type`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "type")]
-pub enum Command {
-    /// Send a user message.
-    #[serde(rename = "prompt")]
-    Prompt(Prompt),
-    /// Shorthand for a prompt with `streaming_behavior: "steer"`.
-    #[serde(rename = "steer")]
-    Steer(Steer),
-    /// Cancel the current turn.
-    #[serde(rename = "abort")]
-    Abort(AgentTarget),
-    /// Switch mode.
-    #[serde(rename = "set_mode")]
-    SetMode(SetMode),
-    /// List modes.
-    #[serde(rename = "list_modes")]
-    ListModes(AgentTarget),
-    /// List models.
-    #[serde(rename = "list_models")]
-    ListModels(AgentTarget),
-    /// Select a model for the next provider call.
-    #[serde(rename = "set_model")]
-    SetModel(SetModel),
-    /// List reasoning levels of the active model.
-    #[serde(rename = "list_reasoning_levels")]
-    ListReasoningLevels(AgentTarget),
-    /// Select a reasoning level.
-    #[serde(rename = "set_reasoning_level")]
-    SetReasoningLevel(SetReasoningLevel),
-    /// Session list / compact / fork.
-    #[serde(rename = "session_op")]
-    SessionOp(SessionOp),
-    /// Answer a permission request.
-    #[serde(rename = "permission_response")]
-    PermissionResponse(PermissionResponse),
-    /// Answer a UI request.
-    #[serde(rename = "ui_response")]
-    UiResponse(UiResponse),
-    /// Additive (§16 item 5): ask the Runtime for an authoritative `sync`.
-    #[serde(rename = "request_sync")]
-    RequestSync(AgentTarget),
-    /// Additive (0.1.x): an editor client offers its open files; the Runtime's `read`,
-    /// `write` and `edit` then go through `file_request` / `file_response`.
-    #[serde(rename = "client_files")]
-    ClientFiles(ClientFiles),
-    /// Additive (0.1.x): the answer to a `file_request`.
-    #[serde(rename = "file_response")]
-    FileResponse(FileResponse),
-    /// List agents.
-    #[serde(rename = "agent.list")]
-    AgentList(Empty),
-    /// Additive (issue 15): the sessions of a working directory, forks included.
-    #[serde(rename = "session.list")]
-    SessionList(SessionListQuery),
-    /// Additive (issue 15): the agent's next Runtime generation opens another session.
-    #[serde(rename = "session.activate")]
-    SessionActivate(SessionActivate),
-    /// Create (or adopt) an agent.
-    #[serde(rename = "agent.create")]
-    AgentCreate(Box<AgentCreate>),
-    /// Attach to an agent's stream.
-    #[serde(rename = "agent.attach")]
-    AgentAttach(AgentAttach),
-    /// Detach from an agent's stream.
-    #[serde(rename = "agent.detach")]
-    AgentDetach(AgentRef),
-    /// Stop an agent's Runtime once inactive.
-    #[serde(rename = "agent.terminate")]
-    AgentTerminate(AgentRef),
-    /// Kill an agent's Runtime.
-    #[serde(rename = "agent.kill")]
-    AgentKill(AgentKill),
-    /// Additive: archive an agent — its Runtime stops, it is listed with `archived: true`
-    /// (clients leave it out of their lists), and its session is kept.
-    #[serde(rename = "agent.archive")]
-    AgentArchive(AgentRef),
-    /// Status of one or all agents.
-    #[serde(rename = "agent.status")]
-    AgentStatus(AgentStatusQuery),
-    /// Stop the daemon.
-    #[serde(rename = "daemon.shutdown")]
-    DaemonShutdown(DaemonShutdown),
-    /// Create a workspace (git worktree) and launch an agent in it.
-    #[serde(rename = "workspace.create")]
-    WorkspaceCreate(WorkspaceCreate),
-    /// Launch a fresh agent in an existing workspace.
-    #[serde(rename = "workspace.attach")]
-    WorkspaceAttach(WorkspaceAttach),
-    /// List workspaces.
-    #[serde(rename = "workspace.list")]
-    WorkspaceList(WorkspaceList),
-    /// Status of one workspace.
-    #[serde(rename = "workspace.status")]
-    WorkspaceStatus(WorkspaceRef),
-    /// Retire a workspace.
-    #[serde(rename = "workspace.retire")]
-    WorkspaceRetire(WorkspaceRetire),
-    /// Launch a background subagent job.
-    #[serde(rename = "subagent.create")]
-    SubagentCreate(SubagentCreate),
-    /// Wait for runs to finish.
-    #[serde(rename = "subagent.wait")]
-    SubagentWait(SubagentWait),
-    /// Steer an active run.
-    #[serde(rename = "subagent.steer")]
-    SubagentSteer(SubagentSteer),
-    /// Relaunch a stopped child with a new task.
-    #[serde(rename = "subagent.relaunch")]
-    SubagentRelaunch(SubagentRelaunch),
-    /// Job and run snapshots.
-    #[serde(rename = "subagent.status")]
-    SubagentStatus(SubagentStatus),
-    /// Cancel a job or run.
-    #[serde(rename = "subagent.stop")]
-    SubagentStop(SubagentStop),
+// The command table: one row per command (variant, request type, wire name, response
+// type); `crate::table` says what it generates.
+command_table! {
+    /// Every command of the protocol, a closed set tagged by `type`.
+    pub enum Command {
+        /// Send a user message.
+        Prompt(Prompt) = "prompt" => (),
+        /// Shorthand for a prompt with `streaming_behavior: "steer"`.
+        Steer(Steer) = "steer" => Option<SteerData>,
+        /// Cancel the current turn.
+        Abort(AgentTarget) = "abort" => (),
+        /// Switch mode.
+        SetMode(SetMode) = "set_mode" => SetModeData,
+        /// List modes.
+        ListModes(AgentTarget) = "list_modes" => ListModesData,
+        /// List models.
+        ListModels(AgentTarget) = "list_models" => ListModelsData,
+        /// Select a model for the next provider call.
+        SetModel(SetModel) = "set_model" => SetModelData,
+        /// List reasoning levels of the active model.
+        ListReasoningLevels(AgentTarget) = "list_reasoning_levels" => ReasoningLevelsData,
+        /// Select a reasoning level.
+        SetReasoningLevel(SetReasoningLevel) = "set_reasoning_level" => SetReasoningLevelData,
+        /// Session list / compact / fork.
+        SessionOp(SessionOp) = "session_op" => SessionOpData,
+        /// Answer a permission request.
+        PermissionResponse(PermissionResponse) = "permission_response" => (),
+        /// Answer a UI request.
+        UiResponse(UiResponse) = "ui_response" => (),
+        /// Additive (§16 item 5): ask the Runtime for an authoritative `sync`.
+        RequestSync(AgentTarget) = "request_sync" => (),
+        /// Additive (0.1.x): an editor client offers its open files; the Runtime's `read`,
+        /// `write` and `edit` then go through `file_request` / `file_response`.
+        ClientFiles(ClientFiles) = "client_files" => (),
+        /// Additive (0.1.x): the answer to a `file_request`.
+        FileResponse(FileResponse) = "file_response" => (),
+        /// List agents.
+        AgentList(Empty) = "agent.list" => AgentsData,
+        /// Additive (issue 15): the sessions of a working directory, forks included.
+        SessionList(SessionListQuery) = "session.list" => SessionListData,
+        /// Additive (issue 15): the agent's next Runtime generation opens another session.
+        SessionActivate(SessionActivate) = "session.activate" => SessionActivated,
+        /// Create (or adopt) an agent.
+        AgentCreate(Box<AgentCreate>) = "agent.create" => AgentCreated,
+        /// Attach to an agent's stream.
+        AgentAttach(AgentAttach) = "agent.attach" => AttachData,
+        /// Detach from an agent's stream.
+        AgentDetach(AgentRef) = "agent.detach" => (),
+        /// Stop an agent's Runtime once inactive.
+        AgentTerminate(AgentRef) = "agent.terminate" => TerminateData,
+        /// Kill an agent's Runtime.
+        AgentKill(AgentKill) = "agent.kill" => (),
+        /// Additive: archive an agent — its Runtime stops, it is listed with `archived: true`
+        /// (clients leave it out of their lists), and its session is kept.
+        AgentArchive(AgentRef) = "agent.archive" => (),
+        /// Status of one or all agents.
+        AgentStatus(AgentStatusQuery) = "agent.status" => AgentsData,
+        /// Stop the daemon.
+        DaemonShutdown(DaemonShutdown) = "daemon.shutdown" => (),
+        /// Create a workspace (git worktree) and launch an agent in it.
+        WorkspaceCreate(WorkspaceCreate) = "workspace.create" => WorkspaceLaunched,
+        /// Launch a fresh agent in an existing workspace.
+        WorkspaceAttach(WorkspaceAttach) = "workspace.attach" => WorkspaceLaunched,
+        /// List workspaces.
+        WorkspaceList(WorkspaceList) = "workspace.list" => WorkspaceListData,
+        /// Status of one workspace.
+        WorkspaceStatus(WorkspaceRef) = "workspace.status" => WorkspaceStatusData,
+        /// Retire a workspace.
+        WorkspaceRetire(WorkspaceRetire) = "workspace.retire" => WorkspaceRetiredData,
+        /// Launch a background subagent job.
+        SubagentCreate(SubagentCreate) = "subagent.create" => SubagentCreated,
+        /// Wait for runs to finish.
+        SubagentWait(SubagentWait) = "subagent.wait" => SubagentWaitData,
+        /// Steer an active run.
+        SubagentSteer(SubagentSteer) = "subagent.steer" => SubagentSteerData,
+        /// Relaunch a stopped child with a new task.
+        SubagentRelaunch(SubagentRelaunch) = "subagent.relaunch" => SubagentRelaunched,
+        /// Job and run snapshots.
+        SubagentStatus(SubagentStatus) = "subagent.status" => SubagentStatusData,
+        /// Cancel a job or run.
+        SubagentStop(SubagentStop) = "subagent.stop" => SubagentStopData,
+    }
 }
 
 impl Command {
-    /// The wire `type` of this command, as echoed in `response.command`.
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            Command::Prompt(_) => "prompt",
-            Command::Steer(_) => "steer",
-            Command::Abort(_) => "abort",
-            Command::SetMode(_) => "set_mode",
-            Command::ListModes(_) => "list_modes",
-            Command::ListModels(_) => "list_models",
-            Command::SetModel(_) => "set_model",
-            Command::ListReasoningLevels(_) => "list_reasoning_levels",
-            Command::SetReasoningLevel(_) => "set_reasoning_level",
-            Command::SessionOp(_) => "session_op",
-            Command::PermissionResponse(_) => "permission_response",
-            Command::UiResponse(_) => "ui_response",
-            Command::RequestSync(_) => "request_sync",
-            Command::ClientFiles(_) => "client_files",
-            Command::FileResponse(_) => "file_response",
-            Command::AgentList(_) => "agent.list",
-            Command::SessionList(_) => "session.list",
-            Command::SessionActivate(_) => "session.activate",
-            Command::AgentCreate(_) => "agent.create",
-            Command::AgentAttach(_) => "agent.attach",
-            Command::AgentDetach(_) => "agent.detach",
-            Command::AgentTerminate(_) => "agent.terminate",
-            Command::AgentKill(_) => "agent.kill",
-            Command::AgentArchive(_) => "agent.archive",
-            Command::AgentStatus(_) => "agent.status",
-            Command::DaemonShutdown(_) => "daemon.shutdown",
-            Command::WorkspaceCreate(_) => "workspace.create",
-            Command::WorkspaceAttach(_) => "workspace.attach",
-            Command::WorkspaceList(_) => "workspace.list",
-            Command::WorkspaceStatus(_) => "workspace.status",
-            Command::WorkspaceRetire(_) => "workspace.retire",
-            Command::SubagentCreate(_) => "subagent.create",
-            Command::SubagentWait(_) => "subagent.wait",
-            Command::SubagentSteer(_) => "subagent.steer",
-            Command::SubagentRelaunch(_) => "subagent.relaunch",
-            Command::SubagentStatus(_) => "subagent.status",
-            Command::SubagentStop(_) => "subagent.stop",
-        }
-    }
-
     /// The routing `agent_id` of a per-agent command; `None` for orchestrator commands
     /// and for per-agent commands on a direct connection.
     pub fn routing_agent_id(&self) -> Option<&str> {

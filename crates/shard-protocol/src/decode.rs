@@ -9,45 +9,7 @@ use crate::command::ClientMessage;
 use crate::event::Event;
 
 /// Every command `type` of the protocol.
-pub const COMMAND_TYPES: &[&str] = &[
-    "prompt",
-    "steer",
-    "abort",
-    "set_mode",
-    "list_modes",
-    "list_models",
-    "set_model",
-    "list_reasoning_levels",
-    "set_reasoning_level",
-    "session_op",
-    "permission_response",
-    "ui_response",
-    "request_sync",
-    "client_files",
-    "file_response",
-    "agent.list",
-    "session.list",
-    "session.activate",
-    "agent.create",
-    "agent.attach",
-    "agent.detach",
-    "agent.terminate",
-    "agent.kill",
-    "agent.archive",
-    "agent.status",
-    "daemon.shutdown",
-    "workspace.create",
-    "workspace.attach",
-    "workspace.list",
-    "workspace.status",
-    "workspace.retire",
-    "subagent.create",
-    "subagent.wait",
-    "subagent.steer",
-    "subagent.relaunch",
-    "subagent.status",
-    "subagent.stop",
-];
+pub const COMMAND_TYPES: &[&str] = crate::Command::TYPES;
 
 /// Every event `type` of the protocol.
 pub const EVENT_TYPES: &[&str] = &[

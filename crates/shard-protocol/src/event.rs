@@ -226,6 +226,21 @@ impl Event {
         })
     }
 
+    /// A success answering command `K` (the command table in `crate::table`) with its
+    /// response type. A response that cannot be encoded becomes an `INTERNAL_ERROR`
+    /// response, never a success that lost its data.
+    pub fn answer<K: crate::CommandSpec>(id: Option<String>, data: &K::Response) -> Event {
+        match K::encode_response(data) {
+            Ok(data) => Event::ok(id, K::TYPE, data),
+            Err(e) => Event::err(
+                id,
+                Some(K::TYPE),
+                ErrorCode::InternalError,
+                format!("could not encode the answer to {}: {e}", K::TYPE),
+            ),
+        }
+    }
+
     /// A failed response.
     pub fn err(
         id: Option<String>,

@@ -18,6 +18,7 @@ pub mod orchestrator;
 pub mod permission;
 pub mod responses;
 pub mod schema;
+pub mod table;
 pub mod types;
 pub mod workspace;
 
@@ -27,6 +28,7 @@ pub use decode::{DecodeError, IncomingEvent, decode_command, decode_event, decod
 pub use error::{ErrorBody, ErrorCode, ProviderErrorKind};
 pub use event::Event;
 pub use permission::PermissionAnswer;
+pub use table::CommandSpec;
 
 /// The protocol version this build speaks.
 pub const PROTOCOL_VERSION: &str = "0.1.0";

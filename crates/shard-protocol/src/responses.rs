@@ -202,6 +202,21 @@ pub struct ForkData {
     pub head_entry_id: String,
 }
 
+/// Any `session_op` success, by op: what the command table names as its response (the
+/// client knows which op it sent; the variants are tried in this order).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SessionOpData {
+    /// `list`.
+    List(SessionListData),
+    /// `history`.
+    History(SessionHistoryData),
+    /// `fork`.
+    Fork(ForkData),
+    /// `compact`.
+    Compact(CompactData),
+}
+
 /// `session_op compact`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]

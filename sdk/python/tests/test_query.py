@@ -151,7 +151,8 @@ def test_provider_error_is_an_event_and_the_turn_still_ends(shard_binary: str, s
     script = sandbox.script([{"text": "partial"}, {"error": "slow down", "kind": "rate_limited"}])
     events = arun(collect(prompt="x", cwd=sandbox.work, script=script, home=sandbox.home))
     err = next(e for e in events if e.type == "error")
-    assert err.code == "PROVIDER_RATE_LIMITED" and err.message == "slow down" and not err.fatal
+    assert err.code == "PROVIDER_ERROR" and err.kind == "rate_limited"
+    assert err.message == "slow down" and not err.fatal
     assert events[-1].type == "turn_end"
 
 

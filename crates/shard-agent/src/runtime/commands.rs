@@ -1,11 +1,10 @@
 //! Command handling, shared by the idle loop and the turn loop.
 
-use serde_json::json;
-use shard_protocol::command::{SessionOpArgs, SessionOpKind, StreamingBehavior};
+use shard_protocol::command::{SessionOpArgs, SessionOpKind, StreamingBehavior, kind};
 use shard_protocol::event::{Effective, ModeChanged, ModelChanged, ReasoningLevelChanged};
 use shard_protocol::responses::{
-    ListModelsData, ListModesData, ReasoningLevelsData, SessionListData, SetModeData, SetModelData,
-    SetReasoningLevelData, SteerData, SteerOutcome,
+    ListModelsData, ListModesData, ReasoningLevelsData, SessionListData, SessionOpData,
+    SetModeData, SetModelData, SetReasoningLevelData, SteerData, SteerOutcome,
 };
 use shard_protocol::{ClientMessage, Command, ErrorCode, Event};
 use shard_session::{EntryKind, SessionError};
@@ -52,14 +51,15 @@ impl Runtime {
                     modes: self.modes.descriptors(),
                     active: self.modes.active().name.clone(),
                 };
-                self.emit(Event::ok(id, name, to_value(&data))).await;
+                self.emit(Event::answer::<kind::ListModes>(id, &data)).await;
             }
             Command::ListModels(_) => {
                 let data = ListModelsData {
                     models: self.models.catalog(),
                     active: self.models.descriptor(),
                 };
-                self.emit(Event::ok(id, name, to_value(&data))).await;
+                self.emit(Event::answer::<kind::ListModels>(id, &data))
+                    .await;
             }
             Command::SetModel(c) => self.set_model(id, name, &c.model).await,
             Command::ListReasoningLevels(_) => {
@@ -76,7 +76,8 @@ impl Runtime {
                     levels,
                     effective: Effective::NextProviderCall,
                 };
-                self.emit(Event::ok(id, name, to_value(&data))).await;
+                self.emit(Event::answer::<kind::ListReasoningLevels>(id, &data))
+                    .await;
             }
             Command::SetReasoningLevel(c) => {
                 self.set_reasoning(id, name, &c.model, &c.effort).await
@@ -198,7 +199,8 @@ impl Runtime {
         turn_id: Option<String>,
     ) {
         let data = SteerData { status, turn_id };
-        self.emit(Event::ok(id, "steer", to_value(&data))).await;
+        self.emit(Event::answer::<kind::Steer>(id, &Some(data)))
+            .await;
     }
 
     async fn set_mode(&mut self, id: Option<String>, name: &str, mode: &str) {
@@ -207,7 +209,7 @@ impl Runtime {
                 previous_mode: mode.to_string(),
                 mode: mode.to_string(),
             };
-            self.emit(Event::ok(id, name, to_value(&data))).await;
+            self.emit(Event::answer::<kind::SetMode>(id, &data)).await;
             return;
         }
         let previous = match self.modes.set(mode) {
@@ -243,7 +245,7 @@ impl Runtime {
             previous_mode: previous,
             mode: mode.to_string(),
         };
-        self.emit(Event::ok(id, name, to_value(&data))).await;
+        self.emit(Event::answer::<kind::SetMode>(id, &data)).await;
     }
 
     async fn set_model(&mut self, id: Option<String>, name: &str, model: &str) {
@@ -288,7 +290,7 @@ impl Runtime {
             effective: Effective::NextProviderCall,
             notice: self.models.notice(),
         };
-        self.emit(Event::ok(id, name, to_value(&data))).await;
+        self.emit(Event::answer::<kind::SetModel>(id, &data)).await;
     }
 
     async fn set_reasoning(&mut self, id: Option<String>, name: &str, model: &str, effort: &str) {
@@ -330,7 +332,8 @@ impl Runtime {
             active: effort.to_string(),
             effective: Effective::NextProviderCall,
         };
-        self.emit(Event::ok(id, name, to_value(&data))).await;
+        self.emit(Event::answer::<kind::SetReasoningLevel>(id, &data))
+            .await;
     }
 
     async fn list_sessions(&mut self, id: Option<String>, name: &str) {
@@ -355,7 +358,11 @@ impl Runtime {
             .map(|m| m.to_summary(m.session_id == current))
             .collect();
         let data = SessionListData { sessions };
-        self.emit(Event::ok(id, name, to_value(&data))).await;
+        self.emit(Event::answer::<kind::SessionOp>(
+            id,
+            &SessionOpData::List(data),
+        ))
+        .await;
     }
 }
 
@@ -396,12 +403,14 @@ impl Runtime {
             Err(e) => Err((ErrorCode::InternalError, e)),
         };
         match page {
-            Ok(data) => self.emit(Event::ok(id, name, to_value(&data))).await,
+            Ok(data) => {
+                self.emit(Event::answer::<kind::SessionOp>(
+                    id,
+                    &SessionOpData::History(data),
+                ))
+                .await
+            }
             Err((code, msg)) => self.emit(Event::err(id, Some(name), code, msg)).await,
         }
     }
-}
-
-fn to_value<T: serde::Serialize>(v: &T) -> Option<serde_json::Value> {
-    Some(serde_json::to_value(v).unwrap_or_else(|e| json!({ "encode_error": e.to_string() })))
 }

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use shard_protocol::command::SessionOpArgs;
+use shard_protocol::command::{SessionOpArgs, kind};
 use shard_protocol::event::CompactionEvent;
-use shard_protocol::responses::CompactData;
+use shard_protocol::responses::{CompactData, SessionOpData};
 use shard_protocol::types::{AgentStatus, Message};
 use shard_protocol::{ErrorCode, Event};
 use shard_session::compact::{estimate_tokens, plan_cut};
@@ -89,14 +89,14 @@ impl Runtime {
                     message_range: event.message_range.clone(),
                 };
                 self.emit(Event::Compaction(event)).await;
-                Event::ok(request.id, name, serde_json::to_value(&data).ok())
+                Event::answer::<kind::SessionOp>(request.id, &SessionOpData::Compact(data))
             }
             Ok(None) => {
                 let data = CompactData::NoOp {
                     compacted: false,
                     reason: "no_safe_cut".to_string(),
                 };
-                Event::ok(request.id, name, serde_json::to_value(&data).ok())
+                Event::answer::<kind::SessionOp>(request.id, &SessionOpData::Compact(data))
             }
             Err(CompactFailure::NotConfigured(msg)) => {
                 Event::err(request.id, Some(name), ErrorCode::NotFound, msg)

@@ -1,8 +1,8 @@
 //! `session_op fork` (PROTOCOL §9.2): a between-turn operation that writes a new session
 //! under this one's `forks/` folder; this session is only read.
 
-use shard_protocol::command::SessionOpArgs;
-use shard_protocol::responses::ForkData;
+use shard_protocol::command::{SessionOpArgs, kind};
+use shard_protocol::responses::{ForkData, SessionOpData};
 use shard_protocol::{ErrorCode, Event};
 use shard_session::SessionError;
 
@@ -52,7 +52,7 @@ impl Runtime {
                     session_id: f.session_id,
                     head_entry_id: f.head_entry_id,
                 };
-                Event::ok(id, name, serde_json::to_value(&data).ok())
+                Event::answer::<kind::SessionOp>(id, &SessionOpData::Fork(data))
             }
             Ok(Err(SessionError::NotFound(what))) => {
                 Event::err(id, Some(name), ErrorCode::NotFound, format!("no {what}"))

@@ -2,6 +2,8 @@
 //! prompt images, model resolution, start validation, and the kinds of `ask_user`.
 
 use serde_json::json;
+use shard_protocol::Event;
+use shard_protocol::error::ErrorCode;
 
 use crate::harness::*;
 use crate::runtime::{SID, active_model};
@@ -119,15 +121,11 @@ fn an_unknown_mode_is_a_start_error() {
     let sb = Sandbox::new();
     let script = sb.script("s.json", json!({"turns": []}));
     let mut a = Agent::spawn(&sb, Some(&script), &["--mode", "bogus", "--session", SID]);
-    assert_eq!(a.next()["type"], "hello");
-    let err = a.next();
-    assert_eq!(err["type"], "error");
-    assert_eq!(err["fatal"], true);
-    assert_eq!(err["code"], "INVALID_REQUEST");
-    assert!(
-        err["message"].as_str().unwrap().contains("plan"),
-        "names the modes: {err}"
-    );
+    assert!(matches!(a.next_event(), Event::Hello(_)));
+    let err = pick::error(&a.next_event()).expect("an error right after hello");
+    assert_eq!(err.fatal, Some(true));
+    assert_eq!(err.code, ErrorCode::InvalidRequest);
+    assert!(err.message.contains("plan"), "names the modes: {err:?}");
     let status = a.finish();
     assert!(!status.success());
     assert!(!sb.session_file(SID).exists(), "nothing is created");
@@ -136,9 +134,9 @@ fn an_unknown_mode_is_a_start_error() {
     // The same for a provider or model that does not exist.
     for flags in [["--provider", "nosuch"], ["--model", "claude-nope"]] {
         let mut a = Agent::spawn_env(&sb, None, &flags, &[("ANTHROPIC_API_KEY", "sk-ant-x")]);
-        assert_eq!(a.next()["type"], "hello");
-        let err = a.next();
-        assert_eq!(err["fatal"], true, "{flags:?}: {err}");
+        assert!(matches!(a.next_event(), Event::Hello(_)));
+        let err = pick::error(&a.next_event()).expect("an error right after hello");
+        assert_eq!(err.fatal, Some(true), "{flags:?}: {err:?}");
         assert!(!a.finish().success());
     }
 }
@@ -169,15 +167,15 @@ fn ask_user_produces_confirm_editor_and_notify() {
     let confirm = a.until_type("ui_request");
     assert_eq!(confirm["kind"], "confirm");
     a.send(json!({"type": "ui_response", "request_id": confirm["request_id"], "value": "yes"}));
-    let result = a.until(|v| v["type"] == "tool_result" && v["tool_call_id"] == "c1");
-    assert_eq!(result["content"]["text"], "The user answered: yes");
+    let result = a.until_event(|e| pick::tool_result(e).filter(|r| r.tool_call_id == "c1"));
+    assert_eq!(result_text(&result.content), "The user answered: yes");
     let editor = a.until_type("ui_request");
     assert_eq!(editor["kind"], "editor");
     assert_eq!(editor["prefill"], "fix: ");
     a.send(json!({"type": "ui_response", "request_id": editor["request_id"], "value": "fix: the thing"}));
-    let result = a.until(|v| v["type"] == "tool_result" && v["tool_call_id"] == "e1");
+    let result = a.until_event(|e| pick::tool_result(e).filter(|r| r.tool_call_id == "e1"));
     assert_eq!(
-        result["content"]["text"],
+        result_text(&result.content),
         "The user answered: fix: the thing"
     );
     a.until_type("turn_end");
@@ -215,13 +213,10 @@ fn agent_check_validates_without_creating_anything() {
     ] {
         let out = check(&flags, env);
         assert!(!out.status.success(), "{flags:?}");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let lines: Vec<serde_json::Value> = stdout
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(lines[0]["type"], "hello", "{flags:?}");
-        assert_eq!(lines[1]["fatal"], true, "{flags:?}");
+        let events = events_of(&out.stdout);
+        assert!(matches!(events[0], Event::Hello(_)), "{flags:?}");
+        let err = pick::error(&events[1]).expect("an error after hello");
+        assert_eq!(err.fatal, Some(true), "{flags:?}");
     }
     assert!(!sb.home().join("sessions").exists(), "nothing is created");
 }

@@ -29,7 +29,12 @@ fn sb_config_suffix() -> String {
 
 fn no_session(sb: &Sandbox) {
     let sessions = sb.home().join("sessions");
-    let count = std::fs::read_dir(&sessions).map_or(0, |d| d.count());
+    // Session folders only: the store's own dot-folders (the fork index) are not sessions.
+    let count = std::fs::read_dir(&sessions).map_or(0, |d| {
+        d.flatten()
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .count()
+    });
     assert_eq!(count, 0, "a session was created in {}", sessions.display());
 }
 
@@ -113,19 +118,12 @@ fn shard_agent_refuses_to_start_with_a_fatal_error() {
     assert_names_the_typo(&out);
     // On stdout, the protocol's fatal error carries the same line.
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let error = stdout
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|e| e["type"] == "error")
+    let error = events_of(stdout.as_bytes())
+        .iter()
+        .find_map(pick::error)
         .unwrap_or_else(|| panic!("no error event: {stdout}"));
-    assert_eq!(error["fatal"], true);
-    assert!(
-        error["message"]
-            .as_str()
-            .unwrap()
-            .contains("unknown key `comand`"),
-        "{error}"
-    );
+    assert_eq!(error.fatal, Some(true));
+    assert!(error.message.contains("unknown key `comand`"), "{error:?}");
     no_session(&sb);
 }
 

@@ -140,11 +140,10 @@ fn check_message(home: &std::path::Path, flags: &[&str]) -> String {
         .output()
         .unwrap();
     assert!(!out.status.success(), "{flags:?} passed the check");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|v| v["type"] == "error")
-        .and_then(|v| v["message"].as_str().map(str::to_string))
+    crate::harness::events_of(&out.stdout)
+        .iter()
+        .find_map(crate::harness::pick::error)
+        .map(|e| e.message)
         .unwrap()
 }
 

@@ -41,9 +41,10 @@ async fn session_activate_moves_the_next_prompt_to_another_session() {
     let (_, before) = until(&mut e, |e| matches!(e, Event::TurnEnd(_))).await;
     let first_entry = before
         .iter()
-        .map(|e| serde_json::to_value(e).unwrap())
-        .find(|v| v["type"] == "message_complete")
-        .map(|v| v["message_id"].as_str().unwrap().to_string())
+        .find_map(|e| match e {
+            Event::MessageComplete(m) => Some(m.message_id.clone()),
+            _ => None,
+        })
         .unwrap();
 
     // A turn waiting on a permission: activation is refused, nothing changes.

@@ -4,6 +4,8 @@
 
 use crate::harness::*;
 use serde_json::{Value, json};
+use shard_protocol::event::{PermissionRequest, ToolResultEvent};
+use shard_protocol::types::PermissionChoice;
 
 /// Runs one prompt whose model makes `calls` (id, tool, args) in turn, answering every
 /// permission request with `answer(request)` (a choice id). Returns the tool results by
@@ -12,8 +14,8 @@ pub(crate) fn run_calls(
     sb: &Sandbox,
     calls: &[(&str, &str, Value)],
     extra: &[&str],
-    answer: impl Fn(&Value) -> &'static str,
-) -> (Vec<Value>, Vec<Value>) {
+    answer: impl Fn(&PermissionRequest) -> &'static str,
+) -> (Vec<ToolResultEvent>, Vec<PermissionRequest>) {
     let mut turns: Vec<Value> = calls
         .iter()
         .map(|(id, tool, args)| tool_turn(id, tool, args.clone()))
@@ -22,32 +24,14 @@ pub(crate) fn run_calls(
     let script = sb.script("gate.json", json!({ "turns": turns }));
     let mut a = Agent::spawn(sb, Some(&script), extra);
     a.until_type("sync");
-    a.send(prompt("go"));
-    let mut results = Vec::new();
-    let mut requests = Vec::new();
-    loop {
-        let v = a.next();
-        match v["type"].as_str().unwrap_or_default() {
-            "permission_request" => {
-                let choice = answer(&v);
-                a.send(json!({"type": "permission_response", "request_id": v["request_id"], "choice_id": choice}));
-                requests.push(v);
-            }
-            "tool_result" => results.push(v),
-            "turn_end" => break,
-            _ => {}
-        }
-    }
+    let (results, requests) = a.answer_turn("go", answer);
     assert!(a.finish().success());
     (results, requests)
 }
 
-pub(crate) fn result_text(r: &Value) -> String {
-    r["content"]["text"]
-        .as_str()
-        .or(r["content"]["message"].as_str())
-        .unwrap_or_default()
-        .to_string()
+/// The choice `id` of a permission request, when offered.
+pub(crate) fn choice<'a>(req: &'a PermissionRequest, id: &str) -> Option<&'a PermissionChoice> {
+    req.choices.as_ref()?.iter().find(|c| c.id == id)
 }
 
 /// §1: a `git push*` deny rule holds through wrappers, aliases and unresolvable lines;
@@ -85,8 +69,11 @@ fn attack_deny_rule_through_wrappers() {
     );
     assert_eq!(results.len(), lines.len());
     for (r, line) in results.iter().zip(lines) {
-        assert_eq!(r["is_error"], true, "{line}: {r}");
-        assert!(result_text(r).contains("deny rule"), "{line}: {r}");
+        assert!(r.is_error, "{line}: {r:?}");
+        assert!(
+            result_text(&r.content).contains("deny rule"),
+            "{line}: {r:?}"
+        );
     }
 }
 
@@ -106,35 +93,26 @@ fn attack_signature_grants_cannot_be_widened() {
         ("s3", "bash", json!({"command": "timeout 5 touch pwned"})),
     ];
     let (results, requests) = run_calls(&sb, &calls, &[], |req| {
-        let offered = req["choices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c["id"] == "allow_signature");
-        if offered { "allow_signature" } else { "deny" }
+        if choice(req, "allow_signature").is_some() {
+            "allow_signature"
+        } else {
+            "deny"
+        }
     });
     assert_eq!(requests.len(), 3, "every widened call asks again");
-    let scope = requests[0]["choices"]
-        .as_array()
+    let scope = choice(&requests[0], "allow_signature")
         .unwrap()
-        .iter()
-        .find(|c| c["id"] == "allow_signature")
-        .unwrap()["description"]
-        .as_str()
-        .unwrap()
-        .to_string();
+        .description
+        .clone()
+        .unwrap();
     assert!(scope.contains("find (any operands, no flags)"), "{scope}");
     for r in &requests[1..] {
         assert!(
-            !r["choices"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|c| c["id"] == "allow_signature"),
-            "a code runner was offered a signature: {r}"
+            choice(r, "allow_signature").is_none(),
+            "a code runner was offered a signature: {r:?}"
         );
     }
-    assert_eq!(results[0]["is_error"], false);
+    assert!(!results[0].is_error);
     assert!(!sb.work().join("pwned").exists());
 }
 
@@ -170,19 +148,19 @@ fn attack_denied_paths_by_any_spelling() {
     let (results, requests) = run_calls(&sb, &calls, &[], |_| "deny");
     assert!(requests.is_empty(), "{requests:?}");
     for r in &results {
-        let text = result_text(r);
-        assert!(!text.contains("TOPSECRET"), "leaked: {r}");
-        let id = r["tool_call_id"].as_str().unwrap();
+        let text = result_text(&r.content);
+        assert!(!text.contains("TOPSECRET"), "leaked: {r:?}");
+        let id = r.tool_call_id.as_str();
         if id.starts_with('r') {
-            assert_eq!(r["is_error"], true, "{r}");
+            assert!(r.is_error, "{r:?}");
         } else if id != "ok" {
-            assert!(!text.contains("key.txt"), "listed: {r}");
+            assert!(!text.contains("key.txt"), "listed: {r:?}");
         }
     }
-    let l2 = results.iter().find(|r| r["tool_call_id"] == "l2").unwrap();
-    assert!(!result_text(l2).contains("secrets"), "{l2}");
-    let ok = results.iter().find(|r| r["tool_call_id"] == "ok").unwrap();
-    assert_eq!(ok["is_error"], false, "{ok}");
+    let l2 = results.iter().find(|r| r.tool_call_id == "l2").unwrap();
+    assert!(!result_text(&l2.content).contains("secrets"), "{l2:?}");
+    let ok = results.iter().find(|r| r.tool_call_id == "ok").unwrap();
+    assert!(!ok.is_error, "{ok:?}");
 }
 
 /// §2 and §6: writing through a symlink asks with the real target; the prompt shows it.
@@ -203,11 +181,11 @@ fn attack_write_through_a_symlink_asks_with_the_target() {
     let (results, requests) = run_calls(&sb, &calls, &[], |_| "deny");
     assert_eq!(requests.len(), 2);
     let real = std::fs::canonicalize(&elsewhere).unwrap().join("x.txt");
-    let prompt = requests[0]["prompt"].as_str().unwrap();
+    let prompt = &requests[0].prompt;
     assert!(prompt.contains(&real.display().to_string()), "{prompt}");
-    let prompt = requests[1]["prompt"].as_str().unwrap();
+    let prompt = &requests[1].prompt;
     assert!(prompt.contains("echo two; touch pwned"), "{prompt}");
-    assert!(results.iter().all(|r| r["is_error"] == true));
+    assert!(results.iter().all(|r| r.is_error));
     assert!(!real.exists());
 }
 
@@ -231,24 +209,19 @@ fn attack_reads_outside_the_workspace() {
     ];
     let (results, requests) = run_calls(&sb, &calls, &[], |_| "deny");
     assert_eq!(requests.len(), 1, "{requests:?}");
-    assert!(
-        requests[0]["prompt"]
-            .as_str()
-            .unwrap()
-            .contains("outside the workspace")
-    );
+    assert!(requests[0].prompt.contains("outside the workspace"));
     for r in &results {
-        assert_eq!(r["is_error"], true, "{r}");
-        assert!(!result_text(r).contains("OUTSIDE"));
+        assert!(r.is_error, "{r:?}");
+        assert!(!result_text(&r.content).contains("OUTSIDE"));
     }
     assert!(
-        result_text(&results[1]).contains("SHARD_HOME"),
-        "{}",
+        result_text(&results[1].content).contains("SHARD_HOME"),
+        "{:?}",
         results[1]
     );
     assert!(
-        result_text(&results[3]).contains("environment file"),
-        "{}",
+        result_text(&results[3].content).contains("environment file"),
+        "{:?}",
         results[3]
     );
 }
@@ -259,7 +232,7 @@ fn headless_refusals_do_not_blame_a_person() {
     let sb = Sandbox::new();
     let calls = [("b1", "bash", json!({"command": "touch x"}))];
     let (results, _) = run_calls(&sb, &calls, &["--headless-policy", "deny"], |_| "deny");
-    let text = result_text(&results[0]);
+    let text = result_text(&results[0].content);
     assert!(!text.contains("The user denied"), "{text}");
     assert!(text.contains("No person saw"), "{text}");
 }
@@ -280,9 +253,9 @@ fn attack_edit_through_a_symlink_asks_with_the_target() {
     let (results, requests) = run_calls(&sb, &calls, &[], |_| "deny");
     let real = std::fs::canonicalize(elsewhere.join("x.txt")).unwrap();
     assert_eq!(requests.len(), 1);
-    let prompt = requests[0]["prompt"].as_str().unwrap();
+    let prompt = &requests[0].prompt;
     assert!(prompt.contains(&real.display().to_string()), "{prompt}");
-    assert_eq!(results[0]["is_error"], true);
+    assert!(results[0].is_error);
     assert_eq!(std::fs::read_to_string(&real).unwrap(), "old\n");
 }
 

@@ -5,9 +5,10 @@
 //! calls never reach a sandbox (the gate stops them first), so they hold on either
 //! sandbox path.
 
-use crate::gate::{result_text, run_calls};
+use crate::gate::{choice, run_calls};
 use crate::harness::*;
 use serde_json::{Value, json};
+use shard_protocol::event::{PermissionRequest, ToolResultEvent};
 
 /// Runs `lines` as `bash` calls (ids `c0`, `c1` …), answering each permission request
 /// with `answer(request)`.
@@ -15,8 +16,8 @@ fn run_lines(
     sb: &Sandbox,
     lines: &[&str],
     extra: &[&str],
-    answer: impl Fn(&Value) -> &'static str,
-) -> (Vec<Value>, Vec<Value>) {
+    answer: impl Fn(&PermissionRequest) -> &'static str,
+) -> (Vec<ToolResultEvent>, Vec<PermissionRequest>) {
     let ids: Vec<String> = (0..lines.len()).map(|i| format!("c{i}")).collect();
     let calls: Vec<(&str, &str, Value)> = ids
         .iter()
@@ -26,18 +27,16 @@ fn run_lines(
     run_calls(sb, &calls, extra, answer)
 }
 
-/// The choice `id` of a permission request, when offered.
-fn choice<'a>(req: &'a Value, id: &str) -> Option<&'a Value> {
-    req["choices"].as_array()?.iter().find(|c| c["id"] == id)
-}
-
 /// Runs `lines`, answering `allow_signature` to the first request and `deny` to every
 /// later one.
-fn grant_first_then_deny(sb: &Sandbox, lines: &[&str]) -> (Vec<Value>, Vec<Value>) {
+fn grant_first_then_deny(
+    sb: &Sandbox,
+    lines: &[&str],
+) -> (Vec<ToolResultEvent>, Vec<PermissionRequest>) {
     let first = std::cell::Cell::new(true);
     run_lines(sb, lines, &[], |req| {
         if first.replace(false) {
-            assert!(choice(req, "allow_signature").is_some(), "{req}");
+            assert!(choice(req, "allow_signature").is_some(), "{req:?}");
             "allow_signature"
         } else {
             "deny"
@@ -60,12 +59,12 @@ fn attack_locale_quoting_is_read_as_bash_reads_it() {
             "find . -e$'x'\"ec\" touch pwned \\;",
         ],
     );
-    assert_eq!(results[0]["is_error"], false, "{}", results[0]);
+    assert!(!results[0].is_error, "{:?}", results[0]);
     // The two `touch` lines ask again; the `git push` line is denied without a request.
     assert_eq!(requests.len(), 3, "{requests:?}");
     assert!(
-        result_text(&results[2]).contains("deny rule"),
-        "{}",
+        result_text(&results[2].content).contains("deny rule"),
+        "{:?}",
         results[2]
     );
     assert!(!sb.work().join("pwned").exists());
@@ -79,8 +78,8 @@ fn attack_locale_quoting_is_read_as_bash_reads_it() {
         |_| "deny",
     );
     assert!(requests.is_empty(), "{requests:?}");
-    assert_eq!(results[0]["is_error"], true, "{}", results[0]);
-    assert_eq!(results[1]["is_error"], false, "{}", results[1]);
+    assert!(results[0].is_error, "{:?}", results[0]);
+    assert!(!results[1].is_error, "{:?}", results[1]);
     assert!(!sb.work().join("pwned").exists());
 }
 
@@ -100,7 +99,11 @@ fn attack_grants_cover_only_what_the_person_saw() {
         let (_, requests) = grant_first_then_deny(&sb, &[seen, widened]);
         assert_eq!(requests.len(), 2, "{widened} ran under a grant for {seen}");
         assert!(sb.work().join("keep.txt").exists());
-        let scope = choice(&requests[0], "allow_signature").unwrap()["description"].to_string();
+        let scope = choice(&requests[0], "allow_signature")
+            .unwrap()
+            .description
+            .clone()
+            .unwrap_or_default();
         // The choice names the level the grant covers.
         let level: Vec<&str> = seen.split(' ').take(3).collect();
         assert!(scope.contains(&level.join(" ")), "{seen}: {scope}");
@@ -123,16 +126,16 @@ fn attack_trusted_files_always_ask() {
         "cp evil.sh .mcp.json",
     ];
     let (results, requests) = grant_first_then_deny(&sb, &lines);
-    assert_eq!(results[0]["is_error"], false, "{}", results[0]);
+    assert!(!results[0].is_error, "{:?}", results[0]);
     assert_eq!(
         requests.len(),
         lines.len(),
         "a trusted write ran under the cp grant"
     );
     for r in &requests[1..] {
-        assert!(choice(r, "allow_always").is_none(), "{r}");
-        assert!(choice(r, "allow_signature").is_none(), "{r}");
-        assert!(r["prompt"].as_str().unwrap().contains("trusts"), "{r}");
+        assert!(choice(r, "allow_always").is_none(), "{r:?}");
+        assert!(choice(r, "allow_signature").is_none(), "{r:?}");
+        assert!(r.prompt.contains("trusts"), "{r:?}");
     }
     assert!(!work.join(".git/hooks/pre-commit").exists());
     assert!(!work.join(".git/hooks/post-checkout").exists());
@@ -157,10 +160,10 @@ fn attack_trusted_files_always_ask() {
     );
     assert!(requests.is_empty(), "{requests:?}");
     for r in &results[..3] {
-        assert_eq!(r["is_error"], true, "{r}");
-        assert!(result_text(r).contains("trusts"), "{r}");
+        assert!(r.is_error, "{r:?}");
+        assert!(result_text(&r.content).contains("trusts"), "{r:?}");
     }
-    assert_eq!(results[3]["is_error"], false, "{}", results[3]);
+    assert!(!results[3].is_error, "{:?}", results[3]);
     assert!(work.join("out.txt").exists());
     assert!(!work.join(".git/hooks/pre-commit").exists());
     assert!(!work.join(".shard/agents/wide.md").exists());

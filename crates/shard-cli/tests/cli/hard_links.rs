@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::gate::{result_text, run_calls};
+use crate::gate::run_calls;
 use crate::harness::*;
 
 #[test]
@@ -37,15 +37,14 @@ fn a_hard_link_to_a_denied_file_is_neither_read_nor_written() {
     let (results, _) = run_calls(&sb, &calls, &[], |_| "allow");
     assert_eq!(results.len(), calls.len());
     for r in &results {
-        let id = r["tool_call_id"].as_str().unwrap();
-        let text = result_text(r);
-        assert!(!text.contains("TOPSECRET"), "leaked: {r}");
-        match id {
-            "plain" => assert_eq!(r["is_error"], false, "{r}"),
-            "grep" => assert!(!text.contains("notes.txt"), "{r}"),
+        let text = result_text(&r.content);
+        assert!(!text.contains("TOPSECRET"), "leaked: {r:?}");
+        match r.tool_call_id.as_str() {
+            "plain" => assert!(!r.is_error, "{r:?}"),
+            "grep" => assert!(!text.contains("notes.txt"), "{r:?}"),
             _ => {
-                assert_eq!(r["is_error"], true, "{r}");
-                assert!(text.contains("hard links"), "{r}");
+                assert!(r.is_error, "{r:?}");
+                assert!(text.contains("hard links"), "{r:?}");
             }
         }
     }

@@ -7,6 +7,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use shard_protocol::Event;
+use shard_protocol::decode::decode_event;
+use shard_protocol::event::{PermissionRequest, ToolResultEvent};
+use shard_protocol::types::AgentStatus;
 
 /// Generous: machines are shared and noisy; tests wait for events, not for time.
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -54,9 +58,13 @@ impl Sandbox {
 pub struct Agent {
     pub child: Child,
     stdin: Option<ChildStdin>,
-    events: Receiver<Value>,
+    events: Receiver<Result<(Value, Event), String>>,
     /// Every event received so far, in order.
     pub seen: Vec<Value>,
+    /// The same events as the protocol's type: every line a Runtime writes must decode
+    /// strictly as an [`Event`], so tests match typed events instead of raw JSON and a line
+    /// the protocol does not know fails the test that read it.
+    seen_typed: Vec<Event>,
     next_id: u64,
 }
 
@@ -108,11 +116,15 @@ impl Agent {
         let stdin = child.stdin.take();
         let (tx, rx) = channel();
         std::thread::spawn(move || {
+            // Decoded here, beside the Runtime, so a test's waits do not pay for it.
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                let v: Value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
-                if tx.send(v).is_err() {
+                let both = match (serde_json::from_str(&line), decode_event(line.as_bytes())) {
+                    (Ok(v), Ok(e)) => Ok((v, e)),
+                    (Err(e), _) => Err(format!("stdout line is not JSON ({e}): {line}")),
+                    (_, Err(e)) => Err(format!("not an event of the protocol ({e}): {line}")),
+                };
+                if tx.send(both).is_err() {
                     break;
                 }
             }
@@ -122,6 +134,7 @@ impl Agent {
             stdin,
             events: rx,
             seen: Vec::new(),
+            seen_typed: Vec::new(),
             next_id: 0,
         }
     }
@@ -146,13 +159,11 @@ impl Agent {
         self.stdin.take();
     }
 
-    /// The next event, failing the test after [`WAIT`].
-    pub fn next(&mut self) -> Value {
+    /// Receives the next event into `seen`, returning its index; fails the test after
+    /// [`WAIT`] or when the line is not an event of the protocol.
+    fn receive(&mut self) -> usize {
         match self.events.recv_timeout(WAIT) {
-            Ok(v) => {
-                self.seen.push(v.clone());
-                v
-            }
+            Ok(received) => self.record(received),
             Err(RecvTimeoutError::Timeout) => {
                 panic!("no event within {WAIT:?}; seen so far:\n{}", self.dump())
             }
@@ -162,8 +173,32 @@ impl Agent {
         }
     }
 
-    /// Reads events until one satisfies `pred`, returning it.
-    pub fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+    fn record(&mut self, received: Result<(Value, Event), String>) -> usize {
+        match received {
+            Ok((v, e)) => {
+                self.seen.push(v);
+                self.seen_typed.push(e);
+                self.seen.len() - 1
+            }
+            Err(why) => panic!("{why}\nseen so far:\n{}", self.dump()),
+        }
+    }
+
+    /// The next event, failing the test after [`WAIT`] or when it is not an event of the
+    /// protocol.
+    pub fn next(&mut self) -> Value {
+        let i = self.receive();
+        self.seen[i].clone()
+    }
+
+    /// The next event, typed.
+    pub fn next_event(&mut self) -> Event {
+        let i = self.receive();
+        self.seen_typed[i].clone()
+    }
+
+    /// Reads events until `pick` takes one (as JSON and typed), returning what it took.
+    fn until_map<T>(&mut self, pick: impl Fn(&Value, &Event) -> Option<T>) -> T {
         let deadline = Instant::now() + WAIT;
         loop {
             assert!(
@@ -171,27 +206,84 @@ impl Agent {
                 "condition not met; seen:\n{}",
                 self.dump()
             );
-            let v = self.next();
-            if pred(&v) {
-                return v;
+            let i = self.receive();
+            if let Some(t) = pick(&self.seen[i], &self.seen_typed[i]) {
+                return t;
             }
         }
     }
 
+    /// Reads events until one satisfies `pred`, returning it as JSON: for the rare check of
+    /// the line itself; match events with [`Agent::until_event`].
+    #[allow(dead_code)]
+    pub fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        self.until_map(|v, _| pred(v).then(|| v.clone()))
+    }
+
+    /// Reads events until `pick` takes one, returning what it took: typed matching, e.g.
+    /// `a.until_event(pick::turn_end)`.
+    pub fn until_event<T>(&mut self, pick: impl Fn(&Event) -> Option<T>) -> T {
+        self.until_map(|_, e| pick(e))
+    }
+
+    /// Sends a prompt and reads its turn to `turn_end`, answering every permission request
+    /// with the choice id `answer(request)`; returns the tool results and the requests.
+    pub fn answer_turn(
+        &mut self,
+        text: &str,
+        answer: impl Fn(&PermissionRequest) -> &'static str,
+    ) -> (Vec<ToolResultEvent>, Vec<PermissionRequest>) {
+        self.send(prompt(text));
+        let mut results = Vec::new();
+        let mut requests = Vec::new();
+        loop {
+            match self.next_event() {
+                Event::PermissionRequest(req) => {
+                    let choice = answer(&req);
+                    self.send(json!({"type": "permission_response", "request_id": req.request_id, "choice_id": choice}));
+                    requests.push(*req);
+                }
+                Event::ToolResult(r) => results.push(*r),
+                Event::TurnEnd(_) => return (results, requests),
+                _ => {}
+            }
+        }
+    }
+
+    /// Reads events until the agent reports `status: idle`.
+    pub fn until_idle(&mut self) {
+        self.until_event(|e| match e {
+            Event::Status(s) if s.status == AgentStatus::Idle => Some(()),
+            _ => None,
+        })
+    }
+
+    /// The first event received so far that `pick` takes.
+    pub fn find_seen<T>(&self, pick: impl Fn(&Event) -> Option<T>) -> Option<T> {
+        self.seen_typed.iter().find_map(pick)
+    }
+
+    /// Everything `pick` takes from the events received so far, in order.
+    pub fn all_seen<T>(&self, pick: impl Fn(&Event) -> Option<T>) -> Vec<T> {
+        self.seen_typed.iter().filter_map(pick).collect()
+    }
+
     pub fn until_type(&mut self, ty: &str) -> Value {
-        self.until(|v| v["type"] == ty)
+        self.until_map(|v, e| (e.type_name() == ty).then(|| v.clone()))
     }
 
     /// The response to command `id`.
     pub fn response(&mut self, id: &str) -> Value {
-        self.until(|v| v["type"] == "response" && v["id"] == id)
+        self.until_map(|v, e| {
+            matches!(e, Event::Response(r) if r.id.as_deref() == Some(id)).then(|| v.clone())
+        })
     }
 
     /// Reads to end of output (after stdin was closed) and waits for exit.
     pub fn finish(&mut self) -> std::process::ExitStatus {
         self.close_stdin();
-        while let Ok(v) = self.events.recv_timeout(WAIT) {
-            self.seen.push(v);
+        while let Ok(received) = self.events.recv_timeout(WAIT) {
+            self.record(received);
         }
         let deadline = Instant::now() + WAIT;
         loop {
@@ -204,9 +296,9 @@ impl Agent {
     }
 
     pub fn types_since(&self, start: usize) -> Vec<String> {
-        self.seen[start..]
+        self.seen_typed[start..]
             .iter()
-            .map(|v| v["type"].as_str().unwrap_or("?").to_string())
+            .map(|e| e.type_name().to_string())
             .collect()
     }
 
@@ -307,4 +399,70 @@ pub fn process_with_arg(arg: &str) -> Option<u32> {
         }
     }
     None
+}
+
+/// The events a `shard` process wrote to stdout (`shard agent`, `shard run --json`), each
+/// line decoded strictly into the protocol's [`Event`].
+pub fn events_of(stdout: &[u8]) -> Vec<Event> {
+    stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            decode_event(l)
+                .unwrap_or_else(|e| panic!("not an event ({e}): {}", String::from_utf8_lossy(l)))
+        })
+        .collect()
+}
+
+/// Typed pickers for [`Agent::until_event`], [`Agent::find_seen`] and
+/// [`Agent::all_seen`]: `a.until_event(pick::tool_result)`.
+pub mod pick {
+    use std::borrow::Borrow;
+
+    use shard_protocol::Event;
+    use shard_protocol::event::{
+        ErrorEvent, MessageComplete, Sync, ToolCallEvent, ToolResultEvent, TurnEnd, UiRequest,
+    };
+
+    /// `picker!(name, Variant, Payload)`: `name(e)` is a clone of the payload of `e` when it
+    /// is `Event::Variant` (boxed or not).
+    macro_rules! picker {
+        ($name:ident, $variant:ident, $ty:ty) => {
+            pub fn $name(e: &Event) -> Option<$ty> {
+                match e {
+                    Event::$variant(x) => Some(Borrow::<$ty>::borrow(x).clone()),
+                    _ => None,
+                }
+            }
+        };
+    }
+
+    picker!(sync, Sync, Sync);
+    picker!(message_complete, MessageComplete, MessageComplete);
+    picker!(tool_call, ToolCall, ToolCallEvent);
+    picker!(tool_result, ToolResult, ToolResultEvent);
+    picker!(turn_end, TurnEnd, TurnEnd);
+    picker!(error, Error, ErrorEvent);
+    picker!(ui_request, UiRequest, UiRequest);
+}
+
+/// The text of a tool result's content (its message when it is an error), for asserts.
+pub fn result_text(content: &shard_protocol::types::ToolResultContent) -> String {
+    use shard_protocol::types::ToolResultContent;
+    match content {
+        ToolResultContent::Text { text } => text.clone(),
+        ToolResultContent::Error { message } => message.clone(),
+        other => serde_json::to_string(other).unwrap(),
+    }
+}
+
+/// The text blocks of a message, joined.
+pub fn message_text(m: &shard_protocol::types::Message) -> String {
+    m.content
+        .iter()
+        .filter_map(|b| match b {
+            shard_protocol::types::ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
 }

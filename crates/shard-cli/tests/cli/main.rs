@@ -36,32 +36,28 @@ mod tui_kinds;
 mod workspaces;
 
 use harness::*;
-use serde_json::{Value, json};
+use serde_json::json;
+use shard_protocol::Event;
+use shard_protocol::error::ErrorCode;
+use shard_protocol::event::PendingRequest;
+use shard_protocol::types::{AgentStatus, UiKind};
 
 #[test]
 fn hello_then_sync_first() {
     let sb = Sandbox::new();
     let script = sb.script("s.json", json!({"turns": []}));
     let mut a = Agent::spawn(&sb, Some(&script), &[]);
-    let hello = a.next();
-    assert_eq!(hello["type"], "hello");
-    assert_eq!(hello["protocol_version"], "0.1.0");
-    assert!(
-        hello["capabilities"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("mode-switch"))
-    );
-    let sync = a.next();
-    assert_eq!(sync["type"], "sync");
-    assert_eq!(sync["status"], "idle");
-    assert_eq!(sync["mode"], "build");
-    assert!(
-        sync.get("agent_id").is_none(),
-        "direct connections omit agent_id"
-    );
-    assert!(sync["session_id"].as_str().unwrap().starts_with("sess-"));
-    assert_eq!(sync["live_window"]["messages"], json!([]));
+    let Event::Hello(hello) = a.next_event() else {
+        panic!("the first event is not hello:\n{}", a.dump())
+    };
+    assert_eq!(hello.protocol_version, "0.1.0");
+    assert!(hello.capabilities.iter().any(|c| c == "mode-switch"));
+    let sync = pick::sync(&a.next_event()).expect("sync right after hello");
+    assert_eq!(sync.status, AgentStatus::Idle);
+    assert_eq!(sync.mode, "build");
+    assert!(sync.agent_id.is_none(), "direct connections omit agent_id");
+    assert!(sync.session_id.unwrap().starts_with("sess-"));
+    assert!(sync.live_window.messages.is_empty());
     assert!(a.finish().success());
 }
 
@@ -81,7 +77,7 @@ fn turn_order_matches_the_pinned_complete_form() {
     let start = a.seen.len();
     let id = a.send(prompt("read the config"));
     a.until_type("turn_end");
-    a.until(|v| v["type"] == "status" && v["status"] == "idle");
+    a.until_idle();
     let mut types = a.types_since(start);
     types.dedup_by(|x, y| x == "message_delta" && y == "message_delta");
     assert_eq!(
@@ -109,53 +105,26 @@ fn turn_order_matches_the_pinned_complete_form() {
     assert_eq!(resp["id"], id);
     assert_eq!(resp["command"], "prompt");
     assert_eq!(resp["success"], true);
-    let call = a
-        .seen
-        .iter()
-        .find(|v| v["type"] == "tool_call")
-        .unwrap()
-        .clone();
-    assert_eq!(call["read_only"], true);
-    assert_eq!(call["args"]["path"], "config.json");
-    let result = a
-        .seen
-        .iter()
-        .find(|v| v["type"] == "tool_result")
-        .unwrap()
-        .clone();
-    assert_eq!(result["tool_call_id"], "tc1");
-    assert_eq!(result["is_error"], false);
-    assert!(
-        result["content"]["text"]
-            .as_str()
-            .unwrap()
-            .contains("debug")
-    );
+    let call = a.find_seen(pick::tool_call).unwrap();
+    assert_eq!(call.read_only, Some(true));
+    assert_eq!(call.args["path"], "config.json");
+    let result = a.find_seen(pick::tool_result).unwrap();
+    assert_eq!(result.tool_call_id, "tc1");
+    assert!(!result.is_error);
+    assert!(result_text(&result.content).contains("debug"));
     // Deltas concatenate to the completed message.
-    let last = a
-        .seen
-        .iter()
-        .rev()
-        .find(|v| v["type"] == "message_complete")
-        .unwrap()
-        .clone();
-    let mid = last["message_id"].as_str().unwrap();
+    let last = a.all_seen(pick::message_complete).pop().unwrap();
     let streamed: String = a
-        .seen
-        .iter()
-        .filter(|v| v["type"] == "message_delta" && v["message_id"] == mid)
-        .map(|v| v["text_delta"].as_str().unwrap_or(""))
-        .collect();
-    assert_eq!(last["message"]["content"][0]["text"], streamed);
+        .all_seen(|e| match e {
+            Event::MessageDelta(d) if d.message_id == last.message_id => d.text_delta.clone(),
+            _ => None,
+        })
+        .concat();
+    assert_eq!(message_text(&last.message), streamed);
     assert!(streamed.contains("debug"), "{streamed}");
-    let end = a
-        .seen
-        .iter()
-        .find(|v| v["type"] == "turn_end")
-        .unwrap()
-        .clone();
-    assert_eq!(end["usage"]["input"], 50);
-    assert_eq!(end["usage"]["output"], 17);
+    let usage = a.find_seen(pick::turn_end).unwrap().usage.unwrap();
+    assert_eq!(usage.input, 50);
+    assert_eq!(usage.output, 17);
     assert!(a.finish().success());
 }
 
@@ -178,10 +147,10 @@ fn abort_mid_stream_persists_the_partial_message() {
     let abort = a.send(json!({"type": "abort"}));
     let resp = a.response(&abort);
     assert_eq!(resp["success"], true);
-    let complete = a.until_type("message_complete");
-    assert_eq!(complete["message"]["content"][0]["text"], "first part ");
+    let complete = a.until_event(pick::message_complete);
+    assert_eq!(message_text(&complete.message), "first part ");
     a.until_type("turn_end");
-    a.until(|v| v["type"] == "status" && v["status"] == "idle");
+    a.until_idle();
     assert!(a.finish().success());
     let entries = transcript(&sb.session_file(&session));
     let assistant = entries
@@ -190,7 +159,7 @@ fn abort_mid_stream_persists_the_partial_message() {
         .unwrap();
     assert_eq!(assistant["aborted"], true);
     assert_eq!(assistant["message"]["content"][0]["text"], "first part ");
-    assert_eq!(assistant["id"], complete["message_id"]);
+    assert_eq!(assistant["id"], complete.message_id.as_str());
 }
 
 #[test]
@@ -217,9 +186,9 @@ fn abort_mid_tool_kills_the_command() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     a.send(json!({"type": "abort"}));
-    let result = a.until_type("tool_result");
-    assert_eq!(result["tool_call_id"], "b1");
-    assert_eq!(result["is_error"], true);
+    let result = a.until_event(pick::tool_result);
+    assert_eq!(result.tool_call_id, "b1");
+    assert!(result.is_error);
     a.until_type("turn_end");
     assert!(a.finish().success());
     assert!(!sb.work().join("late.txt").exists());
@@ -330,14 +299,11 @@ fn u2028_passes_through_untouched() {
     let mut a = Agent::spawn(&sb, Some(&script), &[]);
     a.until_type("sync");
     a.send(prompt("x\u{2028}y"));
-    let done = a.until(|v| v["type"] == "message_complete");
-    assert_eq!(done["message"]["content"][0]["text"], "a\u{2028}b\u{2029}c");
+    let done = a.until_event(pick::message_complete);
+    assert_eq!(message_text(&done.message), "a\u{2028}b\u{2029}c");
     let sync_id = a.send(json!({"type": "request_sync"}));
-    let sync = a.until_type("sync");
-    assert_eq!(
-        sync["live_window"]["messages"][0]["content"][0]["text"],
-        "x\u{2028}y"
-    );
+    let sync = a.until_event(pick::sync);
+    assert_eq!(message_text(&sync.live_window.messages[0]), "x\u{2028}y");
     assert_eq!(a.response(&sync_id)["success"], true);
     assert!(a.finish().success());
 }
@@ -421,15 +387,10 @@ fn plan_mode_refuses_a_write_without_a_tool_call_event() {
     a.until_type("turn_end");
     let types = a.types_since(start);
     assert!(!types.contains(&"tool_call".to_string()), "{}", a.dump());
-    let result = a.seen.iter().find(|v| v["type"] == "tool_result").unwrap();
-    assert_eq!(result["tool_call_id"], "w1");
-    assert_eq!(result["is_error"], true);
-    assert!(
-        result["content"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("plan")
-    );
+    let result = a.find_seen(pick::tool_result).unwrap();
+    assert_eq!(result.tool_call_id, "w1");
+    assert!(result.is_error);
+    assert!(result_text(&result.content).contains("plan"));
     assert!(!sb.work().join("out.txt").exists());
     assert!(a.finish().success());
 }
@@ -504,14 +465,9 @@ fn headless_deny_refuses_and_says_why() {
     a.until_type("turn_end");
     let types = a.types_since(start);
     assert!(!types.contains(&"permission_request".to_string()));
-    let result = a.seen.iter().find(|v| v["type"] == "tool_result").unwrap();
-    assert_eq!(result["is_error"], true);
-    assert!(
-        result["content"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("headless")
-    );
+    let result = a.find_seen(pick::tool_result).unwrap();
+    assert!(result.is_error);
+    assert!(result_text(&result.content).contains("headless"));
     assert!(a.finish().success());
 }
 
@@ -534,10 +490,10 @@ fn headless_allow_rule_lets_a_matching_command_run() {
     );
     a.until_type("sync");
     a.send(prompt("x"));
-    let first = a.until(|v| v["type"] == "tool_result" && v["tool_call_id"] == "b1");
-    assert_eq!(first["is_error"], false);
-    let second = a.until(|v| v["type"] == "tool_result" && v["tool_call_id"] == "b2");
-    assert_eq!(second["is_error"], true);
+    let first = a.until_event(|e| pick::tool_result(e).filter(|r| r.tool_call_id == "b1"));
+    assert!(!first.is_error);
+    let second = a.until_event(|e| pick::tool_result(e).filter(|r| r.tool_call_id == "b2"));
+    assert!(second.is_error);
     assert!(!sb.work().join("nope").exists());
     a.until_type("turn_end");
     assert!(a.finish().success());
@@ -633,12 +589,7 @@ fn session_list_marks_the_current_one() {
     );
     // Fork at this session's first prompt: a third session, listed with its provenance,
     // and the source transcript unchanged.
-    let first = b
-        .seen
-        .iter()
-        .find(|e| e["type"] == "message_complete")
-        .map(|e| e["message_id"].as_str().unwrap().to_string())
-        .unwrap();
+    let first = b.find_seen(pick::message_complete).unwrap().message_id;
     let before = std::fs::read(sb.session_file(&current)).unwrap();
     let fork = b.send(json!({"type": "session_op", "op": "fork",
                              "args": {"from_entry_id": first}}));
@@ -665,10 +616,9 @@ fn a_second_opener_of_the_session_gets_conflict() {
     a.until_type("sync");
     let mut b = Agent::spawn(&sb, None, &["--session", sid]);
     b.until_type("hello");
-    let err = b.next();
-    assert_eq!(err["type"], "error");
-    assert_eq!(err["code"], "CONFLICT");
-    assert_eq!(err["fatal"], true);
+    let err = pick::error(&b.next_event()).expect("an error right after hello");
+    assert_eq!(err.code, ErrorCode::Conflict);
+    assert_eq!(err.fatal, Some(true));
     assert!(!b.finish().success());
     assert!(a.finish().success());
 }
@@ -695,12 +645,13 @@ fn a_torn_last_line_is_set_aside() {
     f.write_all(br#"{"type":"message","id":"ent-tor"#).unwrap();
     drop(f);
     let mut b = Agent::spawn(&sb, Some(&script), &["--session", sid]);
-    let sync = b.until_type("sync");
-    assert_eq!(sync["live_window"]["messages"].as_array().unwrap().len(), 2);
-    let notice = b.next();
-    assert_eq!(notice["type"], "error", "the repair is reported: {notice}");
-    assert_eq!(notice["fatal"], false);
-    assert!(notice["message"].as_str().unwrap().contains("set aside"));
+    let sync = b.until_event(pick::sync);
+    assert_eq!(sync.live_window.messages.len(), 2);
+    let notice = b.next_event();
+    let notice =
+        pick::error(&notice).unwrap_or_else(|| panic!("the repair is reported: {notice:?}"));
+    assert_eq!(notice.fatal, Some(false));
+    assert!(notice.message.contains("set aside"));
     b.send(prompt("two"));
     b.until_type("turn_end");
     assert!(b.finish().success());
@@ -727,19 +678,14 @@ fn provider_errors_end_the_turn_cleanly() {
     let mut a = Agent::spawn(&sb, Some(&script), &[]);
     a.until_type("sync");
     a.send(prompt("x"));
-    let err = a.until_type("error");
-    assert_eq!(err["code"], "PROVIDER_ERROR");
-    assert!(
-        err["message"]
-            .as_str()
-            .unwrap()
-            .contains("upstream exploded")
-    );
+    let err = a.until_event(pick::error);
+    assert_eq!(err.code, ErrorCode::ProviderError);
+    assert!(err.message.contains("upstream exploded"));
     a.until_type("turn_end");
-    a.until(|v| v["type"] == "status" && v["status"] == "idle");
+    a.until_idle();
     a.send(prompt("again"));
-    let done = a.until_type("message_complete");
-    assert_eq!(done["message"]["content"][0]["text"], "recovered");
+    let done = a.until_event(pick::message_complete);
+    assert_eq!(message_text(&done.message), "recovered");
     assert!(a.finish().success());
 }
 
@@ -778,13 +724,12 @@ fn tool_processes_do_not_see_secrets() {
     drop(out.stdin.take());
     let output = out.wait_with_output().unwrap();
     let text = String::from_utf8(output.stdout).unwrap();
-    let result = text
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|v| v["type"] == "tool_result")
+    let result = events_of(text.as_bytes())
+        .iter()
+        .find_map(pick::tool_result)
         .expect("a tool_result");
-    assert_eq!(result["is_error"], false, "{result}");
-    let env_out = result["content"]["text"].as_str().unwrap();
+    assert!(!result.is_error, "{result:?}");
+    let env_out = result_text(&result.content);
     assert!(env_out.contains("PAGER=cat"));
     for secret in [
         "sk-ant-secret-value",
@@ -854,27 +799,34 @@ fn ui_requests_round_trip_through_ask_user() {
     let mut a = Agent::spawn(&sb, Some(&script), &[]);
     a.until_type("sync");
     a.send(prompt("decide"));
-    let req = a.until_type("ui_request");
-    assert_eq!(req["kind"], "select");
-    assert_eq!(req["options"], json!(["A", "B"]));
-    assert_eq!(req["message"], "Which one?");
+    let req = a.until_event(pick::ui_request);
+    assert_eq!(req.kind, UiKind::Select);
+    assert_eq!(req.options, Some(vec!["A".to_string(), "B".to_string()]));
+    assert_eq!(req.message.as_deref(), Some("Which one?"));
     assert!(
-        a.seen
-            .iter()
-            .any(|v| v["type"] == "status" && v["status"] == "waiting_for_ui"),
+        a.find_seen(|e| match e {
+            Event::Status(s) if s.status == AgentStatus::WaitingForUi => Some(()),
+            _ => None,
+        })
+        .is_some(),
         "{}",
         a.dump()
     );
     // The pending request is re-shown in a fresh sync.
     a.send(json!({"type": "request_sync"}));
-    let sync = a.until_type("sync");
-    assert_eq!(sync["pending_requests"][0]["type"], "ui_request");
-    assert_eq!(sync["pending_requests"][0]["request_id"], req["request_id"]);
+    let sync = a.until_event(pick::sync);
+    match &sync.pending_requests[..] {
+        [PendingRequest::Ui(u)] => assert_eq!(u.request_id, req.request_id),
+        other => panic!("the pending ui_request is not re-shown: {other:?}"),
+    }
     a.send(json!({"type": "ui_response", "request_id": "req-unknown", "value": "A"}));
-    a.send(json!({"type": "ui_response", "request_id": req["request_id"], "value": "B"}));
-    let resolved = a.until_type("ui_resolved");
-    assert_eq!(resolved["request_id"], req["request_id"]);
-    assert_eq!(resolved["value"], "B");
+    a.send(json!({"type": "ui_response", "request_id": req.request_id, "value": "B"}));
+    let resolved = a.until_event(|e| match e {
+        Event::UiResolved(r) => Some(r.clone()),
+        _ => None,
+    });
+    assert_eq!(resolved.request_id, req.request_id);
+    assert_eq!(resolved.value, json!("B"));
     let result = a.until_type("tool_result");
     assert_eq!(result["content"]["text"], "The user answered: B");
     let done = a.until_type("message_complete");

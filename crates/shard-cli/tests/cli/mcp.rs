@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use crate::harness::*;
 use serde_json::{Value, json};
+use shard_protocol::Event;
+use shard_protocol::event::{PermissionRequest, ToolResultEvent, ToolsChanged};
 
 /// A private copy of the test server, so each test can find its own process by path.
 pub(super) fn server_script(sb: &Sandbox) -> Option<PathBuf> {
@@ -36,9 +38,22 @@ fn user_server(sb: &Sandbox, script: &std::path::Path, extra: &str) {
     ));
 }
 
-/// Waits for the `tools_changed` that says server `t` is ready; returns it.
-fn ready(a: &mut Agent) -> Value {
-    a.until(|v| v["type"] == "tools_changed" && v["server"]["state"] == "ready")
+/// Waits for the `tools_changed` that says a server is ready; returns it.
+fn ready(a: &mut Agent) -> ToolsChanged {
+    a.until_event(|e| tools_changed(e).filter(|t| server_state(t) == Some("ready")))
+}
+
+/// A `tools_changed` event, typed.
+fn tools_changed(e: &Event) -> Option<ToolsChanged> {
+    match e {
+        Event::ToolsChanged(t) => Some(t.clone()),
+        _ => None,
+    }
+}
+
+/// The state of the server a `tools_changed` names.
+fn server_state(t: &ToolsChanged) -> Option<&str> {
+    t.server.as_ref().map(|s| s.state.as_str())
 }
 
 /// Writes `turns` as the model's script and starts an agent with `args`; returns it once
@@ -75,42 +90,22 @@ pub(super) fn mcp_list(sb: &Sandbox) -> Value {
 /// answering requests with `answer`.
 pub(super) fn turn(
     a: &mut Agent,
-    answer: impl Fn(&Value) -> &'static str,
-) -> (Vec<Value>, Vec<Value>) {
-    a.send(prompt("go"));
-    let mut results = Vec::new();
-    let mut requests = Vec::new();
-    loop {
-        let v = a.next();
-        match v["type"].as_str().unwrap_or_default() {
-            "permission_request" => {
-                let choice = answer(&v);
-                a.send(json!({"type": "permission_response", "request_id": v["request_id"], "choice_id": choice}));
-                requests.push(v);
-            }
-            "tool_result" => results.push(v),
-            "turn_end" => break,
-            _ => {}
-        }
-    }
-    (results, requests)
+    answer: impl Fn(&PermissionRequest) -> &'static str,
+) -> (Vec<ToolResultEvent>, Vec<PermissionRequest>) {
+    a.answer_turn("go", answer)
 }
 
 /// The first event already seen that matches, else the next one to arrive: a server's
 /// notice may come during a turn, before `turn_end`.
-fn seen_or_until(a: &mut Agent, pred: impl Fn(&Value) -> bool) -> Value {
-    match a.seen.iter().find(|v| pred(v)).cloned() {
-        Some(v) => v,
-        None => a.until(pred),
+fn seen_or_until<T>(a: &mut Agent, pick: impl Fn(&Event) -> Option<T>) -> T {
+    match a.find_seen(&pick) {
+        Some(t) => t,
+        None => a.until_event(pick),
     }
 }
 
-pub(super) fn text_of(r: &Value) -> String {
-    r["content"]["text"]
-        .as_str()
-        .or(r["content"]["message"].as_str())
-        .unwrap_or_default()
-        .to_string()
+pub(super) fn text_of(r: &ToolResultEvent) -> String {
+    result_text(&r.content)
 }
 
 #[test]
@@ -130,25 +125,20 @@ fn tools_appear_after_hello_and_read_only_call_runs_headless_write_is_denied() {
         ]}),
     );
     let mut a = Agent::spawn(&sb, Some(&s), &["--headless-policy", "deny"]);
-    assert_eq!(a.next()["type"], "hello");
-    assert_eq!(a.next()["type"], "sync");
+    assert!(matches!(a.next_event(), Event::Hello(_)));
+    assert!(matches!(a.next_event(), Event::Sync(_)));
     let r = ready(&mut a);
-    let tools: Vec<&str> = r["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
     assert!(
-        tools.contains(&"read") && tools.contains(&"mcp__t__echo"),
-        "{tools:?}"
+        r.tools.iter().any(|t| t == "read") && r.tools.iter().any(|t| t == "mcp__t__echo"),
+        "{:?}",
+        r.tools
     );
-    assert_eq!(r["server"]["name"], "t");
+    assert_eq!(r.server.unwrap().name, "t");
     let (results, requests) = turn(&mut a, |_| "deny");
     assert!(requests.is_empty());
     assert_eq!(text_of(&results[0]), "echo: hi");
-    assert_eq!(results[0]["is_error"], false);
-    assert_eq!(results[1]["is_error"], true);
+    assert!(!results[0].is_error);
+    assert!(results[1].is_error);
     assert!(
         text_of(&results[1]).contains("headless policy"),
         "{}",
@@ -186,10 +176,10 @@ fn a_client_answers_the_permission_and_allow_always_is_exact() {
         2,
         "e1 asks, e2 is granted, e3 (other input) asks"
     );
-    assert_eq!(requests[0]["tool_name"], "mcp__t__echo");
-    let details = requests[0]["details"].to_string();
+    assert_eq!(requests[0].tool_name, "mcp__t__echo");
+    let details = serde_json::to_string(&requests[0].details).unwrap();
     assert!(details.contains("readOnlyHint"), "{details}");
-    assert_eq!(requests[1]["input"]["text"], "two");
+    assert_eq!(requests[1].input["text"], "two");
     let texts: Vec<String> = results.iter().map(text_of).collect();
     assert_eq!(texts, vec!["echo: one", "echo: one", "echo: two"]);
     assert!(a.finish().success());
@@ -255,29 +245,31 @@ fn crash_mid_call_is_reported_and_restarted_and_a_hang_times_out() {
         "{}",
         text_of(&results[0])
     );
-    assert_eq!(results[1]["is_error"], true);
+    assert!(results[1].is_error);
     // Reported during the turn, which went on.
-    let failed = seen_or_until(&mut a, |v| {
-        v["type"] == "tools_changed" && v["server"]["state"] == "failed"
+    let failed = seen_or_until(&mut a, |e| {
+        tools_changed(e).filter(|t| server_state(t) == Some("failed"))
     });
-    assert_eq!(failed["server"]["restarting"], true);
+    let server = failed.server.clone().unwrap();
+    assert_eq!(server.restarting, Some(true));
     assert!(
-        failed["server"]["message"]
-            .as_str()
-            .unwrap()
+        server
+            .message
+            .as_deref()
+            .unwrap_or_default()
             .contains("crashing on purpose"),
-        "{failed}"
+        "{failed:?}"
     );
     assert!(
-        !failed["tools"].to_string().contains("mcp__t__"),
+        !failed.tools.iter().any(|t| t.contains("mcp__t__")),
         "its tools are gone"
     );
     let restarted = a
-        .seen
+        .all_seen(tools_changed)
         .iter()
         .rev()
-        .take_while(|v| v["server"]["state"] != "failed")
-        .any(|v| v["type"] == "tools_changed" && v["server"]["state"] == "ready");
+        .take_while(|t| server_state(t) != Some("failed"))
+        .any(|t| server_state(t) == Some("ready"));
     if !restarted {
         ready(&mut a);
     }
@@ -305,10 +297,10 @@ fn list_changed_adds_a_tool_live() {
     );
     let (results, _) = turn(&mut a, |_| "deny");
     assert_eq!(text_of(&results[0]), "added extra");
-    let changed = seen_or_until(&mut a, |v| {
-        v["type"] == "tools_changed" && v["tools"].to_string().contains("mcp__t__extra")
+    let changed = seen_or_until(&mut a, |e| {
+        tools_changed(e).filter(|t| t.tools.iter().any(|x| x.contains("mcp__t__extra")))
     });
-    assert_eq!(changed["server"]["state"], "ready");
+    assert_eq!(server_state(&changed), Some("ready"));
     let (results, _) = turn(&mut a, |_| "deny");
     assert_eq!(text_of(&results[0]), "extra ran");
     assert!(a.finish().success());
@@ -326,14 +318,10 @@ fn project_file_starts_only_once_approved_and_asks_again_when_changed() {
     let s = sb.script("s.json", json!({"turns": []}));
 
     let mut a = Agent::spawn(&sb, Some(&s), &["--headless-policy", "deny"]);
-    let n = a.until(|v| v["type"] == "tools_changed");
-    assert_eq!(n["server"]["state"], "not_approved");
-    assert!(
-        n["server"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("shard mcp approve")
-    );
+    let n = a.until_event(tools_changed);
+    let server = n.server.unwrap();
+    assert_eq!(server.state, "not_approved");
+    assert!(server.message.unwrap().contains("shard mcp approve"));
     assert!(a.finish().success());
 
     let out = shard(
@@ -348,8 +336,8 @@ fn project_file_starts_only_once_approved_and_asks_again_when_changed() {
     assert!(rows[0]["tools"].to_string().contains("mcp__p__echo"));
 
     let mut a = Agent::spawn(&sb, Some(&s), &["--headless-policy", "deny"]);
-    let n = a.until(|v| v["type"] == "tools_changed");
-    assert_eq!(n["server"]["state"], "ready");
+    let n = a.until_event(tools_changed);
+    assert_eq!(server_state(&n), Some("ready"));
     assert!(a.finish().success());
 
     // A changed file is a new file: not started until approved again.
@@ -515,8 +503,8 @@ fn third_party_servers_through_the_gate() {
     );
     let mut ready_servers = std::collections::BTreeSet::new();
     while ready_servers.len() < 4 {
-        let v = a.until(|v| v["type"] == "tools_changed" && v["server"]["state"] == "ready");
-        ready_servers.insert(v["server"]["name"].as_str().unwrap().to_string());
+        let t = ready(&mut a);
+        ready_servers.insert(t.server.unwrap().name);
     }
     let (results, _) = turn(&mut a, |_| "deny");
     let texts: Vec<String> = results.iter().map(text_of).collect();
@@ -530,16 +518,16 @@ fn third_party_servers_through_the_gate() {
         "read-only by config: {}",
         texts[1]
     );
-    assert_eq!(results[2]["is_error"], true, "write denied headless");
+    assert!(results[2].is_error, "write denied headless");
     assert!(!sb.work().join("x.txt").exists());
     assert!(
         texts[3].contains("from everything"),
         "headless allow glob: {}",
         texts[3]
     );
-    assert_eq!(results[4]["is_error"], false, "{}", results[4]);
-    assert_eq!(
-        results[5]["is_error"], true,
+    assert!(!results[4].is_error, "{:?}", results[4]);
+    assert!(
+        results[5].is_error,
         "git status is mutating unless configured"
     );
     assert!(a.finish().success());
@@ -582,72 +570,14 @@ fn third_party_http_server() {
         json!({"turns": [tool_turn("e1", "mcp__every__echo", json!({"message": "over http"})), text_turn("done")]}),
     );
     let mut a = Agent::spawn(&sb, Some(&s), &["--headless-policy", "deny"]);
-    a.until(|v| v["type"] == "tools_changed" && v["server"]["state"] == "ready");
+    ready(&mut a);
     let (results, _) = turn(&mut a, |_| "deny");
-    assert!(text_of(&results[0]).contains("over http"), "{}", results[0]);
-    assert!(a.finish().success());
-}
-
-#[test]
-fn shard_run_waits_for_its_servers_before_the_first_request() {
-    let sb = Sandbox::new();
-    let Some(script) = server_script(&sb) else {
-        return;
-    };
-    user_server(&sb, &script, "read_only_tools = [\"echo\"]\n");
-    let s = sb.script(
-        "s.json",
-        json!({"turns": [
-            tool_turn("e1", "mcp__t__echo", json!({"text": "from the first call"})),
-            text_turn("done")
-        ]}),
-    );
-    let out = shard(
-        &sb,
-        &[
-            "run",
-            "--provider",
-            "scripted",
-            "--script",
-            s.to_str().unwrap(),
-            "go",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert!(!stderr.contains("no tool named"), "{stderr}");
-    assert!(stderr.contains("from the first call"), "{stderr}");
-}
-
-#[test]
-fn a_late_or_failing_server_is_reported_and_the_turn_goes_on() {
-    let sb = Sandbox::new();
-    sb.config(
-        "[mcp]\nstartup_timeout = 1\n\
-         [mcp.servers.slow]\ncommand = \"sleep\"\nargs = [\"600\"]\n\
-         [mcp.servers.broken]\ncommand = \"false\"\n",
-    );
-    let s = sb.script("s.json", json!({"turns": [text_turn("answered anyway")]}));
-    let out = shard(
-        &sb,
-        &[
-            "run",
-            "--provider",
-            "scripted",
-            "--script",
-            s.to_str().unwrap(),
-            "go",
-        ],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert!(stdout.contains("answered anyway"), "{stdout}");
     assert!(
-        stderr.contains("mcp: server `slow` is late: not ready after 1 s"),
-        "{stderr}"
+        text_of(&results[0]).contains("over http"),
+        "{:?}",
+        results[0]
     );
-    assert!(stderr.contains("mcp: server `broken` failed"), "{stderr}");
+    assert!(a.finish().success());
 }
 
 #[test]
@@ -668,14 +598,14 @@ fn a_result_with_text_and_images_reaches_the_model_and_clients_as_both() {
     let (results, _) = turn(&mut a, |_| "allow");
     // Clients: the text as content, the images beside it; the TIFF is described.
     let r = &results[0];
-    assert_eq!(r["is_error"], false, "{r}");
+    assert!(!r.is_error, "{r:?}");
     let text = text_of(r);
     assert!(text.starts_with("Page title: Example"), "{text}");
     assert!(text.contains("[image: image/tiff, not shown:"), "{text}");
-    let images = r["images"].as_array().unwrap();
-    assert_eq!(images.len(), 2, "{r}");
-    assert_eq!(images[0]["mime_type"], "image/png");
-    assert_eq!(images[1]["mime_type"], "image/gif");
+    let images = r.images.as_ref().unwrap();
+    assert_eq!(images.len(), 2, "{r:?}");
+    assert_eq!(images[0].mime_type, "image/png");
+    assert_eq!(images[1].mime_type, "image/gif");
     // The model: one tool_result with both images and the text.
     let seen = api.requests();
     assert_eq!(seen.len(), 2);
@@ -704,10 +634,9 @@ fn a_result_with_text_and_images_reaches_the_model_and_clients_as_both() {
         std::fs::read_dir(sb.home().join("sessions"))
             .unwrap()
             .flatten()
-            .find(|e| e.file_name().to_string_lossy().starts_with("sess-"))
-            .unwrap()
-            .path()
-            .join("session.jsonl"),
+            .map(|e| e.path().join("session.jsonl"))
+            .find(|p| p.is_file())
+            .expect("a session folder with a transcript"),
     )
     .unwrap();
     assert!(transcript.contains("R0lGODlhAQABAAAAACw="));

@@ -2,6 +2,7 @@
 //! project's servers covers the scripts they run, not only `.mcp.json`.
 
 use serde_json::json;
+use shard_protocol::Event;
 
 use crate::harness::*;
 use crate::mcp::{mcp_list, server_script, text_of, turn};
@@ -47,11 +48,14 @@ fn a_project_server_runs_in_the_tool_sandbox() {
         eprintln!("skipped: the kernel's sandbox is incomplete here: {caps}");
         return;
     }
-    a.until(|v| v["type"] == "tools_changed" && v["server"]["state"] == "ready");
+    a.until_event(|e| match e {
+        Event::ToolsChanged(t) if t.server.as_ref().is_some_and(|s| s.state == "ready") => Some(()),
+        _ => None,
+    });
     let (results, _) = turn(&mut a, |_| "allow");
     assert!(a.finish().success());
-    let w3 = results.iter().find(|r| r["tool_call_id"] == "w3").unwrap();
-    assert_eq!(w3["is_error"], false, "inside the workspace works: {w3}");
+    let w3 = results.iter().find(|r| r.tool_call_id == "w3").unwrap();
+    assert!(!w3.is_error, "inside the workspace works: {w3:?}");
     assert_eq!(
         std::fs::read_to_string(sb.work().join("in.txt")).unwrap(),
         "in"
@@ -117,10 +121,13 @@ fn a_result_over_the_size_limit_is_an_error_at_once() {
         ]}),
     );
     let mut a = Agent::spawn(&sb, Some(&s), &[]);
-    a.until(|v| v["type"] == "tools_changed" && v["server"]["state"] == "ready");
+    a.until_event(|e| match e {
+        Event::ToolsChanged(t) if t.server.as_ref().is_some_and(|s| s.state == "ready") => Some(()),
+        _ => None,
+    });
     let (results, _) = turn(&mut a, |_| "allow");
     assert!(a.finish().success());
     let big = &results[0];
-    assert_eq!(big["is_error"], true, "{big}");
-    assert!(text_of(big).contains("limit"), "{big}");
+    assert!(big.is_error, "{big:?}");
+    assert!(text_of(big).contains("limit"), "{big:?}");
 }

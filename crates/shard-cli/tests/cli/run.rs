@@ -3,6 +3,7 @@
 use std::process::Command;
 
 use serde_json::{Value, json};
+use shard_protocol::Event;
 
 use crate::harness::*;
 
@@ -60,14 +61,10 @@ fn json_mode_prints_every_event_and_continue_resumes() {
         &["--json", "--provider", "scripted", "--script", s, "hi"],
     );
     assert!(out.status.success());
-    let events: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(events[0]["type"], "hello");
-    assert_eq!(events[1]["type"], "sync");
-    assert!(events.iter().any(|e| e["type"] == "turn_end"));
+    let events = events_of(&out.stdout);
+    assert!(matches!(events[0], Event::Hello(_)));
+    assert!(matches!(events[1], Event::Sync(_)));
+    assert!(events.iter().any(|e| matches!(e, Event::TurnEnd(_))));
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     let sid = stderr
         .split_whitespace()

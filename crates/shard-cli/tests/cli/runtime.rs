@@ -7,6 +7,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use shard_protocol::Event;
+use shard_protocol::event::DeltaKind;
 
 use crate::harness::*;
 use crate::mock::{self, MockApi};
@@ -224,7 +226,10 @@ fn abort_while_a_tool_call_streams_keeps_the_call_and_answers_it() {
     let mut a = Agent::spawn(&sb, Some(&script), &["--session", SID]);
     a.until_type("sync");
     a.send(prompt("go"));
-    a.until(|v| v["type"] == "message_delta" && v["kind"] == "tool_call");
+    a.until_event(|e| match e {
+        Event::MessageDelta(d) if d.kind == DeltaKind::ToolCall => Some(()),
+        _ => None,
+    });
     a.send(json!({"type": "abort"}));
     let complete = a.until_type("message_complete");
     assert!(

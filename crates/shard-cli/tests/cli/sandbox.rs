@@ -10,14 +10,6 @@ use crate::harness::*;
 /// A key that must never be seen outside the Runtime's own memory.
 const KEY: &str = "sk-ant-test-6f1c0ffee2sandbox";
 
-fn result_text(v: &Value) -> String {
-    v["content"]["text"]
-        .as_str()
-        .or_else(|| v["content"]["message"].as_str())
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// Runs one scripted `bash` call per command (each allowed when asked) and returns the
 /// results in order.
 pub(super) fn run_bash(
@@ -41,8 +33,8 @@ pub(super) fn run_bash(
         let req = a.until_type("permission_request");
         a.send(json!({"type": "permission_response", "request_id": req["request_id"], "decision": "allow"}));
         let id = format!("b{i}");
-        let r = a.until(|v| v["type"] == "tool_result" && v["tool_call_id"] == id.as_str());
-        out.push(result_text(&r));
+        let r = a.until_event(|e| pick::tool_result(e).filter(|r| r.tool_call_id == id));
+        out.push(result_text(&r.content));
     }
     a.until_type("turn_end");
     assert!(a.finish().success());
@@ -323,14 +315,8 @@ fn an_unknown_sandbox_setting_is_a_configuration_error() {
     sb.config("[sandbox]\nmode = \"sometimes\"\n");
     let script = sb.script("s.json", json!({"turns": []}));
     let mut a = Agent::spawn(&sb, Some(&script), &[]);
-    let err = a.until(|v| v["type"] == "error");
-    assert!(
-        err["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("sandbox"),
-        "{err}"
-    );
+    let err = a.until_event(pick::error);
+    assert!(err.message.contains("sandbox"), "{err:?}");
     let _ = a.finish();
 }
 
@@ -378,9 +364,9 @@ fn required_refuses_bash_when_namespaces_are_unavailable() {
     a.send(prompt("go"));
     let req = a.until_type("permission_request");
     a.send(json!({"type": "permission_response", "request_id": req["request_id"], "decision": "allow"}));
-    let r = a.until(|v| v["type"] == "tool_result" && v["tool_call_id"] == "b0");
-    let text = result_text(&r);
-    assert_eq!(r["is_error"], json!(true), "{r}");
+    let r = a.until_event(|e| pick::tool_result(e).filter(|r| r.tool_call_id == "b0"));
+    let text = result_text(&r.content);
+    assert!(r.is_error, "{r:?}");
     assert!(
         text.contains("the sandbox is required") && text.contains("namespaces"),
         "{text}"

@@ -410,7 +410,10 @@ fn a_killed_runtime_keeps_what_it_streamed() {
     let mut a = Agent::spawn(&sb, Some(&script), &["--session", SID]);
     a.until_type("sync");
     a.send(prompt("go"));
-    a.until(|v| v["type"] == "message_delta" && v.get("args_delta").is_some());
+    a.until_event(|e| match e {
+        Event::MessageDelta(d) if d.args_delta.is_some() => Some(()),
+        _ => None,
+    });
     a.child.kill().unwrap(); // SIGKILL
     a.child.wait().unwrap();
     drop(a);

@@ -55,22 +55,43 @@ fn client_types_check_with_tsc() {
         .arg(repo().join("tsconfig.json")));
 }
 
-#[test]
-fn browser_end_to_end_in_headless_chromium() {
+/// Chromium's path when it, node and playwright-core are all here; otherwise skips (with
+/// the reason printed) and returns None.
+fn chromium_for_tests() -> Option<String> {
     let chromium = std::env::var("SHARD_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     if !Path::new(&chromium).exists() {
         crate::skip::skip(&format!("{chromium} is absent (apt-get install chromium)"));
-        return;
+        return None;
     }
     if !has_node() || !repo().join("node_modules/playwright-core").exists() {
         crate::skip::skip(
             "node or node_modules/playwright-core is absent (run `npm ci` at the repo root)",
         );
-        return;
+        return None;
     }
+    Some(chromium)
+}
+
+#[test]
+fn browser_end_to_end_in_headless_chromium() {
+    let Some(chromium) = chromium_for_tests() else {
+        return;
+    };
     run(Command::new("node")
         .arg(repo().join("tests/browser/e2e.mjs"))
         .env("SHARD_BIN", env!("CARGO_BIN_EXE_shard"))
         .env("SHARD_CHROMIUM", &chromium)
         .env("SHARD_ARTIFACTS", repo().join("target/browser-artifacts")));
+}
+
+/// The recorded event streams (tests/fixtures/event-streams/) give the browser's reducer
+/// the same views as the Rust `AgentView` (crates/shard-client/tests/event_streams.rs).
+#[test]
+fn recorded_event_streams_give_the_same_view_in_the_browser() {
+    let Some(chromium) = chromium_for_tests() else {
+        return;
+    };
+    run(Command::new("node")
+        .arg(repo().join("tests/browser/event-streams.mjs"))
+        .env("SHARD_CHROMIUM", &chromium));
 }

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
+use shard_protocol::CommandSpec;
+use shard_protocol::command::kind;
 use shard_protocol::command::{AttachRole, ClientMessage, Command};
 use shard_protocol::event::{
     ActivityPhase, AgentActivity, AgentSpawned, AgentStatusChanged, DeltaKind, PendingRequest,
@@ -19,10 +21,7 @@ use shard_protocol::{Event, IncomingEvent, decode_event_lenient, ids, to_line};
 
 use super::state::{ConnEntry, ConnId, Inflight, LiveRuntime, PendingKind, Shared, State};
 
-/// Serializes an event as one frame.
-pub(crate) fn frame(event: &Event) -> Bytes {
-    Bytes::from(to_line(event))
-}
+pub(crate) use crate::wire::frame;
 
 /// Adds `"agent_id"` to a Runtime line without re-encoding it: ids are validated base32,
 /// so no escaping is needed, and the rest of the line is copied as is.
@@ -451,7 +450,10 @@ fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut
                 status,
                 info: info.clone(),
             };
-            responder.ok(serde_json::to_value(&data).ok());
+            match kind::AgentAttach::encode_response(&data) {
+                Ok(data) => responder.ok(data),
+                Err(e) => responder.fail(crate::reply::encode_failed(kind::AgentAttach::TYPE, &e)),
+            }
         }
         push(&st.conns, *conn, &sync_frame);
         att.awaiting_sync = false;

@@ -17,7 +17,6 @@ mod state;
 pub(crate) mod subscribe;
 mod supervisor;
 
-pub(crate) use broker::frame;
 pub(crate) use state::{ConnId, Shared};
 pub(crate) use supervisor::begin_shutdown;
 

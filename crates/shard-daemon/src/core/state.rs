@@ -263,10 +263,6 @@ pub(crate) struct Shared {
     pub(super) runtime_exited: tokio::sync::Notify,
     /// Every task that serves a client or does slow work for one; shutdown awaits them.
     pub(crate) tasks: tokio_util::task::TaskTracker,
-    /// Subagent jobs (their own lock; never taken while holding `state`'s).
-    pub(crate) jobs: crate::jobs::Jobs,
-    /// Workspace records (issue 17); their own module, not registry state.
-    pub(crate) workspaces: crate::workspaces::Registry,
     /// Bounds the Runtime generations starting at once (`max_concurrent_starts`).
     pub(super) start_slots: Arc<tokio::sync::Semaphore>,
 }
@@ -274,8 +270,6 @@ pub(crate) struct Shared {
 impl Shared {
     pub fn new(cfg: DaemonConfig, launcher: Arc<dyn RuntimeLauncher>) -> Self {
         let store = ManifestStore::new(&cfg.home);
-        let jobs = crate::jobs::Jobs::new(&cfg.home, cfg.launch_limits);
-        let workspaces = crate::workspaces::Registry::new(&cfg.home);
         let start_slots = Arc::new(tokio::sync::Semaphore::new(
             cfg.max_concurrent_starts.max(1),
         ));
@@ -290,8 +284,6 @@ impl Shared {
             shutdown: CancellationToken::new(),
             runtime_exited: tokio::sync::Notify::new(),
             tasks: tokio_util::task::TaskTracker::new(),
-            jobs,
-            workspaces,
         }
     }
 

@@ -8,13 +8,14 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 use shard_protocol::command::{AgentTarget, Command, Prompt, Steer};
-use shard_protocol::event::Event;
+use shard_protocol::event::{Event, Response};
 use shard_protocol::ids;
 use shard_protocol::jobs::{JobStrategy, RunState, RunUsage};
-use shard_protocol::responses::SteerOutcome;
+use shard_protocol::responses::{SteerData, SteerOutcome};
 use shard_protocol::types::{ContentBlock, Role};
 
-use crate::core::Shared;
+use super::Jobs;
+use super::catalog::StartClaim;
 use crate::core::subscribe::Topic;
 use crate::manifest::{AgentManifest, MANIFEST_VERSION};
 
@@ -22,26 +23,21 @@ use crate::manifest::{AgentManifest, MANIFEST_VERSION};
 const FINAL_TEXT_MAX: usize = 16 * 1024;
 
 /// Runs job `job_id` to its end.
-pub(crate) async fn run_job(shared: Arc<Shared>, job_id: String) {
-    let Some((strategy, n)) = shared
-        .jobs
-        .lock()
-        .jobs
-        .get(&job_id)
-        .map(|j| (j.strategy, j.runs.len()))
+pub(crate) async fn run_job(jobs: Arc<Jobs>, job_id: String) {
+    let Some((strategy, n)) = jobs.read(|c| c.job(&job_id).map(|j| (j.strategy, j.runs.len())))
     else {
         return;
     };
     match strategy {
         JobStrategy::Single | JobStrategy::Parallel => {
-            join_all((0..n).map(|i| run_one(&shared, &job_id, i, None))).await;
+            join_all((0..n).map(|i| run_one(&jobs, &job_id, i, None))).await;
         }
         JobStrategy::Chain => {
             let mut previous: Option<String> = None;
             for i in 0..n {
-                let (state, text) = run_one(&shared, &job_id, i, previous.take()).await;
+                let (state, text) = run_one(&jobs, &job_id, i, previous.take()).await;
                 if state != RunState::Completed {
-                    cancel_rest(&shared, &job_id, i + 1).await;
+                    cancel_rest(&jobs, &job_id, i + 1).await;
                     break;
                 }
                 previous = text;
@@ -51,25 +47,18 @@ pub(crate) async fn run_job(shared: Arc<Shared>, job_id: String) {
 }
 
 /// Cancels the queued runs of a chain from `from` on (a step failed or was stopped).
-async fn cancel_rest(shared: &Arc<Shared>, job_id: &str, from: usize) {
-    let n = shared
-        .jobs
-        .lock()
-        .jobs
-        .get(job_id)
-        .map_or(0, |j| j.runs.len());
+async fn cancel_rest(jobs: &Arc<Jobs>, job_id: &str, from: usize) {
+    let n = jobs.read(|c| c.job(job_id).map_or(0, |j| j.runs.len()));
     for i in from..n {
-        shared
-            .jobs
-            .transition(shared, job_id, i, |r| {
-                if r.state == RunState::Queued {
-                    r.state = RunState::Cancelled;
-                    r.error = Some("an earlier step of the chain did not complete".into());
-                    r.ended_at = Some(ids::now_millis());
-                }
-            })
-            .await;
-        let sh = Arc::clone(shared);
+        jobs.transition(job_id, i, |r| {
+            if r.state == RunState::Queued {
+                r.state = RunState::Cancelled;
+                r.error = Some("an earlier step of the chain did not complete".into());
+                r.ended_at = Some(ids::now_millis());
+            }
+        })
+        .await;
+        let sh = Arc::clone(jobs);
         let job = job_id.to_string();
         tokio::spawn(async move { report(&sh, &job, i).await });
     }
@@ -95,26 +84,20 @@ fn failed(error: impl Into<String>) -> Outcome {
 /// Runs run `index` (unless it was cancelled while queued); returns its end state and
 /// final text.
 async fn run_one(
-    shared: &Arc<Shared>,
+    jobs: &Arc<Jobs>,
     job_id: &str,
     index: usize,
     previous: Option<String>,
 ) -> (RunState, Option<String>) {
-    let cancel = {
-        let mut cat = shared.jobs.lock();
-        let Some(run) = cat.jobs.get(job_id).and_then(|j| j.runs.get(index)) else {
-            return (RunState::Failed, None);
-        };
-        if run.state != RunState::Queued {
-            return (run.state, run.final_text.clone());
-        }
-        let run_id = run.run_id.clone();
-        cat.live.entry(run_id).or_default().cancel.clone()
+    let at = (job_id.to_string(), index);
+    let cancel = match jobs.update(|c| c.claim_start(&at)) {
+        None => return (RunState::Failed, None),
+        Some(StartClaim::Settled(state, text)) => return (state, text),
+        Some(StartClaim::Queued(cancel)) => cancel,
     };
     // Only a run still queued starts: a stop may have cancelled it since the check above.
-    let now = shared
-        .jobs
-        .transition(shared, job_id, index, |r| {
+    let now = jobs
+        .transition(job_id, index, |r| {
             if r.state == RunState::Queued {
                 r.state = RunState::Starting;
                 r.started_at = Some(ids::now_millis());
@@ -124,11 +107,10 @@ async fn run_one(
     if now != Some(RunState::Starting) {
         return (now.unwrap_or(RunState::Failed), None);
     }
-    let outcome = execute(shared, job_id, index, previous, &cancel).await;
+    let outcome = execute(jobs, job_id, index, previous, &cancel).await;
     let text = outcome.final_text.clone();
-    let state = shared
-        .jobs
-        .transition(shared, job_id, index, |r| {
+    let state = jobs
+        .transition(job_id, index, |r| {
             r.state = outcome.state;
             r.final_text = outcome.final_text;
             r.usage = outcome.usage;
@@ -138,19 +120,18 @@ async fn run_one(
         .await
         .unwrap_or(RunState::Failed);
     // The report waits for the parent's Runtime; the job (a chain's next step) does not.
-    let sh = Arc::clone(shared);
+    let sh = Arc::clone(jobs);
     let job = job_id.to_string();
     tokio::spawn(async move { report(&sh, &job, index).await });
     (state, text)
 }
 
 /// The child's durable manifest for run `index`, built from the parent and the job.
-fn child_manifest(shared: &Shared, job_id: &str, index: usize) -> Result<AgentManifest, String> {
-    let (parent, agent_id, alias, model, provider, mode, tools) = {
-        let cat = shared.jobs.lock();
-        let job = cat.jobs.get(job_id).ok_or("the job is gone")?;
+fn child_manifest(jobs: &Jobs, job_id: &str, index: usize) -> Result<AgentManifest, String> {
+    let (parent, agent_id, alias, model, provider, mode, tools) = jobs.read(|c| {
+        let job = c.job(job_id).ok_or("the job is gone")?;
         let run = job.runs.get(index).ok_or("the run is gone")?;
-        (
+        Ok::<_, &str>((
             job.parent_agent_id.clone(),
             run.agent_id.clone(),
             run.alias.clone(),
@@ -158,18 +139,19 @@ fn child_manifest(shared: &Shared, job_id: &str, index: usize) -> Result<AgentMa
             job.provider.clone(),
             run.mode.clone().or(job.mode.clone()),
             run.tools.clone(),
-        )
-    };
-    let view = shared
+        ))
+    })?;
+    let view = jobs
+        .core
         .agent_view(&parent)
         .ok_or("the parent agent no longer exists")?;
     let pm = &view.manifest;
     // Checked again as the child materializes: the parent may have switched mode since
     // the job was accepted (a chain's later step, a relaunch), and its tools narrow the
     // child's whatever the record says.
-    let mode = super::handlers::child_mode(view.mode.as_deref(), mode.as_deref())
+    let mode = super::definitions::child_mode(view.mode.as_deref(), mode.as_deref())
         .map_err(|e| e.message)?;
-    let tools = super::handlers::child_tools(tools, pm.tools.as_deref());
+    let tools = super::definitions::child_tools(tools, pm.tools.as_deref());
     // A scripted parent's "model" is its script; children name their own (or inherit it).
     Ok(AgentManifest {
         version: MANIFEST_VERSION,
@@ -194,30 +176,24 @@ fn child_manifest(shared: &Shared, job_id: &str, index: usize) -> Result<AgentMa
 
 /// Materializes the child (first run of its Agent), prompts it and follows the turn.
 async fn execute(
-    shared: &Arc<Shared>,
+    jobs: &Arc<Jobs>,
     job_id: &str,
     index: usize,
     previous: Option<String>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Outcome {
-    let (agent_id, task) = {
-        let cat = shared.jobs.lock();
-        let Some(run) = cat.jobs.get(job_id).and_then(|j| j.runs.get(index)) else {
-            return failed("the run is gone");
-        };
-        (run.agent_id.clone(), run.task.clone())
+    let shared = &jobs.core;
+    let at = (job_id.to_string(), index);
+    let Some((agent_id, task, prompt)) = jobs.read(|c| {
+        c.run_at(&at)
+            .map(|r| (r.agent_id.clone(), r.task.clone(), r.system_prompt.clone()))
+    }) else {
+        return failed("the run is gone");
     };
     if shared.agent_view(&agent_id).is_none() {
-        let mut manifest = match child_manifest(shared, job_id, index) {
+        let mut manifest = match child_manifest(jobs, job_id, index) {
             Ok(m) => m,
             Err(e) => return failed(e),
-        };
-        let prompt = {
-            let cat = shared.jobs.lock();
-            cat.jobs
-                .get(job_id)
-                .and_then(|j| j.runs.get(index))
-                .and_then(|r| r.system_prompt.clone())
         };
         if let Some(prompt) = prompt {
             match write_prompt(&shared.cfg.home, &agent_id, prompt).await {
@@ -258,7 +234,7 @@ async fn execute(
         images: None,
         streaming_behavior: None,
     });
-    let client = shared.jobs.client(shared);
+    let client = jobs.client();
     let mut accepted = match client.send(shared, &agent_id, prompt) {
         Ok(rx) => rx,
         Err(e) => return failed(e.message),
@@ -274,13 +250,13 @@ async fn execute(
             _ = cancel.cancelled(), if !stopping => {
                 stopping = true;
                 let _ = client.send(shared, &agent_id, Command::Abort(AgentTarget { agent_id: None }));
-                escalate(shared, &agent_id);
+                escalate(jobs, &agent_id);
             }
             r = &mut accepted, if !accepted_done => {
                 accepted_done = true;
                 match r {
                     Ok(resp) if resp.success => {
-                        shared.jobs.transition(shared, job_id, index, |r| {
+                        jobs.transition(job_id, index, |r| {
                             if r.state == RunState::Starting {
                                 r.state = RunState::Active;
                             }
@@ -291,13 +267,13 @@ async fn execute(
                     }
                     Ok(resp) => {
                         let why = resp.error.map(|e| e.message).unwrap_or_else(|| "refused".into());
-                        return if stopping { cancelled(shared, job_id, index) } else { failed(format!("the child refused the task: {why}")) };
+                        return if stopping { cancelled(jobs, job_id, index) } else { failed(format!("the child refused the task: {why}")) };
                     }
                     Err(_) => return failed("the daemon lost the child's answer"),
                 }
             }
             _ = async { match exited.as_mut() { Some(rx) => { let _ = rx.await; } None => std::future::pending().await } } => {
-                return if stopping { cancelled(shared, job_id, index) } else { failed("the child's runtime exited before the task ended") };
+                return if stopping { cancelled(jobs, job_id, index) } else { failed("the child's runtime exited before the task ended") };
             }
             ev = sub.recv() => {
                 let Some(ev) = ev else {
@@ -306,10 +282,10 @@ async fn execute(
                 match ev {
                     Event::TurnStart(t) => {
                         turn_started = true;
-                        set_turn(shared, job_id, index, Some(t.turn_id));
+                        jobs.update(|c| c.set_turn(&at, Some(t.turn_id)));
                         // The turn can start (and end) before the prompt's answer is read
                         // here: a run always passes through `active`.
-                        shared.jobs.transition(shared, job_id, index, |r| {
+                        jobs.transition(job_id, index, |r| {
                             if r.state == RunState::Starting {
                                 r.state = RunState::Active;
                             }
@@ -326,7 +302,7 @@ async fn execute(
                     }
                     Event::Error(e) if e.fatal == Some(true) => fatal = Some(e.message),
                     Event::TurnEnd(t) if turn_started => {
-                        set_turn(shared, job_id, index, None);
+                        jobs.update(|c| c.set_turn(&at, None));
                         break t.usage.map(|u| RunUsage { input: u.input, output: u.output });
                     }
                     _ => {}
@@ -338,7 +314,7 @@ async fn execute(
         return Outcome {
             usage,
             final_text: last_text.map(bound),
-            ..cancelled(shared, job_id, index)
+            ..cancelled(jobs, job_id, index)
         };
     }
     match fatal {
@@ -374,15 +350,8 @@ async fn write_prompt(
 
 /// A cancelled run's outcome, with the canceller's reason (the parent's stop, a
 /// person's abort).
-fn cancelled(shared: &Shared, job_id: &str, index: usize) -> Outcome {
-    let reason = {
-        let cat = shared.jobs.lock();
-        cat.jobs
-            .get(job_id)
-            .and_then(|j| j.runs.get(index))
-            .and_then(|r| cat.live.get(&r.run_id))
-            .and_then(|l| l.stop_reason.clone())
-    };
+fn cancelled(jobs: &Jobs, job_id: &str, index: usize) -> Outcome {
+    let reason = jobs.read(|c| c.stop_reason(&(job_id.to_string(), index)));
     Outcome {
         state: RunState::Cancelled,
         final_text: None,
@@ -404,27 +373,16 @@ fn bound(mut s: String) -> String {
     s
 }
 
-fn set_turn(shared: &Shared, job_id: &str, index: usize, turn: Option<String>) {
-    let mut cat = shared.jobs.lock();
-    let run_id = cat
-        .jobs
-        .get(job_id)
-        .and_then(|j| j.runs.get(index))
-        .map(|r| r.run_id.clone());
-    if let Some(run_id) = run_id {
-        cat.live.entry(run_id).or_default().turn_id = turn;
-    }
-}
-
 /// abort → graceful → kill: when the turn has not ended after the kill grace, the
 /// Runtime is killed (which itself escalates SIGTERM → SIGKILL).
-fn escalate(shared: &Arc<Shared>, agent_id: &str) {
-    let shared = Arc::clone(shared);
+fn escalate(jobs: &Arc<Jobs>, agent_id: &str) {
+    let jobs = Arc::clone(jobs);
     let agent_id = agent_id.to_string();
     tokio::spawn(async move {
-        tokio::time::sleep(shared.cfg.kill_grace).await;
-        let still = shared.jobs.lock().leased(&agent_id);
-        if still && let Ok(Some(rx)) = shared.kill(&agent_id, false) {
+        tokio::time::sleep(jobs.core.cfg.kill_grace).await;
+        if jobs.leased(&agent_id)
+            && let Ok(Some(rx)) = jobs.core.kill(&agent_id, false)
+        {
             let _ = rx.await;
         }
     });
@@ -433,24 +391,13 @@ fn escalate(shared: &Arc<Shared>, agent_id: &str) {
 /// Delivers the completion report of run `index` to its parent: `steer` while the
 /// parent's turn is active, else `prompt`; a steer the turn did not take becomes a prompt.
 /// Marked `reported` once a Runtime accepted it.
-pub(crate) async fn report(shared: &Arc<Shared>, job_id: &str, index: usize) {
-    let Some((parent, text, run_id)) = ({
-        let mut cat = shared.jobs.lock();
-        let claim = cat.jobs.get(job_id).and_then(|j| {
-            let r = j.runs.get(index)?;
-            (r.state.is_terminal() && !r.reported).then(|| {
-                (
-                    j.parent_agent_id.clone(),
-                    report_text(job_id, r),
-                    r.run_id.clone(),
-                )
-            })
-        });
-        claim.filter(|(_, _, run_id)| cat.reporting.insert(run_id.clone()))
-    }) else {
+pub(crate) async fn report(jobs: &Arc<Jobs>, job_id: &str, index: usize) {
+    let shared = &jobs.core;
+    let Some((parent, run)) = jobs.update(|c| c.claim_report(&(job_id.to_string(), index))) else {
         return;
     };
-    let client = shared.jobs.client(shared);
+    let (text, run_id) = (report_text(job_id, &run), run.run_id);
+    let client = jobs.client();
     let active = shared.agent_view(&parent).is_some_and(|v| v.active);
     let mut delivered = false;
     if active {
@@ -464,7 +411,7 @@ pub(crate) async fn report(shared: &Arc<Shared>, job_id: &str, index: usize) {
             turn_id: None,
         });
         if let Ok(rx) = client.send(shared, &parent, steer) {
-            delivered = super::intervene::steer_outcome(rx.await.ok()) == SteerOutcome::Injected;
+            delivered = steer_outcome(rx.await.ok()) == SteerOutcome::Injected;
         }
     }
     if !delivered {
@@ -479,14 +426,20 @@ pub(crate) async fn report(shared: &Arc<Shared>, job_id: &str, index: usize) {
         }
     }
     if delivered {
-        shared
-            .jobs
-            .transition(shared, job_id, index, |r| r.reported = true)
-            .await;
+        jobs.transition(job_id, index, |r| r.reported = true).await;
     } else {
         tracing::warn!(job_id, index, "the parent did not take a completion report");
     }
-    shared.jobs.lock().reporting.remove(&run_id);
+    jobs.update(|c| c.end_report(&run_id));
+}
+
+/// What a strict steer's answer says; anything but `injected` (a refusal, a Runtime that
+/// died first) means the message is not in the turn.
+pub(crate) fn steer_outcome(resp: Option<Response>) -> SteerOutcome {
+    resp.filter(|r| r.success)
+        .and_then(|r| r.data)
+        .and_then(|d| serde_json::from_value::<SteerData>(d).ok())
+        .map_or(SteerOutcome::Conflict, |d| d.status)
 }
 
 /// The structured report a parent model reads (never the task text).

@@ -7,14 +7,19 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use shard_protocol::ErrorCode;
+use shard_protocol::command::kind;
 use shard_protocol::command::{
     Command, SubagentCreate, SubagentRelaunch, SubagentStatus, SubagentStop, SubagentWait, WaitMode,
 };
 use shard_protocol::ids;
 use shard_protocol::jobs::{JobStrategy, RunActor, RunState};
+use shard_protocol::responses::{
+    CreatedRun, SubagentAgentStatus, SubagentCreated, SubagentRelaunched, SubagentStatusData,
+};
 
+use super::Jobs;
+use super::catalog::{Catalog, Resolved};
 use super::record::{JOB_VERSION, JobRecord, RunRecord, states_add_up};
-use super::{Resolved, fold, fresh_alias, resolve_in, run_of_agent, spawn_job};
 use crate::core::{ConnId, Shared};
 use crate::principal::Principal;
 use crate::reply::{ProtocolError, Reply};
@@ -23,6 +28,10 @@ fn invalid(msg: impl Into<String>) -> ProtocolError {
     ProtocolError::new(ErrorCode::InvalidRequest, msg)
 }
 
+/// A reply built as JSON (`subagent.wait` and `subagent.stop`): their typed responses
+/// would order `subagent.wait`'s keys differently and leave out the `job_id: null`
+/// `subagent.stop` sends, so they keep the bytes they have always had. A value is
+/// already encoded: nothing can fail here.
 fn done(v: Value) -> Result<Reply, ProtocolError> {
     Ok(Reply::Done(Some(v)))
 }
@@ -44,36 +53,37 @@ fn authorize(shared: &Shared, conn: ConnId, parent: &str) -> Result<(), Protocol
 
 /// Dispatches one `subagent.*` command; slow ones come back as futures.
 pub(crate) fn handle(
-    shared: &Arc<Shared>,
+    jobs: &Arc<Jobs>,
     conn: ConnId,
     command: Command,
 ) -> futures::future::BoxFuture<'static, Result<Reply, ProtocolError>> {
-    let shared = Arc::clone(shared);
+    let jobs = Arc::clone(jobs);
+    let shared = Arc::clone(&jobs.core);
     Box::pin(async move {
         match command {
             Command::SubagentCreate(c) => {
                 authorize(&shared, conn, &c.parent_agent_id)?;
-                create(&shared, c).await
+                create(&jobs, c).await
             }
             Command::SubagentStatus(s) => {
                 authorize(&shared, conn, &s.parent_agent_id)?;
-                status(&shared, s)
+                status(&jobs, s)
             }
             Command::SubagentWait(w) => {
                 authorize(&shared, conn, &w.parent_agent_id)?;
-                wait(&shared, conn, w).await
+                wait(&jobs, conn, w).await
             }
             Command::SubagentStop(s) => {
                 authorize(&shared, conn, &s.parent_agent_id)?;
-                stop(&shared, s).await
+                stop(&jobs, s).await
             }
             Command::SubagentSteer(s) => {
                 authorize(&shared, conn, &s.parent_agent_id)?;
-                super::intervene::subagent_steer(&shared, s).await
+                super::intervene::subagent_steer(&jobs, s).await
             }
             Command::SubagentRelaunch(r) => {
                 authorize(&shared, conn, &r.parent_agent_id)?;
-                relaunch(&shared, r).await
+                relaunch(&jobs, r).await
             }
             other => Err(invalid(format!(
                 "`{}` is not a subagent command",
@@ -97,8 +107,9 @@ fn check_name(name: &str) -> Result<(), ProtocolError> {
     Ok(())
 }
 
-async fn create(shared: &Arc<Shared>, c: SubagentCreate) -> Result<Reply, ProtocolError> {
-    let parent = shared
+async fn create(jobs: &Arc<Jobs>, c: SubagentCreate) -> Result<Reply, ProtocolError> {
+    let parent = jobs
+        .core
         .agent_view(&c.parent_agent_id)
         .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "parent_agent_id names no agent"))?;
     if c.tasks.is_some() && (c.name.is_some() || c.task.is_some()) {
@@ -130,7 +141,7 @@ async fn create(shared: &Arc<Shared>, c: SubagentCreate) -> Result<Reply, Protoc
         }
         (None, None) => return Err(invalid("subagent.create needs task or tasks")),
     };
-    let limits = shared.jobs.limits;
+    let limits = jobs.limits;
     if tasks.len() > limits.max_tasks {
         return Err(invalid(format!(
             "launch_policy allows at most {} tasks per job",
@@ -155,27 +166,22 @@ async fn create(shared: &Arc<Shared>, c: SubagentCreate) -> Result<Reply, Protoc
     let cwd = std::path::PathBuf::from(&parent.manifest.cwd);
     let mut defs = Vec::new();
     for (name, _) in &tasks {
-        let def = super::definitions::find(&shared.cfg.home, &cwd, name).await?;
+        let def = super::definitions::find(&jobs.core.cfg.home, &cwd, name).await?;
         // A name that matches no definition is a `general` child under that name.
         let (def, definition_name) = match def {
             Some(d) => (d, Some(name.clone())),
             None => (super::definitions::general(), None),
         };
-        let mode = child_mode(
+        let mode = super::definitions::child_mode(
             parent.mode.as_deref(),
             c.mode.as_deref().or(def.mode.as_deref()),
         )?;
         defs.push((def, mode, definition_name));
     }
-    let mode = child_mode(parent.mode.as_deref(), c.mode.as_deref())?;
+    let mode = super::definitions::child_mode(parent.mode.as_deref(), c.mode.as_deref())?;
     let job_id = ids::new_id(ids::JOB);
     let created_at = ids::now_millis();
     let data = {
-        let mut cat = shared.jobs.lock();
-        let mut taken: Vec<String> = cat
-            .owned(&c.parent_agent_id)
-            .flat_map(|j| j.runs.iter().map(|r| fold(&r.alias)))
-            .collect();
         let runs: Vec<RunRecord> = tasks
             .into_iter()
             .zip(defs)
@@ -184,11 +190,15 @@ async fn create(shared: &Arc<Shared>, c: SubagentCreate) -> Result<Reply, Protoc
                 |(i, ((name, task), (def, run_mode, definition_name)))| RunRecord {
                     model: c.model.clone().or(def.model.clone()),
                     mode: run_mode,
-                    tools: child_tools(def.tools.clone(), parent.manifest.tools.as_deref()),
+                    tools: super::definitions::child_tools(
+                        def.tools.clone(),
+                        parent.manifest.tools.as_deref(),
+                    ),
                     system_prompt: (!def.prompt.is_empty()).then(|| def.prompt.clone()),
                     run_id: ids::new_id(ids::RUN),
                     index: i as u32,
-                    alias: fresh_alias(&name, &mut taken),
+                    // The catalog gives each run its alias as it adds the job.
+                    alias: String::new(),
                     definition_name,
                     display_name: def.description.clone(),
                     name,
@@ -220,138 +230,93 @@ async fn create(shared: &Arc<Shared>, c: SubagentCreate) -> Result<Reply, Protoc
             ended_at: None,
             relaunch: false,
         };
-        let data = json!({
-            "job_id": job_id,
-            "strategy": strategy,
-            "runs": job.runs.iter().map(created_run).collect::<Vec<_>>(),
-        });
-        cat.jobs.insert(job_id.clone(), job);
-        data
+        jobs.update(|c| {
+            let job = c.add(job);
+            SubagentCreated {
+                job_id: job_id.clone(),
+                strategy,
+                runs: job.runs.iter().map(created_run).collect(),
+            }
+        })
     };
-    if let Err(e) = shared.jobs.persist(&job_id).await {
-        shared.jobs.lock().jobs.remove(&job_id);
+    if let Err(e) = jobs.persist(&job_id).await {
+        jobs.update(|c| c.remove(&job_id));
         return Err(e);
     }
-    spawn_job(shared, job_id);
-    done(data)
+    jobs.spawn_job(job_id);
+    Reply::data::<kind::SubagentCreate>(&data)
 }
 
-/// A child never exceeds its parent's mode. A parent in `build` (or with no mode: the
-/// Runtime's default, which is `build`) may launch a child in any mode, since every other
-/// mode only narrows `build`; a parent in any other mode (`plan`, or a configured mode
-/// with its own tool list) gets children in exactly its own mode, because the daemon
-/// cannot tell whether a different narrowing is narrower.
-pub(super) fn child_mode(
-    parent: Option<&str>,
-    wanted: Option<&str>,
-) -> Result<Option<String>, ProtocolError> {
-    match (parent, wanted) {
-        (None | Some("build"), m) => Ok(m.map(str::to_string)),
-        (Some(p), None) => Ok(Some(p.to_string())),
-        (Some(p), Some(w)) if p == w => Ok(Some(p.to_string())),
-        (Some(p), Some(other)) => Err(ProtocolError::new(
-            ErrorCode::PermissionDenied,
-            format!("a parent in {p} mode cannot launch a child in {other} mode"),
-        )),
+fn created_run(r: &RunRecord) -> CreatedRun {
+    CreatedRun {
+        run_id: r.run_id.clone(),
+        index: r.index,
+        name: r.name.clone(),
+        state: RunState::Queued,
+        agent_id: r.agent_id.clone(),
+        alias: r.alias.clone(),
+        definition_name: r.definition_name.clone(),
+        display_name: r.display_name.clone(),
     }
 }
 
-/// A child's tool allow-list: its definition's, narrowed to its parent's (`None` on
-/// either side is no restriction from that side). Delegation never widens what the
-/// parent was given.
-pub(super) fn child_tools(
-    definition: Option<Vec<String>>,
-    parent: Option<&[String]>,
-) -> Option<Vec<String>> {
-    match (definition, parent) {
-        (None, p) => p.map(<[String]>::to_vec),
-        (Some(d), None) => Some(d),
-        (Some(d), Some(p)) => Some(d.into_iter().filter(|t| p.contains(t)).collect()),
+fn agent_entry(job_id: &str, parent: &str, r: &RunRecord) -> SubagentAgentStatus {
+    SubagentAgentStatus {
+        agent_id: r.agent_id.clone(),
+        alias: Some(r.alias.clone()),
+        definition_name: r.definition_name.clone(),
+        display_name: r.display_name.clone(),
+        parent_agent_id: Some(parent.to_string()),
+        run: Some(r.snapshot(job_id)),
     }
 }
 
-fn created_run(r: &RunRecord) -> Value {
-    without_nulls(json!({
-        "run_id": r.run_id, "index": r.index, "name": r.name, "state": "queued",
-        "agent_id": r.agent_id, "alias": r.alias,
-        "definition_name": r.definition_name, "display_name": r.display_name,
-    }))
+fn status(jobs: &Jobs, s: SubagentStatus) -> Result<Reply, ProtocolError> {
+    jobs.read(|cat| status_in(cat, &s))
 }
 
-/// Drops the absent optional fields (`definition_name` of a child that no definition
-/// describes): the protocol leaves them out rather than sending `null`.
-fn without_nulls(mut v: Value) -> Value {
-    if let Value::Object(map) = &mut v {
-        map.retain(|_, x| !x.is_null());
-    }
-    v
-}
-
-/// Every run a handle stands for at acceptance, as (job id, index).
-pub(super) fn runs_of(cat: &super::Catalog, parent: &str, r: &Resolved) -> Vec<(String, usize)> {
-    match r {
-        Resolved::Job(j) => cat
-            .jobs
-            .get(j)
-            .map(|job| (0..job.runs.len()).map(|i| (j.clone(), i)).collect())
-            .unwrap_or_default(),
-        Resolved::Run(j, i) => vec![(j.clone(), *i)],
-        Resolved::Agent(a) => run_of_agent(cat, parent, a).into_iter().collect(),
-    }
-}
-
-pub(super) fn run_at<'a>(cat: &'a super::Catalog, at: &(String, usize)) -> Option<&'a RunRecord> {
-    cat.jobs.get(&at.0).and_then(|j| j.runs.get(at.1))
-}
-
-fn agent_entry(job_id: &str, parent: &str, r: &RunRecord) -> Value {
-    without_nulls(json!({
-        "agent_id": r.agent_id, "alias": r.alias, "definition_name": r.definition_name,
-        "display_name": r.display_name, "parent_agent_id": parent,
-        "run": r.snapshot(job_id),
-    }))
-}
-
-fn status(shared: &Shared, s: SubagentStatus) -> Result<Reply, ProtocolError> {
-    let cat = shared.jobs.lock();
+fn status_in(cat: &Catalog, s: &SubagentStatus) -> Result<Reply, ProtocolError> {
     let parent = &s.parent_agent_id;
     match &s.targets {
         Some(targets) => {
             let mut agents = Vec::new();
             for t in targets {
-                let r = resolve_in(&cat, parent, t)?;
-                for at in runs_of(&cat, parent, &r) {
-                    if let Some(run) = run_at(&cat, &at) {
+                let r = cat.resolve(parent, t)?;
+                for at in cat.runs_of(parent, &r) {
+                    if let Some(run) = cat.run_at(&at) {
                         agents.push(agent_entry(&at.0, parent, run));
                     }
                 }
             }
-            done(json!({ "agents": agents }))
+            Reply::data::<kind::SubagentStatus>(&SubagentStatusData { agents, jobs: None })
         }
         None => {
-            let mut jobs: Vec<&JobRecord> = cat.owned(parent).collect();
-            jobs.reverse();
-            jobs.truncate(50);
+            let mut owned: Vec<&JobRecord> = cat.owned(parent).collect();
+            owned.reverse();
+            owned.truncate(50);
             let mut seen = std::collections::HashSet::new();
             let mut agents = Vec::new();
-            for j in &jobs {
+            for j in &owned {
                 for r in &j.runs {
                     if seen.insert(r.agent_id.clone()) {
-                        let at = run_of_agent(&cat, parent, &r.agent_id);
-                        if let Some(run) = at.as_ref().and_then(|at| run_at(&cat, at)) {
+                        let at = cat.run_of_agent(parent, &r.agent_id);
+                        if let Some(run) = at.as_ref().and_then(|at| cat.run_at(at)) {
                             let job = at.map(|a| a.0).unwrap_or_default();
                             agents.push(agent_entry(&job, parent, run));
                         }
                     }
                 }
             }
-            let jobs: Vec<_> = jobs.iter().map(|j| j.snapshot()).collect();
-            done(json!({ "agents": agents, "jobs": jobs }))
+            let jobs: Vec<_> = owned.iter().map(|j| j.snapshot()).collect();
+            Reply::data::<kind::SubagentStatus>(&SubagentStatusData {
+                agents,
+                jobs: Some(jobs),
+            })
         }
     }
 }
 
-async fn wait(shared: &Arc<Shared>, conn: ConnId, w: SubagentWait) -> Result<Reply, ProtocolError> {
+async fn wait(jobs: &Jobs, conn: ConnId, w: SubagentWait) -> Result<Reply, ProtocolError> {
     if w.handles.is_empty() {
         return Err(invalid(
             "handles must name at least one job, run, agent or alias",
@@ -365,30 +330,28 @@ async fn wait(shared: &Arc<Shared>, conn: ConnId, w: SubagentWait) -> Result<Rep
         None => None,
     };
     let mode = w.mode.unwrap_or_default();
-    let mut watch = shared.jobs.watch();
-    let targets: Vec<(String, usize)> = {
-        let cat = shared.jobs.lock();
+    let mut watch = jobs.watch();
+    let targets: Vec<(String, usize)> = jobs.read(|cat| {
         let mut v = Vec::new();
         for h in &w.handles {
-            let r = resolve_in(&cat, &w.parent_agent_id, h)?;
-            for at in runs_of(&cat, &w.parent_agent_id, &r) {
+            let r = cat.resolve(&w.parent_agent_id, h)?;
+            for at in cat.runs_of(&w.parent_agent_id, &r) {
                 if !v.contains(&at) {
                     v.push(at);
                 }
             }
         }
-        v
-    };
+        Ok::<_, ProtocolError>(v)
+    })?;
     let gone = || ProtocolError::new(ErrorCode::Conflict, "the waiter's connection closed");
-    let outbox = shared.conn_outbox(conn).ok_or_else(gone)?;
+    let outbox = jobs.core.conn_outbox(conn).ok_or_else(gone)?;
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     loop {
         // A wake reads states only; the answer (snapshots) is built once, when it is due.
-        let answer = {
-            let cat = shared.jobs.lock();
+        let answer = jobs.read(|cat| {
             let states: Vec<RunState> = targets
                 .iter()
-                .filter_map(|at| run_at(&cat, at).map(|r| r.state))
+                .filter_map(|at| cat.run_at(at).map(|r| r.state))
                 .collect();
             let terminal = states.iter().filter(|s| s.is_terminal()).count();
             let finished = match mode {
@@ -399,7 +362,7 @@ async fn wait(shared: &Arc<Shared>, conn: ConnId, w: SubagentWait) -> Result<Rep
             (finished || timed_out).then(|| {
                 let snaps: Vec<_> = targets
                     .iter()
-                    .filter_map(|at| run_at(&cat, at).map(|r| r.snapshot(&at.0)))
+                    .filter_map(|at| cat.run_at(at).map(|r| r.snapshot(&at.0)))
                     .collect();
                 let per_run: Vec<_> = states
                     .iter()
@@ -411,7 +374,7 @@ async fn wait(shared: &Arc<Shared>, conn: ConnId, w: SubagentWait) -> Result<Rep
                 };
                 json!({ "aggregate_state": aggregate, "runs": snaps, "timed_out": timed_out })
             })
-        };
+        });
         if let Some(data) = answer {
             return done(data);
         }
@@ -431,169 +394,67 @@ async fn wait(shared: &Arc<Shared>, conn: ConnId, w: SubagentWait) -> Result<Rep
     }
 }
 
-async fn stop(shared: &Arc<Shared>, s: SubagentStop) -> Result<Reply, ProtocolError> {
-    let (job_of_handle, targets) = {
-        let cat = shared.jobs.lock();
-        let r = resolve_in(&cat, &s.parent_agent_id, &s.handle)?;
+async fn stop(jobs: &Arc<Jobs>, s: SubagentStop) -> Result<Reply, ProtocolError> {
+    let (job_of_handle, targets) = jobs.read(|cat| {
+        let r = cat.resolve(&s.parent_agent_id, &s.handle)?;
         let job = match &r {
             Resolved::Job(j) | Resolved::Run(j, _) => Some(j.clone()),
             Resolved::Agent(_) => None,
         };
-        (job, runs_of(&cat, &s.parent_agent_id, &r))
-    };
+        Ok::<_, ProtocolError>((job, cat.runs_of(&s.parent_agent_id, &r)))
+    })?;
     if let Some(j) = &job_of_handle
         && s.handle.starts_with("job-")
-        && let Some(job) = shared.jobs.lock().jobs.get_mut(j)
     {
-        job.stopped_at.get_or_insert(ids::now_millis());
+        jobs.update(|c| c.mark_stopped(j));
     }
     let mut cancelled = Vec::new();
     let mut job_id = job_of_handle;
     for (j, i) in targets {
         let reason = "stopped by the parent";
-        let state = super::intervene::cancel_run(shared, &j, i, reason, RunActor::Parent).await;
+        let state = super::intervene::cancel_run(jobs, &j, i, reason, RunActor::Parent).await;
         let Some(state) = state else { continue };
-        let (run_id, agent_id) = {
-            let cat = shared.jobs.lock();
-            match cat.jobs.get(&j).and_then(|job| job.runs.get(i)) {
-                Some(r) => (r.run_id.clone(), r.agent_id.clone()),
-                None => continue,
-            }
+        let at = (j.clone(), i);
+        let Some((run_id, agent_id)) = jobs.read(|c| {
+            c.run_at(&at)
+                .map(|r| (r.run_id.clone(), r.agent_id.clone()))
+        }) else {
+            continue;
         };
         job_id.get_or_insert(j.clone());
         cancelled.push(json!({ "run_id": run_id, "agent_id": agent_id, "state": state }));
     }
     // A persisted stopped_at even when every run had already ended.
     if let Some(j) = &job_id {
-        shared.jobs.persist(j).await?;
+        jobs.persist(j).await?;
     }
     done(json!({ "cancelled": cancelled, "job_id": job_id }))
 }
 
-async fn relaunch(shared: &Arc<Shared>, r: SubagentRelaunch) -> Result<Reply, ProtocolError> {
+async fn relaunch(jobs: &Arc<Jobs>, r: SubagentRelaunch) -> Result<Reply, ProtocolError> {
     if r.task.trim().is_empty() {
         return Err(invalid("relaunch needs a task"));
     }
     let job_id = ids::new_id(ids::JOB);
-    let data = {
-        let mut cat = shared.jobs.lock();
-        let res = resolve_in(&cat, &r.parent_agent_id, &r.target)?;
-        let agent_id = match &res {
-            Resolved::Agent(a) => a.clone(),
-            Resolved::Run(..) => runs_of(&cat, &r.parent_agent_id, &res)
-                .first()
-                .and_then(|at| run_at(&cat, at))
-                .map(|run| run.agent_id.clone())
-                .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no such run"))?,
-            Resolved::Job(_) => {
-                return Err(invalid(
-                    "relaunch targets a child agent, run or alias, not a job",
-                ));
-            }
-        };
-        if cat.leased(&agent_id) {
-            return Err(ProtocolError::new(
-                ErrorCode::Conflict,
-                "the child has a queued or active run; stop it or wait first",
-            ));
-        }
-        let at = run_of_agent(&cat, &r.parent_agent_id, &agent_id)
-            .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no such child"))?;
-        let (last, job) = match (run_at(&cat, &at), cat.jobs.get(&at.0)) {
-            (Some(l), Some(j)) => (l.clone(), j.clone()),
-            _ => return Err(ProtocolError::new(ErrorCode::NotFound, "no such child")),
-        };
-        let run = RunRecord {
-            run_id: ids::new_id(ids::RUN),
-            index: 0,
-            task: r.task,
+    let data = jobs.update(|c| {
+        let job = c.relaunch(&r.parent_agent_id, &r.target, r.task, &job_id)?;
+        let run = job.runs.first().ok_or_else(|| {
+            ProtocolError::new(ErrorCode::InternalError, "a relaunch without a run")
+        })?;
+        Ok::<_, ProtocolError>(SubagentRelaunched {
+            job_id: job_id.clone(),
+            run_id: run.run_id.clone(),
+            agent_id: run.agent_id.clone(),
+            alias: run.alias.clone(),
+            definition_name: run.definition_name.clone(),
+            display_name: run.display_name.clone(),
             state: RunState::Queued,
-            final_text: None,
-            usage: None,
-            error: None,
-            started_at: None,
-            ended_at: None,
-            reported: false,
-            steers: 0,
-            last_action: None,
-            ..last
-        };
-        let data = without_nulls(json!({
-            "job_id": job_id, "run_id": run.run_id, "agent_id": run.agent_id, "alias": run.alias,
-            "definition_name": run.definition_name, "display_name": run.display_name,
-            "state": "queued",
-        }));
-        cat.jobs.insert(
-            job_id.clone(),
-            JobRecord {
-                version: JOB_VERSION,
-                job_id: job_id.clone(),
-                parent_agent_id: r.parent_agent_id.clone(),
-                strategy: JobStrategy::Single,
-                runs: vec![run],
-                model: job.model,
-                provider: job.provider,
-                mode: job.mode,
-                stopped_at: None,
-                created_at: ids::now_millis(),
-                ended_at: None,
-                relaunch: true,
-            },
-        );
-        data
-    };
-    if let Err(e) = shared.jobs.persist(&job_id).await {
-        shared.jobs.lock().jobs.remove(&job_id);
+        })
+    })?;
+    if let Err(e) = jobs.persist(&job_id).await {
+        jobs.update(|c| c.remove(&job_id));
         return Err(e);
     }
-    spawn_job(shared, job_id);
-    done(data)
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-    use super::*;
-
-    fn v(s: &[&str]) -> Vec<String> {
-        s.iter().map(|t| t.to_string()).collect()
-    }
-
-    #[test]
-    fn a_child_gets_at_most_its_parents_tools() {
-        let parent = v(&["read", "subagent"]);
-        assert_eq!(
-            child_tools(Some(v(&["bash", "read"])), Some(&parent)),
-            Some(v(&["read"]))
-        );
-        assert_eq!(child_tools(None, Some(&parent)), Some(parent.clone()));
-        assert_eq!(child_tools(Some(v(&["bash"])), None), Some(v(&["bash"])));
-        assert_eq!(child_tools(Some(v(&["bash"])), Some(&parent)), Some(v(&[])));
-        assert_eq!(child_tools(None, None), None);
-    }
-
-    #[test]
-    fn a_child_is_never_in_a_looser_mode() {
-        assert_eq!(
-            child_mode(None, Some("plan")).unwrap().as_deref(),
-            Some("plan")
-        );
-        assert_eq!(child_mode(Some("build"), None).unwrap(), None);
-        assert_eq!(
-            child_mode(Some("plan"), None).unwrap().as_deref(),
-            Some("plan")
-        );
-        assert_eq!(
-            child_mode(Some("docs"), None).unwrap().as_deref(),
-            Some("docs")
-        );
-        assert_eq!(
-            child_mode(Some("docs"), Some("docs")).unwrap().as_deref(),
-            Some("docs")
-        );
-        for (parent, wanted) in [("plan", "build"), ("docs", "build"), ("docs", "plan")] {
-            let e = child_mode(Some(parent), Some(wanted)).unwrap_err();
-            assert_eq!(e.code, ErrorCode::PermissionDenied);
-        }
-    }
+    jobs.spawn_job(job_id);
+    Reply::data::<kind::SubagentRelaunch>(&data)
 }

@@ -7,71 +7,61 @@
 use std::sync::Arc;
 
 use shard_protocol::ErrorCode;
-use shard_protocol::command::{Command, Steer, SubagentSteer};
-use shard_protocol::event::Response;
+use shard_protocol::command::{Command, Steer, SubagentSteer, kind};
 use shard_protocol::ids;
 use shard_protocol::jobs::{RunAction, RunActionKind, RunActor, RunState};
-use shard_protocol::responses::{SteerData, SteerOutcome, SubagentSteerData};
+use shard_protocol::responses::{SteerOutcome, SubagentSteerData};
 use shard_protocol::types::Image;
 
-use super::handlers::{run_at, runs_of};
-use super::{Resolved, resolve_in};
-use crate::core::{ConnId, Shared};
+use super::Jobs;
+use super::catalog::Resolved;
+use crate::core::ConnId;
 use crate::reply::{ProtocolError, Reply};
-
-/// What a strict steer's answer says; anything but `injected` (a refusal, a Runtime that
-/// died first) means the message is not in the turn.
-pub(crate) fn steer_outcome(resp: Option<Response>) -> SteerOutcome {
-    resp.filter(|r| r.success)
-        .and_then(|r| r.data)
-        .and_then(|d| serde_json::from_value::<SteerData>(d).ok())
-        .map_or(SteerOutcome::Conflict, |d| d.status)
-}
-
-fn reply<T: serde::Serialize>(v: &T) -> Result<Reply, ProtocolError> {
-    Ok(Reply::Done(serde_json::to_value(v).ok()))
-}
 
 /// `subagent.steer`.
 pub(crate) async fn subagent_steer(
-    shared: &Arc<Shared>,
+    jobs: &Arc<Jobs>,
     s: SubagentSteer,
 ) -> Result<Reply, ProtocolError> {
-    let at = {
-        let cat = shared.jobs.lock();
-        let r = resolve_in(&cat, &s.parent_agent_id, &s.target)?;
+    let at = jobs.read(|c| {
+        let r = c.resolve(&s.parent_agent_id, &s.target)?;
         if matches!(r, Resolved::Job(_)) {
             return Err(ProtocolError::new(
                 ErrorCode::InvalidRequest,
                 "steer targets a run, a child agent or an alias, not a job",
             ));
         }
-        runs_of(&cat, &s.parent_agent_id, &r)
+        c.runs_of(&s.parent_agent_id, &r)
             .into_iter()
             .next()
-            .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no run for that target"))?
-    };
-    let data = steer_run(shared, &at.0, at.1, s.message, None, RunActor::Parent).await?;
-    reply(&data)
+            .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no run for that target"))
+    })?;
+    let data = steer_run(jobs, &at.0, at.1, s.message, None, RunActor::Parent).await?;
+    Reply::data::<kind::SubagentSteer>(&data)
 }
 
 /// Steers run `index` of `job_id` strictly into its current turn and records the outcome.
 /// A run that is not executing a turn is `CONFLICT`.
 async fn steer_run(
-    shared: &Arc<Shared>,
+    jobs: &Arc<Jobs>,
     job_id: &str,
     index: usize,
     message: String,
     images: Option<Vec<Image>>,
     by: RunActor,
 ) -> Result<SubagentSteerData, ProtocolError> {
-    let (run_id, agent_id, state, turn_id) = {
-        let cat = shared.jobs.lock();
-        let run = run_at(&cat, &(job_id.to_string(), index))
-            .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no run for that target"))?;
-        let turn = cat.live.get(&run.run_id).and_then(|l| l.turn_id.clone());
-        (run.run_id.clone(), run.agent_id.clone(), run.state, turn)
-    };
+    let at = (job_id.to_string(), index);
+    let (run_id, agent_id, state, turn_id) = jobs
+        .read(|c| {
+            let run = c.run_at(&at)?;
+            Some((
+                run.run_id.clone(),
+                run.agent_id.clone(),
+                run.state,
+                c.turn_of(&at),
+            ))
+        })
+        .ok_or_else(|| ProtocolError::new(ErrorCode::NotFound, "no run for that target"))?;
     let Some(turn_id) = turn_id.filter(|_| state == RunState::Active) else {
         return Err(ProtocolError::new(
             ErrorCode::Conflict,
@@ -82,8 +72,8 @@ async fn steer_run(
     let correlation_id = format!("steer-{}", ids::new_id(ids::REQUEST));
     // The child's Runtime takes the message into this very turn at its next provider
     // boundary, or drops it and says so; it never waits for a later turn.
-    let rx = shared.jobs.client(shared).send(
-        shared,
+    let rx = jobs.client().send(
+        &jobs.core,
         &agent_id,
         Command::Steer(Steer {
             agent_id: None,
@@ -93,22 +83,20 @@ async fn steer_run(
             turn_id: Some(turn_id.clone()),
         }),
     )?;
-    let status = steer_outcome(rx.await.ok());
+    let status = super::coordinator::steer_outcome(rx.await.ok());
     let action = RunAction {
         action: RunActionKind::Steer,
         by,
         status: Some(status),
         at: ids::now_millis(),
     };
-    shared
-        .jobs
-        .transition(shared, job_id, index, |r| {
-            if status == SteerOutcome::Injected {
-                r.steers += 1;
-            }
-            r.last_action = Some(action);
-        })
-        .await;
+    jobs.transition(job_id, index, |r| {
+        if status == SteerOutcome::Injected {
+            r.steers += 1;
+        }
+        r.last_action = Some(action);
+    })
+    .await;
     Ok(SubagentSteerData {
         status,
         run_id,
@@ -123,34 +111,21 @@ async fn steer_run(
 /// its coordinator (abort → graceful → kill). Returns the state cancellation found, or
 /// `None` when the run had ended.
 pub(crate) async fn cancel_run(
-    shared: &Arc<Shared>,
+    jobs: &Arc<Jobs>,
     job_id: &str,
     index: usize,
     reason: &str,
     by: RunActor,
 ) -> Option<RunState> {
-    let state = {
-        let mut cat = shared.jobs.lock();
-        let run = run_at(&cat, &(job_id.to_string(), index)).cloned();
-        match run {
-            Some(r) if !r.state.is_terminal() => {
-                let live = cat.live.entry(r.run_id.clone()).or_default();
-                live.stop_reason.get_or_insert_with(|| reason.to_string());
-                live.cancel.cancel();
-                Some(r.state)
-            }
-            _ => None,
-        }
-    }?;
+    let state = jobs.update(|c| c.cancel(&(job_id.to_string(), index), reason))?;
     let action = RunAction {
         action: RunActionKind::Abort,
         by,
         status: None,
         at: ids::now_millis(),
     };
-    let now = shared
-        .jobs
-        .transition(shared, job_id, index, |r| {
+    let now = jobs
+        .transition(job_id, index, |r| {
             r.last_action = Some(action);
             if r.state == RunState::Queued {
                 r.state = RunState::Cancelled;
@@ -163,51 +138,32 @@ pub(crate) async fn cancel_run(
         return Some(state);
     }
     if now == Some(RunState::Cancelled) {
-        let sh = Arc::clone(shared);
+        let sh = Arc::clone(jobs);
         let job = job_id.to_string();
         tokio::spawn(async move { super::coordinator::report(&sh, &job, index).await });
     }
     now
 }
 
-/// The queued or executing run that leases `agent_id`, as (job id, index).
-fn leasing_run(shared: &Shared, agent_id: &str) -> Option<(String, usize)> {
-    let cat = shared.jobs.lock();
-    cat.jobs.values().find_map(|j| {
-        j.runs
-            .iter()
-            .position(|r| r.agent_id == agent_id && !r.state.is_terminal())
-            .map(|i| (j.job_id.clone(), i))
-    })
-}
-
 /// A person's `steer` to a leased child (the lease guard): strict, into the run's turn,
 /// recorded against the run; answered with the `subagent.steer` data when injected, and
 /// `CONFLICT` when the turn ended first.
 pub(crate) fn person_steer(
-    shared: &Arc<Shared>,
+    jobs: &Arc<Jobs>,
     conn: ConnId,
     agent_id: String,
     s: Steer,
 ) -> futures::future::BoxFuture<'static, Result<Reply, ProtocolError>> {
-    let shared = Arc::clone(shared);
+    let jobs = Arc::clone(jobs);
     Box::pin(async move {
-        shared.check_may_drive(conn, &agent_id)?;
-        let (job_id, index) = leasing_run(&shared, &agent_id).ok_or_else(|| {
+        jobs.core.check_may_drive(conn, &agent_id)?;
+        let (job_id, index) = jobs.read(|c| c.leasing_run(&agent_id)).ok_or_else(|| {
             ProtocolError::new(
                 ErrorCode::Conflict,
                 "the child's run ended; nothing to steer",
             )
         })?;
-        let data = steer_run(
-            &shared,
-            &job_id,
-            index,
-            s.message,
-            s.images,
-            RunActor::Client,
-        )
-        .await?;
+        let data = steer_run(&jobs, &job_id, index, s.message, s.images, RunActor::Client).await?;
         // A person's client knows `steer` as succeeded or failed: a dropped steer is a
         // failure it shows, not a success with a status it may not read.
         if data.status == SteerOutcome::Conflict {
@@ -216,23 +172,25 @@ pub(crate) fn person_steer(
                 "the child's turn ended before it took the steer; the message was dropped",
             ));
         }
-        reply(&data)
+        // Answered with the `subagent.steer` data (a superset of a steer's), as before
+        // the command table: typed as that command's response.
+        Reply::data::<kind::SubagentSteer>(&data)
     })
 }
 
 /// A person's `abort` to a leased child (the lease guard): the run is cancelled on the
 /// coordinator's path, so the job, a chain's later steps and the parent's report follow.
 pub(crate) fn person_abort(
-    shared: &Arc<Shared>,
+    jobs: &Arc<Jobs>,
     conn: ConnId,
     agent_id: String,
 ) -> futures::future::BoxFuture<'static, Result<Reply, ProtocolError>> {
-    let shared = Arc::clone(shared);
+    let jobs = Arc::clone(jobs);
     Box::pin(async move {
-        shared.check_may_drive(conn, &agent_id)?;
-        if let Some((job_id, index)) = leasing_run(&shared, &agent_id) {
+        jobs.core.check_may_drive(conn, &agent_id)?;
+        if let Some((job_id, index)) = jobs.read(|c| c.leasing_run(&agent_id)) {
             let reason = "aborted by a person attached to the child";
-            cancel_run(&shared, &job_id, index, reason, RunActor::Client).await;
+            cancel_run(&jobs, &job_id, index, reason, RunActor::Client).await;
         }
         Ok(Reply::Done(None))
     })

@@ -12,11 +12,13 @@ use shard_protocol::orchestrator::{WorkspaceAttach, WorkspaceCreate, WorkspaceEv
 use shard_protocol::workspace::{WorkspaceConflictKind, WorkspaceLaunched, WorkspaceLifecycle};
 use shard_protocol::{ErrorCode, Event, ids};
 
+use super::Workspaces;
 use super::git;
 use super::record::{RECORD_VERSION, WorkspaceRecord};
-use super::{begin, check_version, conflict, data, invalid, no_git, not_found, redact};
-use crate::core::Shared;
+use super::{begin, check_version, conflict, invalid, no_git, not_found, redact};
 use crate::reply::{ProtocolError, Reply};
+use shard_protocol::CommandSpec;
+use shard_protocol::command::kind;
 
 /// What git says about the repository a `cwd` belongs to.
 pub(super) struct Repo {
@@ -122,9 +124,9 @@ fn slug(label: &str) -> String {
 /// `[workspaces] root` of `SHARD_HOME/config.toml` (read once at daemon start), else
 /// `SHARD_HOME/workspaces`. The default is made owner-only like the rest of `SHARD_HOME`; a
 /// root the user chose is created when missing but its permissions are theirs.
-async fn root(shared: &Shared) -> Result<PathBuf, ProtocolError> {
-    let default = shared.workspaces.store.dir().to_path_buf();
-    let (dir, own) = match &shared.cfg.workspaces_root {
+async fn root(ws: &Workspaces) -> Result<PathBuf, ProtocolError> {
+    let default = ws.store.dir().to_path_buf();
+    let (dir, own) = match &ws.core.cfg.workspaces_root {
         Some(r) => (r.clone(), false),
         None => (default, true),
     };
@@ -148,7 +150,7 @@ async fn root(shared: &Shared) -> Result<PathBuf, ProtocolError> {
 }
 
 pub(super) async fn create(
-    shared: &Arc<Shared>,
+    ws: &Arc<Workspaces>,
     c: WorkspaceCreate,
 ) -> Result<Reply, ProtocolError> {
     check_version(c.version)?;
@@ -201,10 +203,10 @@ pub(super) async fn create(
         Some(t) => Some(target_ref(&rc, t).await?),
         None => repo.main_branch.clone(),
     };
-    let root = root(shared).await?;
+    let root = root(ws).await?;
     if root.starts_with(&rc) {
         return Err(conflict(
-            shared,
+            ws,
             WorkspaceConflictKind::Unsafe,
             &workspace_id,
             "the workspaces root is inside the repository's checkout; configure [workspaces] root elsewhere",
@@ -235,8 +237,8 @@ pub(super) async fn create(
         branch_deleted: false,
         disposition: None,
     };
-    let guard = begin(shared, &workspace_id)?;
-    shared.workspaces.commit(&rec).await?;
+    let guard = begin(ws, &workspace_id)?;
+    ws.commit(&rec).await?;
     let parent = root.join(&workspace_id);
     let made = parent.clone();
     let _ = tokio::task::spawn_blocking(move || crate::fsutil::ensure_private_dir(&made)).await;
@@ -259,8 +261,8 @@ pub(super) async fn create(
         Ok(_) => None,
     };
     if let Some(e) = failure {
-        let _ = shared.workspaces.store.remove(&workspace_id).await;
-        shared.workspaces.forget(&workspace_id);
+        let _ = ws.store.remove(&workspace_id).await;
+        ws.forget(&workspace_id);
         let _ = tokio::fs::remove_dir(&parent).await;
         return Err(e);
     }
@@ -279,7 +281,7 @@ pub(super) async fn create(
         .with_data(Some(serde_json::json!({ "workspace_id": workspace_id }))));
     }
     let launched = launch(
-        shared,
+        ws,
         &mut rec,
         c.name.or(c.title),
         c.model,
@@ -291,27 +293,29 @@ pub(super) async fn create(
         Ok(ok) => ok,
         Err((e, true)) => {
             // The agent exists (its Runtime failed to start): so does the workspace.
-            shared.broadcast_event(&Event::WorkspaceCreated(WorkspaceEvent {
-                workspace: rec.info(),
-            }));
+            ws.core
+                .broadcast_event(&Event::WorkspaceCreated(WorkspaceEvent {
+                    workspace: rec.info(),
+                }));
             return Err(e);
         }
         Err((e, false)) => {
-            rollback(shared, &rec).await;
+            rollback(ws, &rec).await;
             return Err(e);
         }
     };
     drop(guard);
-    shared.broadcast_event(&Event::WorkspaceCreated(WorkspaceEvent {
-        workspace: rec.info(),
-    }));
-    finish(shared, rec, agent_id, session_id)
+    ws.core
+        .broadcast_event(&Event::WorkspaceCreated(WorkspaceEvent {
+            workspace: rec.info(),
+        }));
+    finish::<kind::WorkspaceCreate>(ws, rec, agent_id, session_id)
 }
 
 /// Undoes a creation whose agent was refused before anything was started: the worktree
 /// is fresh (`git worktree remove` without force still refuses if anything appeared in
 /// it) and the branch is deleted only while it still points at the base commit.
-async fn rollback(shared: &Shared, rec: &WorkspaceRecord) {
+async fn rollback(ws: &Workspaces, rec: &WorkspaceRecord) {
     let rc = PathBuf::from(&rec.repository_cwd);
     let removed = git::run(&rc, &["worktree", "remove", &rec.cwd])
         .await
@@ -325,15 +329,15 @@ async fn rollback(shared: &Shared, rec: &WorkspaceRecord) {
     if let Some(parent) = Path::new(&rec.cwd).parent() {
         let _ = tokio::fs::remove_dir(parent).await;
     }
-    let _ = shared.workspaces.store.remove(&rec.workspace_id).await;
-    shared.workspaces.forget(&rec.workspace_id);
+    let _ = ws.store.remove(&rec.workspace_id).await;
+    ws.forget(&rec.workspace_id);
 }
 
 /// Launches a fresh agent and session in the workspace and records its id. `Err(e,
 /// kept)`: `kept` is true when the agent exists (its Runtime failed to start) and was
 /// recorded, so the workspace must stay.
 async fn launch(
-    shared: &Arc<Shared>,
+    ws: &Arc<Workspaces>,
     rec: &mut WorkspaceRecord,
     name: Option<String>,
     model: Option<String>,
@@ -348,7 +352,7 @@ async fn launch(
         mode,
         ..Default::default()
     };
-    let created = crate::create::create(shared, req).await;
+    let created = crate::create::create(&ws.core, req).await;
     let agent_id = match &created {
         Ok(Reply::Done(Some(v))) => v.get("agent_id").and_then(|a| a.as_str()),
         Err(e) => e
@@ -369,7 +373,7 @@ async fn launch(
         return Err((e, false));
     };
     rec.agent_ids.push(agent_id.clone());
-    if let Err(e) = shared.workspaces.commit(rec).await {
+    if let Err(e) = ws.commit(rec).await {
         return Err((e, true));
     }
     if let Err(mut e) = created {
@@ -378,7 +382,8 @@ async fn launch(
         }));
         return Err((e, true));
     }
-    let session_id = shared
+    let session_id = ws
+        .core
         .list_agents(Some(&agent_id))
         .into_iter()
         .next()
@@ -387,8 +392,10 @@ async fn launch(
     Ok((agent_id, session_id))
 }
 
-fn finish(
-    shared: &Shared,
+/// Announces the launch and answers `K` (`workspace.create` or `workspace.attach`, both
+/// answered with the launch).
+fn finish<K: CommandSpec<Response = WorkspaceLaunched>>(
+    ws: &Workspaces,
     rec: WorkspaceRecord,
     agent_id: String,
     session_id: String,
@@ -398,32 +405,26 @@ fn finish(
         agent_id,
         session_id,
     };
-    shared.broadcast_event(&Event::WorkspaceAttached(
+    ws.core.broadcast_event(&Event::WorkspaceAttached(
         shard_protocol::orchestrator::WorkspaceAttached {
             workspace: out.workspace.clone(),
             agent_id: out.agent_id.clone(),
             session_id: out.session_id.clone(),
         },
     ));
-    data(&out)
+    Reply::data::<K>(&out)
 }
 
 pub(super) async fn attach(
-    shared: &Arc<Shared>,
+    ws: &Arc<Workspaces>,
     a: WorkspaceAttach,
 ) -> Result<Reply, ProtocolError> {
     check_version(a.version)?;
-    shared
-        .workspaces
-        .get(&a.workspace_id)
-        .ok_or_else(not_found)?;
-    let guard = begin(shared, &a.workspace_id)?;
+    ws.get(&a.workspace_id).ok_or_else(not_found)?;
+    let guard = begin(ws, &a.workspace_id)?;
     // Read under the guard: a retire that finished just before must not be overwritten
     // by a stale active copy when the new agent is recorded.
-    let mut rec = shared
-        .workspaces
-        .get(&a.workspace_id)
-        .ok_or_else(not_found)?;
+    let mut rec = ws.get(&a.workspace_id).ok_or_else(not_found)?;
     if rec.lifecycle == WorkspaceLifecycle::Retired {
         return Err(invalid("the workspace is retired"));
     }
@@ -432,7 +433,7 @@ pub(super) async fn attach(
         .is_ok_and(|m| m.is_dir())
     {
         return Err(conflict(
-            shared,
+            ws,
             WorkspaceConflictKind::MissingAuthority,
             &rec.workspace_id,
             "the worktree was removed; the daemon never recreates it (retire the workspace)",
@@ -440,7 +441,7 @@ pub(super) async fn attach(
         ));
     }
     let (agent_id, session_id) = match launch(
-        shared,
+        ws,
         &mut rec,
         a.name.or(a.title),
         a.model,
@@ -453,7 +454,7 @@ pub(super) async fn attach(
         Err((e, _)) => return Err(e),
     };
     drop(guard);
-    finish(shared, rec, agent_id, session_id)
+    finish::<kind::WorkspaceAttach>(ws, rec, agent_id, session_id)
 }
 
 #[cfg(test)]

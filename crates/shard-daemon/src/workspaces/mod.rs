@@ -1,8 +1,9 @@
 //! Workspaces (PROTOCOL §10.1a, ARCHITECTURE §10, issue 17): one agent, one git worktree
 //! the daemon created and owns, retired without ever losing a commit.
 //!
-//! The [`Registry`] holds the durable records in memory and marks which workspace has an
-//! operation in flight (a second one is refused as `busy`, so no lock is ever held across
+//! A service on top of the daemon's core (it creates agents and reads their state through
+//! the core's API; the core never imports it). [`Workspaces`] owns the durable records in
+//! memory and marks which workspace has an operation in flight (a second one is refused as `busy`, so no lock is ever held across
 //! the git calls). Every git call goes through [`git`] (the user's own `git`, as a child
 //! process). `create` launches worktrees and agents, `status` reads git, `retire` proves
 //! before it deletes. Responses and events carry [`record::WorkspaceRecord::info`] only:
@@ -22,14 +23,16 @@ use shard_protocol::orchestrator::{BranchDisposition, WorkspaceConflict};
 use shard_protocol::workspace::{WorkspaceConflictData, WorkspaceConflictKind};
 use shard_protocol::{ErrorCode, Event};
 
-use crate::commands::Handled;
 use crate::core::Shared;
-use crate::reply::{ProtocolError, Reply};
+use crate::reply::{Handled, ProtocolError, Reply};
 use record::RecordStore;
 pub(crate) use record::WorkspaceRecord;
 
-/// The daemon's workspaces: durable records and the operations in flight.
-pub(crate) struct Registry {
+/// The daemon's workspaces: durable records and the operations in flight, on top of the
+/// registry (`core`).
+pub(crate) struct Workspaces {
+    /// The registry below.
+    core: Arc<Shared>,
     store: RecordStore,
     inner: Mutex<Inner>,
 }
@@ -40,10 +43,12 @@ struct Inner {
     in_flight: HashSet<String>,
 }
 
-impl Registry {
-    pub fn new(home: &std::path::Path) -> Self {
-        Registry {
-            store: RecordStore::new(home),
+impl Workspaces {
+    /// The service over `SHARD_HOME/workspaces`, on top of `core`.
+    pub fn new(core: Arc<Shared>) -> Self {
+        Workspaces {
+            store: RecordStore::new(&core.cfg.home),
+            core,
             inner: Mutex::new(Inner::default()),
         }
     }
@@ -78,6 +83,16 @@ impl Registry {
         self.lock().records.remove(id);
     }
 
+    /// Marks `id` as having an operation in flight; false when one already is.
+    fn claim(&self, id: &str) -> bool {
+        self.lock().in_flight.insert(id.to_string())
+    }
+
+    /// Ends the operation [`Self::claim`] marked.
+    fn release(&self, id: &str) {
+        self.lock().in_flight.remove(id);
+    }
+
     /// Writes `rec` durably, then makes it the in-memory copy.
     async fn commit(&self, rec: &WorkspaceRecord) -> Result<(), ProtocolError> {
         self.store.save(rec).await.map_err(|e| {
@@ -93,21 +108,21 @@ impl Registry {
 
 /// Marks one workspace as having an operation in flight until dropped.
 struct OpGuard {
-    shared: Arc<Shared>,
+    ws: Arc<Workspaces>,
     id: String,
 }
 
 impl Drop for OpGuard {
     fn drop(&mut self) {
-        self.shared.workspaces.lock().in_flight.remove(&self.id);
+        self.ws.release(&self.id);
     }
 }
 
 /// Claims `id` for one operation; a second concurrent one is refused as `busy`.
-fn begin(shared: &Arc<Shared>, id: &str) -> Result<OpGuard, ProtocolError> {
-    if !shared.workspaces.lock().in_flight.insert(id.to_string()) {
+fn begin(ws: &Arc<Workspaces>, id: &str) -> Result<OpGuard, ProtocolError> {
+    if !ws.claim(id) {
         return Err(conflict(
-            shared,
+            ws,
             WorkspaceConflictKind::Busy,
             id,
             "another operation on this workspace is running",
@@ -115,7 +130,7 @@ fn begin(shared: &Arc<Shared>, id: &str) -> Result<OpGuard, ProtocolError> {
         ));
     }
     Ok(OpGuard {
-        shared: Arc::clone(shared),
+        ws: Arc::clone(ws),
         id: id.to_string(),
     })
 }
@@ -123,16 +138,17 @@ fn begin(shared: &Arc<Shared>, id: &str) -> Result<OpGuard, ProtocolError> {
 /// A typed refusal (`CONFLICT` with [`WorkspaceConflictData`]), also announced to every
 /// client as `workspace_conflict`.
 fn conflict(
-    shared: &Shared,
+    ws: &Workspaces,
     kind: WorkspaceConflictKind,
     workspace_id: &str,
     reason: &str,
     confirm: Option<BranchDisposition>,
 ) -> ProtocolError {
-    shared.broadcast_event(&Event::WorkspaceConflict(WorkspaceConflict {
-        workspace_id: workspace_id.to_string(),
-        reason: reason.to_string(),
-    }));
+    ws.core
+        .broadcast_event(&Event::WorkspaceConflict(WorkspaceConflict {
+            workspace_id: workspace_id.to_string(),
+            reason: reason.to_string(),
+        }));
     let data = WorkspaceConflictData {
         kind,
         workspace_id: workspace_id.to_string(),
@@ -167,10 +183,6 @@ fn redact(msg: &str, common_dir: &str) -> String {
     msg.replace(common_dir, "<git-dir>")
 }
 
-fn data<T: serde::Serialize>(v: &T) -> Result<Reply, ProtocolError> {
-    Ok(Reply::Done(serde_json::to_value(v).ok()))
-}
-
 /// Only protocol version 1 of these commands exists (`version?: 1`).
 fn check_version(v: Option<u32>) -> Result<(), ProtocolError> {
     match v {
@@ -182,14 +194,14 @@ fn check_version(v: Option<u32>) -> Result<(), ProtocolError> {
 }
 
 /// Handles a `workspace.*` command: each runs as a spawned task (git, or the disk).
-pub(crate) fn dispatch(core: &Arc<Shared>, command: Command) -> Handled {
-    let core = Arc::clone(core);
+pub(crate) fn dispatch(ws: &Arc<Workspaces>, command: Command) -> Handled {
+    let ws = Arc::clone(ws);
     let work: futures::future::BoxFuture<'static, Result<Reply, ProtocolError>> = match command {
-        Command::WorkspaceCreate(c) => Box::pin(async move { create::create(&core, c).await }),
-        Command::WorkspaceAttach(a) => Box::pin(async move { create::attach(&core, a).await }),
-        Command::WorkspaceList(l) => Box::pin(async move { status::list(&core, &l).await }),
-        Command::WorkspaceStatus(r) => Box::pin(async move { status::status(&core, r).await }),
-        Command::WorkspaceRetire(r) => Box::pin(async move { retire::retire(&core, r).await }),
+        Command::WorkspaceCreate(c) => Box::pin(async move { create::create(&ws, c).await }),
+        Command::WorkspaceAttach(a) => Box::pin(async move { create::attach(&ws, a).await }),
+        Command::WorkspaceList(l) => Box::pin(async move { status::list(&ws, &l).await }),
+        Command::WorkspaceStatus(r) => Box::pin(async move { status::status(&ws, r).await }),
+        Command::WorkspaceRetire(r) => Box::pin(async move { retire::retire(&ws, r).await }),
         other => {
             return Handled::Now(Err(invalid(format!(
                 "`{}` is not a workspace command",

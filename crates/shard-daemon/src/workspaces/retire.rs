@@ -13,26 +13,24 @@ use shard_protocol::workspace::{
 };
 use shard_protocol::{ErrorCode, Event, ids};
 
+use super::Workspaces;
 use super::record::WorkspaceRecord;
 use super::status::{agents, branch_tip, is_missing, worktree_status};
-use super::{begin, check_version, conflict, data, git, no_git, not_found, redact};
-use crate::core::Shared;
+use super::{begin, check_version, conflict, git, no_git, not_found, redact};
 use crate::reply::{ProtocolError, Reply};
+use shard_protocol::command::kind;
 
 pub(super) async fn retire(
-    shared: &Arc<Shared>,
+    ws: &Arc<Workspaces>,
     r: WorkspaceRetire,
 ) -> Result<Reply, ProtocolError> {
     check_version(r.version)?;
     let disposition = r
         .branch_disposition
         .unwrap_or(BranchDisposition::DeleteIfMerged);
-    let rec = shared
-        .workspaces
-        .get(&r.workspace_id)
-        .ok_or_else(not_found)?;
+    let rec = ws.get(&r.workspace_id).ok_or_else(not_found)?;
     if rec.lifecycle == WorkspaceLifecycle::Retired {
-        return data(&WorkspaceRetiredData {
+        return Reply::data::<kind::WorkspaceRetire>(&WorkspaceRetiredData {
             workspace: rec.info(),
             branch_deleted: rec.branch_deleted,
             branch_tip: rec.recorded_tip.clone(),
@@ -40,10 +38,10 @@ pub(super) async fn retire(
             already_retired: true,
         });
     }
-    let _guard = begin(shared, &rec.workspace_id)?;
+    let _guard = begin(ws, &rec.workspace_id)?;
     let id = rec.workspace_id.clone();
-    let refuse = |kind, reason: &str| conflict(shared, kind, &id, reason, None);
-    let (live, busy) = agents(shared, &rec);
+    let refuse = |kind, reason: &str| conflict(ws, kind, &id, reason, None);
+    let (live, busy) = agents(ws, &rec);
     if !busy.is_empty() {
         return Err(refuse(
             K::Busy,
@@ -121,7 +119,7 @@ pub(super) async fn retire(
             Ok(()) => true,
             Err(reason) => {
                 return Err(conflict(
-                    shared,
+                    ws,
                     K::ConfirmationRequired,
                     &id,
                     &reason,
@@ -133,7 +131,7 @@ pub(super) async fn retire(
     let mut next = rec.clone();
     next.recorded_tip = tip.clone();
     next.disposition = Some(disposition);
-    shared.workspaces.commit(&next).await?;
+    ws.commit(&next).await?;
     // The worktree first: if its removal fails, the branch is untouched.
     let removed = if missing {
         git::run(rc, &["worktree", "prune"])
@@ -172,7 +170,7 @@ pub(super) async fn retire(
     next.lifecycle = WorkspaceLifecycle::Retired;
     next.retired_at = Some(ids::now_millis());
     next.branch_deleted = deleted;
-    shared.workspaces.commit(&next).await.map_err(|e| {
+    ws.commit(&next).await.map_err(|e| {
         ProtocolError::new(
             ErrorCode::InternalError,
             format!(
@@ -181,19 +179,20 @@ pub(super) async fn retire(
             ),
         )
     })?;
-    shared.broadcast_event(&Event::WorkspaceRetired(WorkspaceEvent {
-        workspace: next.info(),
-    }));
+    ws.core
+        .broadcast_event(&Event::WorkspaceRetired(WorkspaceEvent {
+            workspace: next.info(),
+        }));
     // Its agents go with it, archived like `shard rm` (none is live: that was refused
     // above); their sessions stay.
     for agent_id in &rec.agent_ids {
-        if let Ok((manifest, _)) = shared.archive(agent_id)
-            && let Err(e) = shared.store.save(&manifest).await
+        if let Ok((manifest, _)) = ws.core.archive(agent_id)
+            && let Err(e) = ws.core.store.save(&manifest).await
         {
             tracing::warn!(agent_id = %agent_id, error = %e, "could not record the archive of a retired workspace's agent");
         }
     }
-    data(&WorkspaceRetiredData {
+    Reply::data::<kind::WorkspaceRetire>(&WorkspaceRetiredData {
         workspace: next.info(),
         branch_deleted: deleted,
         branch_tip: next.recorded_tip.clone(),

@@ -12,16 +12,17 @@ use shard_protocol::workspace::{
     WorkspaceGroup, WorkspaceLifecycle, WorkspaceListData, WorkspaceStatusData,
 };
 
+use super::Workspaces;
 use super::git;
 use super::record::WorkspaceRecord;
-use super::{check_version, data, no_git, not_found};
-use crate::core::Shared;
+use super::{check_version, no_git, not_found};
 use crate::reply::{ProtocolError, Reply};
+use shard_protocol::command::kind;
 
 /// `workspace.list`: grouped by repository (`repository_cwd`), oldest first in a group;
 /// `cwd` narrows to the repository that directory belongs to (matched by its main
 /// checkout or by one of its workspaces).
-pub(super) async fn list(shared: &Arc<Shared>, l: &WorkspaceList) -> Result<Reply, ProtocolError> {
+pub(super) async fn list(ws: &Arc<Workspaces>, l: &WorkspaceList) -> Result<Reply, ProtocolError> {
     check_version(l.version)?;
     // Resolving `cwd` touches the disk: never on the connection's read loop.
     let cwd = match &l.cwd {
@@ -32,7 +33,7 @@ pub(super) async fn list(shared: &Arc<Shared>, l: &WorkspaceList) -> Result<Repl
                 .unwrap_or_else(|_| PathBuf::from(c)),
         ),
     };
-    let all = shared.workspaces.all();
+    let all = ws.all();
     let wanted: Option<String> = match cwd {
         None => None,
         Some(c) => {
@@ -42,7 +43,7 @@ pub(super) async fn list(shared: &Arc<Shared>, l: &WorkspaceList) -> Result<Repl
             match hit {
                 Some(r) => Some(r.repository_cwd.clone()),
                 None => {
-                    return data(&WorkspaceListData {
+                    return Reply::data::<kind::WorkspaceList>(&WorkspaceListData {
                         repositories: Vec::new(),
                     });
                 }
@@ -73,15 +74,15 @@ pub(super) async fn list(shared: &Arc<Shared>, l: &WorkspaceList) -> Result<Repl
             }
         })
         .collect();
-    data(&WorkspaceListData { repositories })
+    Reply::data::<kind::WorkspaceList>(&WorkspaceListData { repositories })
 }
 
 /// Agents of `rec` with a live Runtime, and those mid-turn.
-pub(super) fn agents(shared: &Shared, rec: &WorkspaceRecord) -> (Vec<String>, Vec<String>) {
+pub(super) fn agents(ws: &Workspaces, rec: &WorkspaceRecord) -> (Vec<String>, Vec<String>) {
     let mut live = Vec::new();
     let mut busy = Vec::new();
     for id in &rec.agent_ids {
-        for a in shared.list_agents(Some(id)) {
+        for a in ws.core.list_agents(Some(id)) {
             if matches!(
                 a.runtime_state,
                 RuntimeState::Starting | RuntimeState::Running | RuntimeState::Stopping
@@ -145,13 +146,10 @@ pub(super) async fn branch_tip(rec: &WorkspaceRecord) -> Result<Option<String>, 
     Ok(out.ok().then(|| out.line().to_string()))
 }
 
-pub(super) async fn status(shared: &Arc<Shared>, r: WorkspaceRef) -> Result<Reply, ProtocolError> {
+pub(super) async fn status(ws: &Arc<Workspaces>, r: WorkspaceRef) -> Result<Reply, ProtocolError> {
     check_version(r.version)?;
-    let rec = shared
-        .workspaces
-        .get(&r.workspace_id)
-        .ok_or_else(not_found)?;
-    let (live_agents, busy_agents) = agents(shared, &rec);
+    let rec = ws.get(&r.workspace_id).ok_or_else(not_found)?;
+    let (live_agents, busy_agents) = agents(ws, &rec);
     let mut out = WorkspaceStatusData {
         workspace: rec.info(),
         missing: false,
@@ -165,7 +163,7 @@ pub(super) async fn status(shared: &Arc<Shared>, r: WorkspaceRef) -> Result<Repl
     };
     if rec.lifecycle == WorkspaceLifecycle::Retired {
         out.branch_tip = rec.recorded_tip.clone();
-        return data(&out);
+        return Reply::data::<kind::WorkspaceStatus>(&out);
     }
     out.missing = is_missing(&rec.cwd).await;
     let counts = async {
@@ -208,5 +206,5 @@ pub(super) async fn status(shared: &Arc<Shared>, r: WorkspaceRef) -> Result<Repl
     if out.branch_tip.is_none() {
         out.branch_tip = branch_tip(&rec).await?;
     }
-    data(&out)
+    Reply::data::<kind::WorkspaceStatus>(&out)
 }

@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "1d048f13b3fdb22fc8d9d8c1342b7c42c4e61f2082a0c4767249715df0a862c6"
+SCHEMA_SHA256 = "dc0c3f8ff74552d27b6497b4c0a4df0add154a0df0e62a50018ca39439bcf061"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -58,7 +58,7 @@ PathKind = Literal["file", "dir"]
 Tone = Literal["info", "warn", "error"]
 """Tone of a `status` render."""
 
-DetailFormat = Literal["text", "command", "path", "code"]
+DetailFormat = Literal["text", "command", "path", "code", "diff"]
 """Format hint of a permission detail."""
 
 ChoiceIntent = Literal["allow", "persist", "deny"]
@@ -87,6 +87,9 @@ ActivityPhase = Literal["idle", "thinking", "streaming", "tool", "waiting", "com
 
 RunState = Literal["queued", "starting", "active", "completed", "failed", "timed_out", "cancelled", "interrupted"]
 """State of one run."""
+
+FileOp = Literal["read", "write"]
+"""Which file operation a `file_request` asks for."""
 
 WorkspaceConflictKind = Literal["live", "busy", "dirty", "missing_authority", "unsafe", "confirmation_required"]
 """Why a workspace operation was refused (`CONFLICT` data `kind`)."""
@@ -315,6 +318,53 @@ class UiResponse(WireObject):
     def value(self) -> UiValue | None:
         """The answer; `null` dismisses."""
         return self._d.get("value")
+
+
+class ClientFiles(WireObject):
+    """`client_files` (additive, 0.1.x): which file operations an editor client serves. The Runtime keeps the offer until it is withdrawn (both false) or the Runtime ends."""
+
+    __slots__ = ()
+
+    @property
+    def agent_id(self) -> str | None:
+        """Routing id."""
+        return self._d.get("agent_id")
+
+    @property
+    def read(self) -> bool:
+        """Reads of text files go to the client (its unsaved buffers included)."""
+        return self._d.get("read")
+
+    @property
+    def write(self) -> bool:
+        """Writes of text files go to the client."""
+        return self._d.get("write")
+
+
+class FileResponse(WireObject):
+    """`file_response` (additive, 0.1.x): the answer to a `file_request`: the file's text for a read, nothing for a write, or an error."""
+
+    __slots__ = ()
+
+    @property
+    def agent_id(self) -> str | None:
+        """Routing id."""
+        return self._d.get("agent_id")
+
+    @property
+    def request_id(self) -> str:
+        """The request answered."""
+        return self._d.get("request_id")
+
+    @property
+    def content(self) -> str | None:
+        """The text of a read."""
+        return self._d.get("content")
+
+    @property
+    def error(self) -> str | None:
+        """Why it failed."""
+        return self._d.get("error")
 
 
 class Empty(WireObject):
@@ -858,6 +908,11 @@ class LiveWindow(WireObject):
         """Additive (§16 item 9): first entry id kept when older ones were cut."""
         return self._d.get("truncated_before")
 
+    @property
+    def interrupted_after(self) -> list[str] | None:
+        """Additive: ids of the messages after which an aborted turn stopped, so a reloaded conversation says "interrupted" where the live one did."""
+        return self._d.get("interrupted_after")
+
 
 class Message(WireObject):
     """One message of the conversation; `id` equals its session entry id (§16 item 4)."""
@@ -961,6 +1016,11 @@ class ContentBlockToolResult(WireObject):
     def render(self) -> RenderDescriptor | None:
         """Additive (§16 item 2): the result's render descriptor."""
         return _tagged(_RENDERDESCRIPTOR, self._d.get("render"))
+
+    @property
+    def images(self) -> list[Image] | None:
+        """Additive: images that come with a text result (an MCP tool answering text and a screenshot); the model sees both."""
+        return _list(lambda x: _obj(Image, x), self._d.get("images"))
 
 
 class ContentBlockThinking(WireObject):
@@ -1722,6 +1782,11 @@ class ToolResultEvent(Event):
         """Result render."""
         return _tagged(_RENDERDESCRIPTOR, self._d.get("render"))
 
+    @property
+    def images(self) -> list[Image] | None:
+        """Additive: images that come with the result beside `content` (an MCP tool answering text and a screenshot); the model saw them too."""
+        return _list(lambda x: _obj(Image, x), self._d.get("images"))
+
 
 class Usage(WireObject):
     """Token usage and cost of one provider call or of a whole turn."""
@@ -1783,6 +1848,16 @@ class TurnEnd(Event):
     def usage(self) -> Usage | None:
         """Total usage of the turn."""
         return _obj(Usage, self._d.get("usage"))
+
+    @property
+    def interrupted(self) -> bool | None:
+        """Additive: `true` when the turn was aborted (Esc, Ctrl-C, `abort`) rather than finished, so every client can say "interrupted" where it stopped."""
+        return self._d.get("interrupted")
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Additive (0.1.x): how the turn ended — the last model call's stop (`end_turn`, `max_tokens`, `refusal`, …), `aborted`, or `error`. Editor bridges (ACP) answer a prompt with it."""
+        return self._d.get("stop_reason")
 
 
 class UsageEvent(Event):
@@ -1891,6 +1966,16 @@ class ErrorEvent(Event):
     def fatal(self) -> bool | None:
         """The agent cannot continue."""
         return self._d.get("fatal")
+
+    @property
+    def kind(self) -> ProviderErrorKind | None:
+        """Additive, on `PROVIDER_ERROR`: what kind of provider failure it was."""
+        return self._d.get("kind")
+
+    @property
+    def retry_after_ms(self) -> int | None:
+        """Additive, on `PROVIDER_ERROR` of kind `rate_limited`: the wait the provider asked for, in milliseconds, when it named one."""
+        return self._d.get("retry_after_ms")
 
 
 class PermissionResolved(Event):
@@ -2347,6 +2432,11 @@ class AgentInfo(WireObject):
         """Additive (§16 item 2): the agent's session."""
         return self._d.get("session_id")
 
+    @property
+    def archived(self) -> bool | None:
+        """Additive: the agent was archived (`agent.archive`); clients list it only on request."""
+        return self._d.get("archived")
+
 
 class AgentSpawned(Event):
     """`agent_spawned`."""
@@ -2529,6 +2619,37 @@ class UserMessage(Event):
         return _obj(Message, self._d.get("message"))
 
 
+class FileRequest(Event):
+    """`file_request` (additive, 0.1.x): after `client_files`, the Runtime's file tools ask the client for a file (its editor buffer, saved or not) or to write one, and wait for a `file_response` with the same `request_id`. Only after the permission gate allowed the tool call."""
+
+    __slots__ = ()
+
+    @property
+    def agent_id(self) -> str | None:
+        """Routing id."""
+        return self._d.get("agent_id")
+
+    @property
+    def request_id(self) -> str:
+        """Random request id."""
+        return self._d.get("request_id")
+
+    @property
+    def op(self) -> FileOp:
+        """What to do."""
+        return self._d.get("op")
+
+    @property
+    def path(self) -> str:
+        """Absolute path."""
+        return self._d.get("path")
+
+    @property
+    def content(self) -> str | None:
+        """The new text (write)."""
+        return self._d.get("content")
+
+
 class AgentsData(WireObject):
     """`agent.list` and `agent.status`."""
 
@@ -2549,6 +2670,11 @@ class AgentCreated(WireObject):
     def agent_id(self) -> str:
         """New agent."""
         return self._d.get("agent_id")
+
+    @property
+    def notice(self) -> str | None:
+        """Additive: one line the user should see, e.g. that the chosen model is not in the catalog (its price is unknown and its context window assumed)."""
+        return self._d.get("notice")
 
 
 class AttachData(WireObject):
@@ -2817,6 +2943,11 @@ class SetModelData(WireObject):
     def effective(self) -> Effective:
         """When it applies."""
         return self._d.get("effective")
+
+    @property
+    def notice(self) -> str | None:
+        """Additive: one line the user should see, e.g. that the model is not in the catalog (its price is unknown and its context window assumed)."""
+        return self._d.get("notice")
 
 
 class ReasoningLevelsData(WireObject):
@@ -3556,6 +3687,9 @@ UiValue = str | list[str]
 ErrorCode = str
 """Error code; the registry is extensible, so clients accept other strings."""
 
+ProviderErrorKind = str
+"""Kind of a PROVIDER_ERROR; extensible, so clients accept other strings."""
+
 AggregateState = JobState | MixedTag
 """Aggregate state of `subagent.wait`: a job state or `"mixed"`."""
 
@@ -3592,10 +3726,11 @@ EVENT_CLASSES: dict[str, type[Event]] = {
     "agent_activity": AgentActivity,
     "subagent_run_changed": SubagentRunChanged,
     "user_message": UserMessage,
+    "file_request": FileRequest,
 }
 """The class of each event type the schema names (unknown types use ``Event``)."""
 
-ROUTED_EVENT_TYPES: frozenset[str] = frozenset({"sync", "status", "turn_start", "message_delta", "message_complete", "tool_call", "tool_result", "turn_end", "usage", "compaction", "error", "permission_request", "permission_resolved", "ui_request", "ui_resolved", "model_changed", "mode_changed", "reasoning_level_changed", "tools_changed", "user_message"})
+ROUTED_EVENT_TYPES: frozenset[str] = frozenset({"sync", "status", "turn_start", "message_delta", "message_complete", "tool_call", "tool_result", "turn_end", "usage", "compaction", "error", "permission_request", "permission_resolved", "ui_request", "ui_resolved", "model_changed", "mode_changed", "reasoning_level_changed", "tools_changed", "user_message", "file_request"})
 """Per-agent events, whose ``agent_id`` routes them to an attached agent."""
 
 COMMAND_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -3612,6 +3747,8 @@ COMMAND_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "permission_response": (("request_id",), ("agent_id", "request_id", "reason", "source", "choice_id", "decision")),
     "ui_response": (("request_id",), ("agent_id", "request_id", "value")),
     "request_sync": ((), ("agent_id",)),
+    "client_files": (("read", "write"), ("agent_id", "read", "write")),
+    "file_response": (("request_id",), ("agent_id", "request_id", "content", "error")),
     "agent.list": ((), ()),
     "session.list": (("cwd",), ("cwd",)),
     "session.activate": (("agent_id", "session_id"), ("agent_id", "session_id")),
@@ -3620,6 +3757,7 @@ COMMAND_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "agent.detach": (("agent_id",), ("agent_id",)),
     "agent.terminate": (("agent_id",), ("agent_id",)),
     "agent.kill": (("agent_id",), ("agent_id", "force")),
+    "agent.archive": (("agent_id",), ("agent_id",)),
     "agent.status": ((), ("agent_id",)),
     "daemon.shutdown": ((), ("force",)),
     "workspace.create": (("cwd",), ("version", "cwd", "label", "branch", "base_ref", "integration_target", "title", "name", "model", "provider", "mode")),
