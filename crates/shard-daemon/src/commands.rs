@@ -41,6 +41,20 @@ impl Services {
     }
 }
 
+/// Who answered a request, for `permission_resolved.source`: the connection, then in
+/// parentheses what a person would call it ("a terminal", "browser brw-…"), so another
+/// client can say where it was answered instead of naming a connection number.
+fn answerer(core: &Arc<Shared>, conn: ConnId) -> String {
+    use crate::principal::Principal;
+    let what = match core.principal_of(conn) {
+        Some(Principal::LocalUser { .. }) => "a terminal".to_string(),
+        Some(Principal::Browser { id }) => format!("browser {id}"),
+        Some(Principal::Runtime { agent_id }) => format!("agent {agent_id}"),
+        Some(Principal::Internal) | None => return format!("client-{conn}"),
+    };
+    format!("client-{conn} ({what})")
+}
+
 fn needs_agent_id() -> ProtocolError {
     ProtocolError::new(
         ErrorCode::NotAttached,
@@ -195,7 +209,7 @@ pub(crate) fn dispatch(
             Some(agent_id) => {
                 let request_id = p.request_id.clone();
                 let answer = p.answer.clone();
-                p.source = Some(format!("client-{conn}"));
+                p.source = Some(answerer(core, conn));
                 core.answer_request(
                     conn,
                     &agent_id,
