@@ -8,6 +8,7 @@
 import { h, clear } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { renderDescriptor, renderResultContent, renderImage, exitLine } from "./render.js";
+import { subagentCards, reportCard, renderCard, reportNotice } from "./cards.js";
 
 /** @typedef {import("./protocol").Message} Message */
 /** @typedef {import("./protocol").ContentBlock} ContentBlock */
@@ -18,7 +19,7 @@ import { renderDescriptor, renderResultContent, renderImage, exitLine } from "./
  * @typedef {{kind: "other", el: HTMLElement}} OtherBlock
  * @typedef {TextBlock | ToolBlock | OtherBlock} Block
  * @typedef {{el: HTMLElement, blocks: Block[]}} MsgView
- * @typedef {{el: HTMLElement, head: HTMLElement, args: HTMLElement, preview: HTMLElement, result: HTMLElement, argsText: string}} ToolView
+ * @typedef {{el: HTMLElement, head: HTMLElement, args: HTMLElement, preview: HTMLElement, result: HTMLElement, argsText: string, name: string}} ToolView
  */
 
 const CHUNK = 50;
@@ -33,6 +34,8 @@ export class Conversation {
     /** @type {Set<TextBlock>} */
     this.dirty = new Set();
     this.frame = 0;
+    /** the role of the message `build` is drawing (a report is a user message) */
+    this.role = "";
     /** @type {HTMLElement | null} the chunk new messages go into */
     this.tail = null;
     /** Whether the view follows new output (the user has not scrolled up). */
@@ -293,6 +296,7 @@ export class Conversation {
    */
   toolCall(ev) {
     const t = this.tool(ev.tool_call_id, ev.name);
+    if (ev.name) t.name = ev.name;
     t.el.classList.toggle("read-only", ev.read_only === true);
     if (ev.args) setArgs(t, ev.args);
     clear(t.preview);
@@ -323,7 +327,9 @@ export class Conversation {
       clear(t.preview);
       t.result.appendChild(renderDescriptor(render));
     } else if (content) {
-      t.result.appendChild(renderResultContent(content));
+      const cards = !isError && content.kind === "text" ? subagentCards(t.name, String(content.text)) : null;
+      if (cards) for (const c of cards) t.result.appendChild(renderCard(c));
+      else t.result.appendChild(renderResultContent(content));
     }
     for (const img of images ?? []) t.result.appendChild(renderImage(String(img.data), String(img.mime_type)));
     const line = exitLine(exit, ms);
@@ -350,9 +356,12 @@ export class Conversation {
    * @returns {MsgView}
    */
   build(m) {
+    this.role = m.role;
     const blocks = m.content.map((c) => this.newBlock(c, false));
+    this.role = "";
     const shown = blocks.filter((b) => b.el.childNodes.length || b.kind !== "other");
-    const el = h("article", { class: "msg role-" + m.role }, shown.length && !m.content.every((c) => c.type === "tool_result") ? h("div", { class: "who" }, m.role === "user" ? "you" : "assistant") : null, blocks.map((b) => b.el));
+    const report = blocks.some((b) => b.el.classList.contains("report"));
+    const el = h("article", { class: "msg role-" + m.role + (report ? " notice" : "") }, shown.length && !report && !m.content.every((c) => c.type === "tool_result") ? h("div", { class: "who" }, m.role === "user" ? "you" : "assistant") : null, blocks.map((b) => b.el));
     if (!el.childNodes.length) el.classList.add("empty");
     return { el, blocks };
   }
@@ -365,6 +374,8 @@ export class Conversation {
   newBlock(c, streaming) {
     switch (c.type) {
       case "text": {
+        const report = this.role === "user" ? reportCard(String(c.text ?? "")) : null;
+        if (report) return { kind: "other", el: reportNotice(report) };
         const body = h("div", { class: "md" });
         const b = /** @type {TextBlock} */ ({ kind: "text", el: h("div", { class: "block text" }, body), body, text: String(c.text ?? "") });
         if (!streaming) paintText(b);
@@ -383,13 +394,15 @@ export class Conversation {
           t = newTool(c.name);
           if (c.id) this.tools.set(c.id, t);
         }
+        if (c.name) t.name = c.name;
         if (c.args && Object.keys(c.args).length) setArgs(t, c.args);
         return { kind: "tool_call", el: t.el, tool: t };
       }
       case "tool_result": {
         const t = this.tools.get(c.tool_call_id);
         if (t) {
-          this.fillResult(t, undefined, c.content, c.is_error, undefined, undefined, c.images);
+          // A saved result carries what the live event did: drawn the same after a reload.
+          this.fillResult(t, c.render, c.content, c.is_error, c.exit_code, c.duration_ms, c.images);
           return { kind: "other", el: h("span", { hidden: true }) };
         }
         const shown = [renderResultContent(c.content), ...(c.images ?? []).map((/** @type {any} */ i) => renderImage(String(i.data), String(i.mime_type)))];
@@ -417,7 +430,7 @@ function newTool(name) {
   const preview = h("div", { class: "tool-preview" });
   const result = h("div", { class: "tool-result" });
   const el = h("div", { class: "block tool" }, h("div", { class: "tool-head" }, head, " ", args), preview, result);
-  return { el, head, args, preview, result, argsText: "" };
+  return { el, head, args, preview, result, argsText: "", name };
 }
 
 /**
@@ -428,11 +441,16 @@ function newTool(name) {
  */
 function setArgs(t, args) {
   t.argsText = JSON.stringify(args);
-  const key = ["command", "path", "file_path", "pattern", "url", "query"].find((k) => typeof args[k] === "string" && args[k] !== "");
-  const short = key ? String(args[key]).split("\n")[0] : t.argsText;
-  t.args.textContent = short;
+  const key = ["command", "path", "file_path", "pattern", "url", "query", "question"].find((k) => typeof args[k] === "string" && args[k] !== "");
+  let short = key ? String(args[key]).split("\n")[0] : null;
+  if (t.name === "subagent" && typeof args.action === "string") {
+    // `create review`, `wait review`, `create 3 tasks` (crates/shard-client/src/results.rs).
+    const what = [args.name, args.handle].find((v) => typeof v === "string") ?? (Array.isArray(args.tasks) ? args.tasks.length + " tasks" : "");
+    short = (args.action + " " + what).trim();
+  }
+  t.args.textContent = short ?? t.argsText;
   t.args.title = t.argsText;
-  t.args.classList.toggle("short", !!key);
+  t.args.classList.toggle("short", short !== null);
 }
 
 /** The mark an aborted turn leaves, live and after a reload alike. */

@@ -213,6 +213,9 @@ export class Requests {
  */
 function whereFrom(source) {
   if (!source) return "elsewhere";
+  // The daemon names the answering connection and, in parentheses, what it is.
+  const named = /^client-\d+ \((.+)\)$/.exec(source);
+  if (named) return named[1].startsWith("browser ") ? "in another browser (" + named[1].slice(8) + ")" : "in " + named[1];
   if (/^client-/.test(source)) return "in another client (" + source + ")";
   if (source.startsWith("headless")) return "by the headless policy (" + source + ")";
   return "from " + source;

@@ -1,6 +1,7 @@
 // A small lexical highlighter: strings, comments, numbers and keywords of the common
-// languages, as <span> elements holding text nodes. Good enough to read code at a glance;
-// no grammar, so nothing to maintain per language beyond a keyword list.
+// languages (a block of any other language, or none, stays plain text), as <span>
+// elements holding text nodes. Good enough to read code at a glance; no grammar, so
+// nothing to maintain per language beyond a keyword list.
 
 import { h } from "./dom.js";
 
@@ -17,6 +18,13 @@ const KEYWORDS = new Set(
 const TOKEN =
   /(\/\/[^\n]*|#[^\n]*|\/\*[\s\S]*?\*\/|"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?|`(?:[^`\\]|\\.)*`?)|(\b\d[\d_.xXa-fA-F]*\b)|([A-Za-z_][\w]*)/g;
 
+/** Languages the keyword list fits; any other (or none) is shown as plain text, so
+ * English in an unlabelled block is not coloured as code. */
+const KNOWN = new Set(
+  ("js javascript mjs cjs ts typescript jsx tsx rust rs python py go golang sh bash shell zsh c h cpp cc cxx hpp c++ " +
+    "java kotlin kt swift ruby rb toml yaml yml json php cs csharp scala lua perl pl r make makefile dockerfile sql").split(" "),
+);
+
 /** Languages whose `#` starts a comment. */
 const HASH_COMMENTS = new Set(["sh", "bash", "shell", "zsh", "python", "py", "ruby", "rb", "toml", "yaml", "yml", "perl", "r", "make", "dockerfile"]);
 
@@ -28,7 +36,7 @@ const HASH_COMMENTS = new Set(["sh", "bash", "shell", "zsh", "python", "py", "ru
  */
 export function highlight(into, code, lang = "") {
   const hash = HASH_COMMENTS.has(lang.toLowerCase());
-  if (code.length > 200000) {
+  if (code.length > 200000 || !KNOWN.has(lang.toLowerCase())) {
     into.appendChild(document.createTextNode(code));
     return;
   }

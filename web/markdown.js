@@ -1,7 +1,7 @@
 // Markdown to DOM nodes, safely: model text only ever becomes text nodes; links are kept
 // only for http(s) and mailto URLs (anything else, `javascript:` included, stays text);
 // images are shown as their alt text and address, never fetched. The subset: headings,
-// paragraphs, fenced code, lists, block quotes, rules, tables as text, and inline code,
+// paragraphs, fenced code, lists, block quotes, rules, tables, and inline code,
 // emphasis, strong, strike-through and links.
 
 import { h } from "./dom.js";
@@ -33,6 +33,11 @@ export function renderMarkdown(src) {
       while (i < lines.length && !lines[i].trim().startsWith(close)) body.push(lines[i++]);
       i++;
       frag.appendChild(codeBlock(body.join("\n"), fence[2]));
+      continue;
+    }
+    if (tableStarts(lines, i)) {
+      flush();
+      i = table(lines, i, frag);
       continue;
     }
     const heading = /^(#{1,6})\s+(.*)$/.exec(line);
@@ -87,6 +92,51 @@ export function renderMarkdown(src) {
   }
   flush();
   return frag;
+}
+
+/**
+ * The cells of a table row (`| a | b |`, outer pipes optional, `\\|` escapes a pipe), or
+ * null when the line has no pipe.
+ * @param {string} line
+ * @returns {string[] | null}
+ */
+function cells(line) {
+  let t = line.trim();
+  if (!t.includes("|")) return null;
+  if (t.startsWith("|")) t = t.slice(1);
+  if (t.endsWith("|") && !t.endsWith("\\|")) t = t.slice(0, -1);
+  return t.split(/(?<!\\)\|/).map((c) => c.replace(/\\\|/g, "|").trim());
+}
+
+/** @param {string} line */
+function isDelimiter(line) {
+  const cs = cells(line);
+  return !!cs && cs.length > 0 && cs.every((c) => /^:?-+:?$/.test(c));
+}
+
+/** A row followed by a delimiter row of as many cells. @param {string[]} lines @param {number} i */
+function tableStarts(lines, i) {
+  const head = cells(lines[i]);
+  if (!head || i + 1 >= lines.length || !isDelimiter(lines[i + 1])) return false;
+  return cells(lines[i + 1])?.length === head.length;
+}
+
+/**
+ * Appends the table starting at `lines[i]` to `frag`; returns the index after it.
+ * @param {string[]} lines @param {number} i @param {DocumentFragment} frag
+ */
+function table(lines, i, frag) {
+  const head = cells(lines[i]) ?? [];
+  const align = (cells(lines[i + 1]) ?? []).map((c) => (c.endsWith(":") ? (c.startsWith(":") ? "center" : "right") : ""));
+  const cell = (/** @type {"th" | "td"} */ tag, /** @type {string} */ text, /** @type {number} */ k) =>
+    inlineInto(h(tag, align[k] ? { class: "align-" + align[k] } : {}), text);
+  const body = h("tbody");
+  let j = i + 2;
+  for (let row = cells(lines[j] ?? ""); j < lines.length && row; row = cells(lines[++j] ?? "")) {
+    body.appendChild(h("tr", {}, head.map((_, k) => cell("td", row?.[k] ?? "", k))));
+  }
+  frag.appendChild(h("table", { class: "md-table" }, h("thead", {}, h("tr", {}, head.map((c, k) => cell("th", c, k)))), body));
+  return j;
 }
 
 /**

@@ -24,6 +24,10 @@ export class Overview {
     this.actions = actions;
     /** @type {Map<string, AgentRow>} */
     this.agents = new Map();
+    /** @type {string[]} */
+    this.recent = [];
+    /** @type {HTMLElement | null} */
+    this.recentList = null;
     /** @type {Set<string>} */
     this.openIds = new Set();
     /** @type {Map<string, WorkspaceInfo>} agent id → its (active) workspace */
@@ -37,9 +41,22 @@ export class Overview {
     this.el.appendChild(this.form);
   }
 
+  /**
+   * The daemon's recent directories — its agents' (archived ones too), newest first — offered
+   * by the create form's directory field.
+   * @param {AgentInfo[]} agents
+   */
+  remember(agents) {
+    const seen = new Map(this.recent.map((d, i) => [d, -i]));
+    for (const a of agents) if (a.cwd) seen.set(a.cwd, Math.max(seen.get(a.cwd) ?? -Infinity, a.created_at ?? 0));
+    this.recent = [...seen.entries()].sort((x, y) => y[1] - x[1]).map(([d]) => d).slice(0, 20);
+    if (this.recentList) this.recentList.replaceChildren(...this.recent.map((d) => h("option", { value: d })));
+  }
+
   /** @param {AgentInfo[]} agents */
   replaceAll(agents) {
     const old = this.agents;
+    this.remember(agents);
     // Archived agents (`shard rm`) are kept by the daemon, not shown here.
     this.agents = new Map(agents.filter((a) => !a.archived).map((a) => [a.agent_id, { ...a, activity: old.get(a.agent_id)?.activity }]));
     this.paint();
@@ -71,6 +88,7 @@ export class Overview {
 
   /** @param {AgentInfo} info */
   upsert(info) {
+    this.remember([info]);
     if (info.archived) {
       this.agents.delete(info.agent_id);
       this.paint();
@@ -179,7 +197,9 @@ export class Overview {
   }
 
   createForm() {
-    const cwd = h("input", { name: "cwd", required: true, "aria-label": "Working directory", placeholder: "/path/to/project" });
+    const recent = h("datalist", { id: "recent-dirs" });
+    this.recentList = recent;
+    const cwd = h("input", { name: "cwd", required: true, "aria-label": "Working directory", placeholder: "/path/to/project", list: "recent-dirs", autocomplete: "off" });
     const model = h("input", { name: "model", "aria-label": "Model of the new agent", placeholder: "default" });
     const provider = h("input", { name: "provider", "aria-label": "Provider of the new agent", placeholder: "default" });
     const mode = h("input", { name: "mode", "aria-label": "Mode of the new agent", placeholder: "default" });
@@ -193,6 +213,7 @@ export class Overview {
         { method: "dialog" },
         h("h2", {}, "Create an agent"),
         h("label", {}, "Directory ", cwd),
+        recent,
         h("label", {}, "Name ", name),
         h("label", {}, "Model ", model),
         h("label", {}, "Provider ", provider),
@@ -221,6 +242,8 @@ export class Overview {
   openCreate() {
     const d = /** @type {HTMLDialogElement} */ (this.form);
     if (!d.open) d.showModal();
+    // The most recent directory is the likely one; the list offers the others.
+    if (this.cwdInput && !this.cwdInput.value && this.recent.length) /** @type {HTMLInputElement} */ (this.cwdInput).value = this.recent[0];
     this.cwdInput?.focus();
   }
 }

@@ -39,7 +39,7 @@ export type ClientMessage = {
   type: "client_files";
 } | FileResponse & {
   type: "file_response";
-} | Empty & {
+} | AgentListQuery & {
   type: "agent.list";
 } | {
   type: "session.list";
@@ -243,8 +243,13 @@ export type FileResponse = {
   error?: (string | null);
 };
 
-/** A command with no payload. */
-export type Empty = Record<string, unknown>;
+/** `agent.list`. Without fields it lists every agent; the paging fields (additive, 0.1.x) let a client of a daemon with thousands of agents read them a page at a time, in the same order (creation time, then id). */
+export type AgentListQuery = {
+  /** Additive: at most this many agents in the answer (at least one). */
+  limit?: (number | null);
+  /** Additive: list the agents after this cursor, the `next_after` of the previous page. */
+  after?: (string | null);
+};
 
 /** Which way a subagent or headless agent handles requests with no responder. */
 export type HeadlessPolicy = ("deny" | "allow_if_rule_matches" | "queue");
@@ -1400,6 +1405,8 @@ export type FileRequest = {
 export type AgentsData = {
   /** The agents. */
   agents: AgentInfo[];
+  /** Additive: present when an `agent.list` with a `limit` left agents out; pass it as `after` for the next page. Opaque. */
+  next_after?: (string | null);
 };
 
 /** `agent.create`. */

@@ -30,7 +30,7 @@ export function renderDescriptor(d) {
         "ul",
         { class: "paths" },
         (Array.isArray(r.paths) ? r.paths : []).map((/** @type {any} */ p) =>
-          h("li", { class: "path-" + (p.kind === "dir" ? "dir" : "file") }, h("span", { class: "path" }, String(p.path)), p.hint ? h("span", { class: "hint" }, " " + String(p.hint)) : null),
+          h("li", { class: "path-" + (p.kind === "dir" ? "dir" : "file") }, h("span", { class: "path" }, p.kind === "dir" ? String(p.path).replace(/\/+$/, "") : String(p.path)), p.hint ? h("span", { class: "hint" }, " " + String(p.hint)) : null),
         ),
       );
     case "command":

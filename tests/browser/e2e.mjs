@@ -78,7 +78,7 @@ test("create an agent, prompt it, and see the streamed answer rendered", async (
   const answer = "Streaming **works**: here is `code`.\n\n```js\nconst x = 1; // note\n```\n\n- one\n- two\n";
   const script = d.script("stream", [textTurn("An earlier answer."), { steps: [{ thinking: "Let me think." }, { text: answer, chunk_chars: 3 }, { usage: { input: 30, output: 12 } }] }]);
   await pg.getByRole("button", { name: "New agent", exact: true }).click();
-  await pg.getByRole("textbox", { name: "Working directory" }).fill(d.work);
+  await pg.getByRole("combobox", { name: "Working directory" }).fill(d.work);
   await pg.getByRole("textbox", { name: "Name of the new agent" }).fill("streamer");
   await pg.getByRole("textbox", { name: "Provider of the new agent" }).fill("scripted");
   await pg.getByRole("textbox", { name: "Model of the new agent" }).fill(script);
@@ -149,7 +149,7 @@ test("a permission answered in one browser context disappears in the other", asy
   await dlgB.getByRole("button", { name: allow, exact: true }).click();
   await dlgA.waitFor({ state: "detached" });
   await dlgB.waitFor({ state: "detached" });
-  await a.page.locator(".pane.active .log").getByText(/answered in another client \(client-\d+\)/).waitFor();
+  await a.page.locator(".pane.active .log").getByText(/answered in another browser \(brw-[^)]+\)/).waitFor();
   await b.page.locator(".pane.active .log").getByText(/answered here/).waitFor();
   await a.page.locator(".pane.active .log figure.diff .line-add", { hasText: "+alpha" }).waitFor();
   await a.page.locator(".pane.active .log").getByText("Written.").waitFor();
@@ -440,6 +440,98 @@ test("the overview at 390 px: nested subagents, no horizontal scrolling, shortcu
   await openAgent(pg, "parent");
   await prompt(pg).waitFor();
   await pg.screenshot({ path: join(artifacts, "conversation-390.png") });
+  await ctx.close();
+});
+
+test("each result kind is drawn as a person reads it, live and after a reload alike", async () => {
+  const { page: pg, ctx } = await page({ width: 1280, height: 900 });
+  mkdirSync(join(d.work, "kinds-dir"), { recursive: true });
+  const kid = d.script("kinds-kid", [textTurn("kid_final_text")]);
+  const md = "| crate | tests |\n|---|---:|\n| shard-cli | 185 |\n\n```python\nfor x in y: pass\n```\n\n```\nfor if while\n```\n";
+  const script = d.script("kinds", [
+    toolTurn("l1", "ls", { path: "." }),
+    toolTurn("s1", "subagent", { action: "create", name: "helper_one", task: "say hi", model: kid }),
+    textTurn(md),
+    textTurn("noted"),
+  ]);
+  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "kinds" });
+  await openAgent(pg, "kinds");
+  await prompt(pg).fill("go");
+  await prompt(pg).press("Enter");
+  const log = pg.locator(".pane.active .log");
+  await log.getByText("noted").waitFor();
+  const check = async (/** @type {string} */ when) => {
+    await log.locator("ul.paths li", { hasText: "kinds-dir" }).waitFor();
+    assert.equal(await log.locator(".tool-head", { hasText: "ls" }).locator(".tool-args").innerText(), ".", when + ": a short title");
+    assert.equal(await log.locator(".tool-head", { hasText: "subagent" }).locator(".tool-args").innerText(), "create helper_one", when + ": a short title");
+    assert.equal(await log.locator("ul.paths .path", { hasText: "kinds-dir" }).innerText(), "kinds-dir", when + ": one slash, from the stylesheet");
+    await log.locator(".tool .run-card .run-alias", { hasText: "helper-one" }).waitFor();
+    const report = log.locator("aside.report");
+    await report.locator(".run-final", { hasText: "kid_final_text" }).waitFor();
+    assert.equal(await report.locator(".run-alias").innerText(), "helper-one", when + ": the alias");
+    assert.equal(await log.getByText("[subagent report]").count(), 0, when + ": the report is a notice, not its raw text");
+    assert.equal(await log.locator("article.notice .who").count(), 0, when + ": no 'you' on a report");
+    assert.equal(await log.locator("table.md-table th").first().innerText(), "crate", when + ": a table");
+    assert.equal(await log.locator("table.md-table td.align-right").innerText(), "185");
+    const blocks = log.locator("pre.code");
+    assert.ok((await blocks.filter({ hasText: "for x in y" }).locator(".tok-keyword").count()) > 0, when + ": python highlighted");
+    assert.equal(await blocks.filter({ hasText: "for if while" }).locator(".tok-keyword").count(), 0, when + ": plain text stays plain");
+  };
+  await check("live");
+  await pg.screenshot({ path: join(artifacts, "result-kinds-live.png") });
+  await pg.reload();
+  await pg.getByText("connected", { exact: true }).waitFor();
+  await openAgent(pg, "kinds");
+  await check("after a reload");
+  await ctx.close();
+});
+
+test("a tree result is drawn like tree and an MCP result shows its text and images", async () => {
+  // No built-in tool answers with a tree and an MCP server is not at hand here: the same
+  // modules the conversation uses draw the two kinds into this page's DOM.
+  const { page: pg, ctx } = await page();
+  const drawn = await pg.evaluate(async () => {
+    const r = await import("/app/render.js");
+    const tree = r.renderDescriptor({ kind: "tree", root: { name: "src", kind: "dir", children: [{ name: "main.rs", kind: "file" }, { name: "util", kind: "dir", children: [] }] } });
+    const text = r.renderResultContent({ kind: "text", text: "Page title: Example" });
+    const img = r.renderImage("iVBORw0KGgo=", "image/png");
+    const svg = r.renderImage("PHN2Zz4=", "image/svg+xml");
+    document.body.append(tree, text, img, svg);
+    return {
+      dirs: [...tree.querySelectorAll("li.path-dir")].map((e) => e.firstChild?.textContent),
+      files: [...tree.querySelectorAll("li.path-file")].map((e) => e.textContent),
+      nested: tree.querySelector("li.path-dir ul li.path-file")?.textContent,
+      text: text.textContent,
+      img: img.tagName + " " + img.getAttribute("aria-label"),
+      svg: svg.tagName + " " + svg.textContent,
+    };
+  });
+  assert.deepEqual(drawn.dirs, ["src", "util"]);
+  assert.deepEqual(drawn.files, ["main.rs"]);
+  assert.equal(drawn.nested, "main.rs", "children nest under their directory");
+  assert.equal(drawn.text, "Page title: Example");
+  assert.match(drawn.img, /^CANVAS image \(image\/png, /);
+  assert.match(drawn.svg, /^SPAN image \(image\/svg\+xml/, "an SVG is never painted");
+  await ctx.close();
+});
+
+test("the create dialog offers the daemon's recent directories, the newest filled in", async () => {
+  const { page: pg, ctx } = await page();
+  const older = join(d.home, "older-project");
+  const newer = join(d.home, "newer-project");
+  mkdirSync(older, { recursive: true });
+  mkdirSync(newer, { recursive: true });
+  const script = d.script("dirs", [textTurn("hi")]);
+  await createAgent(pg, { cwd: older, provider: "scripted", model: script, name: "in-older" });
+  await createAgent(pg, { cwd: newer, provider: "scripted", model: script, name: "in-newer" });
+  await pg.getByRole("button", { name: /^in-newer/ }).first().waitFor();
+  await pg.getByRole("button", { name: "New agent", exact: true }).click();
+  const cwd = pg.getByRole("combobox", { name: "Working directory" });
+  assert.equal(await cwd.inputValue(), realpathSync(newer), "the newest directory is filled in");
+  const offered = await pg.locator("datalist#recent-dirs option").evaluateAll((os) => os.map((o) => /** @type {HTMLOptionElement} */ (o).value));
+  assert.ok(offered.includes(realpathSync(older)) && offered.includes(realpathSync(newer)), JSON.stringify(offered));
+  assert.ok(offered.indexOf(realpathSync(newer)) < offered.indexOf(realpathSync(older)), "newest first");
+  assert.equal(await cwd.getAttribute("list"), "recent-dirs");
   await ctx.close();
 });
 

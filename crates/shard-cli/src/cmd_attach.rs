@@ -8,13 +8,14 @@ use std::process::ExitCode;
 
 use clap::Args;
 use shard_client::Client;
+use shard_client::results;
 use shard_client::sanitize::{Sanitizer, strip};
 use shard_client::view::{AgentView, Change, Pending};
 use shard_protocol::command::{
     AttachRole, Command, PermissionResponse, Prompt, StreamingBehavior, UiResponse,
 };
 use shard_protocol::event::{DeltaKind, PermissionRequest, UiRequest};
-use shard_protocol::types::{AgentStatus, ToolResultContent, UiKind, UiValue};
+use shard_protocol::types::{AgentStatus, ContentBlock, ToolResultContent, UiKind, UiValue};
 use shard_protocol::{Event, IncomingEvent, PermissionAnswer};
 use tokio::io::AsyncBufReadExt;
 
@@ -187,11 +188,7 @@ impl Screen {
             }
             Change::ToolStarted(id) => {
                 if let Some(t) = self.view.tool_call(&id) {
-                    let text = format!(
-                        "-> {} {}",
-                        strip(&t.name),
-                        strip(&serde_json::Value::Object(t.args.clone()).to_string())
-                    );
+                    let text = format!("-> {}", strip(&results::tool_title(&t.name, &t.args)));
                     self.line(out, &text);
                 }
             }
@@ -212,7 +209,30 @@ impl Screen {
                     "<- {}{refused}{first}",
                     if r.is_error { "error: " } else { "" }
                 );
-                self.line(out, &text);
+                let shaped = results::structured_lines(t);
+                self.line(out, if shaped.is_empty() { &text } else { "<-" });
+                for l in shaped {
+                    self.line(out, &format!("   {}", strip(&l)));
+                }
+            }
+            Change::UserMessage(id) => {
+                // The daemon's completion report to the parent: a notice, not a prompt.
+                let card = self
+                    .view
+                    .index_of(&id)
+                    .and_then(|i| self.view.messages.get(i))
+                    .and_then(|m| {
+                        m.content.iter().find_map(|b| match b {
+                            ContentBlock::Text { text } => results::subagent_report(text),
+                            _ => None,
+                        })
+                    });
+                if let Some(card) = card {
+                    self.line(out, "[subagent report]");
+                    for l in results::card_lines(&card) {
+                        self.line(out, &format!("   {}", strip(&l)));
+                    }
+                }
             }
             Change::RequestAdded(id) => match self.view.pending_request(&id).cloned() {
                 Some(Pending::Permission(p)) => self.show_permission(out, &p),
@@ -222,10 +242,7 @@ impl Screen {
             Change::RequestResolved { request_id, source } => {
                 let text = format!(
                     "[request {request_id} answered by {}]",
-                    source
-                        .as_deref()
-                        .map(strip)
-                        .unwrap_or_else(|| "a client".into())
+                    strip(&results::answered_by(source.as_deref()))
                 );
                 self.line(out, &text);
             }
@@ -304,6 +321,14 @@ impl Screen {
         }
         if self.observer {
             println!("(observer: read-only; attach without --observer to answer or prompt)");
+            return;
+        }
+        if line.trim() == "/abort" {
+            let target = shard_protocol::command::AgentTarget {
+                agent_id: Some(self.agent.clone()),
+            };
+            let command = Command::Abort(target);
+            let _ = c.send(&shard_protocol::ClientMessage { id: None, command });
             return;
         }
         let command = match self.view.pending.first().cloned() {

@@ -38,6 +38,10 @@ pub struct DaemonArgs {
     /// Most bytes queued for one client before it is disconnected.
     #[arg(long, hide = true)]
     client_queue_bytes: Option<usize>,
+    /// Most bytes queued for all clients together; past it the clients with the longest
+    /// backlogs are disconnected first.
+    #[arg(long, hide = true)]
+    client_queue_total_bytes: Option<usize>,
     /// Most client connections held at once on each transport; one more is refused with
     /// a clear error and the daemon carries on.
     #[arg(long, default_value_t = 4096)]
@@ -144,6 +148,9 @@ pub fn daemon(args: DaemonArgs) -> ExitCode {
         max_messages: args.client_queue_messages.unwrap_or(d.max_messages),
         max_bytes: args.client_queue_bytes.unwrap_or(d.max_bytes),
     };
+    if let Some(n) = args.client_queue_total_bytes {
+        cfg.queue_budget = n;
+    }
     let web_cfg = match args.web.into_config() {
         Ok(c) => c,
         Err(e) => {

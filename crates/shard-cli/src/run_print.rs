@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::Path;
 
 use serde_json::{Map, Value};
+use shard_client::results;
 use shard_client::sanitize::{Sanitizer, strip};
 use shard_client::view::{AgentView, Change, ToolCallView};
 use shard_protocol::event::{DeltaKind, Event};
@@ -102,8 +103,8 @@ impl Printer {
             }
             Change::ToolStarted(id) => {
                 if let Some(call) = view.tool_call(id) {
-                    let line = format!("▸ {} {}", strip(&call.name), brief_args(&call.args));
-                    self.stderr_line(line.trim_end());
+                    let line = format!("▸ {}", strip(&results::tool_title(&call.name, &call.args)));
+                    self.stderr_line(&line);
                 }
             }
             Change::ToolFinished(id) => {
@@ -161,7 +162,19 @@ impl Printer {
                 .exit_code
                 .map(|c| format!(" [exit {c}]"))
                 .unwrap_or_default();
-            self.stderr_line(&format!("  ✓{code} {}", first_line(&text)));
+            let shaped = results::structured_lines(call);
+            if shaped.is_empty() || !text.trim().is_empty() && shaped.len() == r.images.len() {
+                self.stderr_line(&format!("  ✓{code} {}", first_line(&text)));
+            } else {
+                self.stderr_line(&format!("  ✓{code}"));
+            }
+            for line in shaped.iter().take(MAX_SHAPED_LINES) {
+                self.stderr_line(&format!("    {}", strip(line)));
+            }
+            if shaped.len() > MAX_SHAPED_LINES {
+                let more = shaped.len() - MAX_SHAPED_LINES;
+                self.stderr_line(&format!("    … {more} more lines"));
+            }
         }
     }
 
@@ -195,6 +208,9 @@ impl Printer {
 
 /// The refusal came from the headless policy (no person to ask), so `--yes` or a
 /// `[[headless.allow]]` rule would let it run.
+/// A listing or a card printed under a result is cut here: `shard run` summarizes.
+const MAX_SHAPED_LINES: usize = 20;
+
 fn is_headless_refusal(text: &str) -> bool {
     text.contains("headless") || text.contains("nobody is attached")
 }
@@ -247,15 +263,6 @@ pub fn retry_line(detail: &str) -> String {
         }
         None => detail.to_string(),
     }
-}
-
-fn brief_args(args: &Map<String, Value>) -> String {
-    for key in ["command", "path", "pattern", "question"] {
-        if let Some(v) = args.get(key).and_then(|v| v.as_str()) {
-            return first_line(&strip(v));
-        }
-    }
-    String::new()
 }
 
 fn first_line(s: &str) -> String {

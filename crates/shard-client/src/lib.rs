@@ -8,6 +8,7 @@
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod lines;
+pub mod results;
 pub mod sanitize;
 pub mod typed;
 pub mod view;

@@ -9,8 +9,7 @@ use serde::de::DeserializeOwned;
 use shard_protocol::Command;
 use shard_protocol::command::{
     AgentAttach, AgentCreate, AgentKill, AgentRef, AgentStatusQuery, AgentTarget, DaemonShutdown,
-    Empty, Prompt, SessionOp, SessionOpArgs, SessionOpKind, SetMode, SetModel, SetReasoningLevel,
-    Steer,
+    Prompt, SessionOp, SessionOpArgs, SessionOpKind, SetMode, SetModel, SetReasoningLevel, Steer,
 };
 use shard_protocol::responses::{
     AgentCreated, AgentsData, AttachData, CompactData, ForkData, ListModelsData, ListModesData,
@@ -53,7 +52,7 @@ macro_rules! request {
 /// `agent.list`.
 #[derive(Debug, Clone, Default)]
 pub struct ListAgents;
-request!(ListAgents => AgentsData, |_s| Command::AgentList(Empty::default()));
+request!(ListAgents => AgentsData, |_s| Command::AgentList(Default::default()));
 request!(AgentCreate => AgentCreated, |s| Command::AgentCreate(Box::new(s)));
 request!(AgentAttach => AttachData, |s| Command::AgentAttach(s));
 request!(AgentKill => NoData, |s| Command::AgentKill(s));

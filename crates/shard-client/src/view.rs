@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 use shard_protocol::Event;
 use shard_protocol::event::{DeltaKind, ErrorEvent, PendingRequest, PermissionRequest, UiRequest};
 use shard_protocol::types::{
-    AgentStatus, ContentBlock, Message, ModelDescriptor, RenderDescriptor, Role, ToolResultContent,
-    Usage,
+    AgentStatus, ContentBlock, Image, Message, ModelDescriptor, RenderDescriptor, Role,
+    ToolResultContent, Usage,
 };
 
 /// A block of the message being streamed.
@@ -57,6 +57,8 @@ pub struct ToolOutcome {
     pub duration_ms: Option<u64>,
     /// Result render.
     pub render: Option<RenderDescriptor>,
+    /// Images that came beside the content (an MCP tool's screenshot).
+    pub images: Vec<Image>,
 }
 
 /// One tool call, from the model's message, its `tool_call` event and its result.
@@ -402,6 +404,7 @@ impl AgentView {
                     exit_code: r.exit_code,
                     duration_ms: r.duration_ms,
                     render: r.render.clone(),
+                    images: r.images.clone().unwrap_or_default(),
                 });
                 if new {
                     changes.push(Change::ToolFinished(r.tool_call_id.clone()));
@@ -535,6 +538,7 @@ impl AgentView {
                     exit_code,
                     duration_ms,
                     render,
+                    images,
                     ..
                 } => {
                     let call = self.call_entry(tool_call_id, "");
@@ -545,6 +549,7 @@ impl AgentView {
                             exit_code: *exit_code,
                             duration_ms: *duration_ms,
                             render: render.clone(),
+                            images: images.clone().unwrap_or_default(),
                         });
                     }
                 }

@@ -41,11 +41,52 @@ impl Services {
     }
 }
 
+/// Who answered a request, for `permission_resolved.source`: the connection, then in
+/// parentheses what a person would call it ("a terminal", "browser brw-…"), so another
+/// client can say where it was answered instead of naming a connection number.
+fn answerer(core: &Arc<Shared>, conn: ConnId) -> String {
+    use crate::principal::Principal;
+    let what = match core.principal_of(conn) {
+        Some(Principal::LocalUser { .. }) => "a terminal".to_string(),
+        Some(Principal::Browser { id }) => format!("browser {id}"),
+        Some(Principal::Runtime { agent_id }) => format!("agent {agent_id}"),
+        Some(Principal::Internal) | None => return format!("client-{conn}"),
+    };
+    format!("client-{conn} ({what})")
+}
+
 fn needs_agent_id() -> ProtocolError {
     ProtocolError::new(
         ErrorCode::NotAttached,
         "agent_id is required on a daemon connection",
     )
+}
+
+/// `agent.list`: the `AgentsData` written from the agents' cached encodings.
+fn list(
+    core: &Shared,
+    q: &shard_protocol::command::AgentListQuery,
+    slot: &mut ReplySlot,
+) -> Result<Reply, ProtocolError> {
+    let limit = q.limit.map(|l| usize::try_from(l).unwrap_or(usize::MAX));
+    let (agents, next) = core.list_agents_encoded(q.after.as_deref(), limit)?;
+    let len: usize = agents.iter().map(|a| a.len() + 1).sum();
+    let mut out = Vec::with_capacity(len + 64);
+    out.extend_from_slice(b"{\"agents\":[");
+    for (i, a) in agents.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(a);
+    }
+    out.push(b']');
+    if let Some(n) = next {
+        out.extend_from_slice(b",\"next_after\":");
+        out.extend_from_slice(&serde_json::to_vec(&n).unwrap_or_else(|_| b"null".to_vec()));
+    }
+    out.push(b'}');
+    slot.defer()?.ok_encoded(&out);
+    Ok(Reply::Deferred)
 }
 
 /// Handles one decoded command from connection `conn`.
@@ -65,15 +106,16 @@ pub(crate) fn dispatch(
         | Command::WorkspaceRetire(_) => {
             return crate::workspaces::dispatch(&svc.workspaces, command);
         }
-        Command::AgentList(_) => Reply::data::<kind::AgentList>(&AgentsData {
-            agents: core.list_agents(None),
-        }),
+        Command::AgentList(q) => list(core, &q, slot),
         Command::AgentStatus(q) => {
             let agents = core.list_agents(q.agent_id.as_deref());
             if q.agent_id.is_some() && agents.is_empty() {
                 Err(ProtocolError::new(ErrorCode::NotFound, "no such agent"))
             } else {
-                Reply::data::<kind::AgentStatus>(&AgentsData { agents })
+                Reply::data::<kind::AgentStatus>(&AgentsData {
+                    agents,
+                    next_after: None,
+                })
             }
         }
         Command::SessionList(q) => {
@@ -167,7 +209,7 @@ pub(crate) fn dispatch(
             Some(agent_id) => {
                 let request_id = p.request_id.clone();
                 let answer = p.answer.clone();
-                p.source = Some(format!("client-{conn}"));
+                p.source = Some(answerer(core, conn));
                 core.answer_request(
                     conn,
                     &agent_id,

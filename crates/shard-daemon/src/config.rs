@@ -24,6 +24,9 @@ pub struct DaemonConfig {
     pub kill_grace: Duration,
     /// Per-client outbound queue caps.
     pub queue: QueueCaps,
+    /// Most bytes queued for all clients together; past it the clients with the longest
+    /// backlogs are disconnected first (`CLIENT_TOO_SLOW`).
+    pub queue_budget: usize,
     /// Longest accepted line, on every connection and from every Runtime (one limit for
     /// the whole path, issue 10 §8).
     pub max_line: usize,
@@ -59,6 +62,7 @@ impl DaemonConfig {
             headless_timeout: Duration::from_secs(600),
             kill_grace: Duration::from_secs(5),
             queue: QueueCaps::default(),
+            queue_budget: 512 * 1024 * 1024,
             max_line: shard_protocol::codec::DEFAULT_MAX_LINE,
             max_inbound_buffered: 256 * 1024 * 1024,
             max_connections: 4096,

@@ -100,7 +100,7 @@ pub(crate) async fn serve(svc: Services, conn: Connection, _slot: ConnSlot) {
     };
     let conn_id = shared.next();
     tracing::debug!(conn_id, %peer, ?principal, "client connected");
-    let (outbox, rx) = Outbox::new(shared.cfg.queue);
+    let (outbox, rx) = Outbox::with_budget(shared.cfg.queue, &shared.queue_budget);
     let writer = tokio::spawn(run_writer(Arc::clone(&outbox), rx, outbound));
     shared.register_conn(conn_id, Arc::clone(&outbox), principal, true);
     outbox.push(frame(&Event::Hello(Hello {

@@ -2,6 +2,7 @@
 //! process speaking the per-agent protocol on a pair of pipes; the real one spawns
 //! `shard agent`, and tests can play the Runtime themselves.
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::Stdio;
@@ -139,6 +140,7 @@ pub trait SettingsCheck: Send + Sync {
 pub struct ProcessLauncher {
     exe: PathBuf,
     settings: Arc<dyn SettingsCheck>,
+    reaper: Arc<Reaper>,
 }
 
 impl std::fmt::Debug for ProcessLauncher {
@@ -152,7 +154,11 @@ impl std::fmt::Debug for ProcessLauncher {
 impl ProcessLauncher {
     /// A launcher running `exe agent`, checking settings with `settings`.
     pub fn new(exe: PathBuf, settings: Arc<dyn SettingsCheck>) -> Self {
-        ProcessLauncher { exe, settings }
+        ProcessLauncher {
+            exe,
+            settings,
+            reaper: Arc::default(),
+        }
     }
 
     /// The arguments after the executable.
@@ -190,14 +196,101 @@ impl ProcessLauncher {
 /// child has exec'd (`vfork` semantics of `posix_spawn`), and with many processes
 /// starting on a busy machine the child may wait for a CPU for tens of milliseconds:
 /// on an executor thread that stalled every connection (`agent.list` p99 of 34 ms while
-/// 20 agents were created, docs/performance.md). The blocking pool's threads carry the
-/// runtime's context, so the child is still reaped by tokio.
+/// 20 agents were created, docs/performance.md).
 async fn spawn_off_executor(
-    mut cmd: tokio::process::Command,
-) -> std::io::Result<tokio::process::Child> {
+    mut cmd: std::process::Command,
+) -> std::io::Result<std::process::Child> {
     tokio::task::spawn_blocking(move || cmd.spawn())
         .await
         .map_err(std::io::Error::other)?
+}
+
+/// Learns when Runtime processes end without holding a descriptor per process: one
+/// `SIGCHLD` listener for the whole daemon checks (`waitpid(pid, WNOHANG)`) each
+/// Runtime still running. A tokio `Child` would keep a pidfd open per process, a third
+/// of a live Runtime's descriptors (docs/decisions.md "Daemon at
+/// thousands of agents").
+#[derive(Default)]
+struct Reaper {
+    waiting:
+        std::sync::Mutex<std::collections::HashMap<i32, tokio::sync::oneshot::Sender<ExitInfo>>>,
+    listening: std::sync::OnceLock<()>,
+}
+
+impl Reaper {
+    /// Starts the `SIGCHLD` listener (once, on the calling runtime) before any child is
+    /// spawned, so no exit can go unnoticed.
+    fn listen(self: &Arc<Self>) -> std::io::Result<()> {
+        if self.listening.get().is_some() {
+            return Ok(());
+        }
+        let mut sigchld = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())?;
+        if self.listening.set(()).is_err() {
+            return Ok(());
+        }
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while sigchld.recv().await.is_some() {
+                let Some(reaper) = weak.upgrade() else { break };
+                reaper.reap();
+            }
+        });
+        Ok(())
+    }
+
+    /// Registers a spawned child; the receiver resolves with how it ended.
+    fn watch(&self, pid: u32) -> tokio::sync::oneshot::Receiver<ExitInfo> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if let Ok(pid) = i32::try_from(pid) {
+            self.lock().insert(pid, tx);
+        }
+        // It may have ended before it was registered.
+        self.reap();
+        rx
+    }
+
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<
+        '_,
+        std::collections::HashMap<i32, tokio::sync::oneshot::Sender<ExitInfo>>,
+    > {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Collects every watched child that has ended. `SIGCHLD`s coalesce, so each one
+    /// checks them all: one cheap syscall per live Runtime.
+    fn reap(&self) {
+        use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+        let mut waiting = self.lock();
+        let mut ended = Vec::new();
+        for &pid in waiting.keys() {
+            let info = match waitpid(nix::unistd::Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(_, code)) => ExitInfo {
+                    code: Some(code),
+                    signal: None,
+                    cause: None,
+                },
+                Ok(WaitStatus::Signaled(_, sig, _)) => ExitInfo {
+                    code: None,
+                    signal: Some(sig as i32),
+                    cause: None,
+                },
+                Ok(_) => continue,
+                Err(e) => {
+                    // ECHILD: someone else reaped it; it has ended all the same.
+                    tracing::warn!(pid, error = %e, "waiting for a runtime failed");
+                    ExitInfo::default()
+                }
+            };
+            ended.push((pid, info));
+        }
+        for (pid, info) in ended {
+            if let Some(tx) = waiting.remove(&pid) {
+                let _ = tx.send(info);
+            }
+        }
+    }
 }
 
 #[async_trait]
@@ -212,7 +305,11 @@ impl RuntimeLauncher for ProcessLauncher {
 
     async fn launch(&self, spec: &LaunchSpec) -> std::io::Result<LaunchedRuntime> {
         let log = open_agent_log(&spec.home, &spec.agent_id).await?;
-        let mut cmd = tokio::process::Command::new(&self.exe);
+        // One socket carries both directions (the Runtime's stdin and stdout): a live
+        // Runtime costs the daemon one descriptor instead of two pipes and a pidfd.
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
+        let theirs_out = theirs.try_clone()?;
+        let mut cmd = std::process::Command::new(&self.exe);
         cmd.args(Self::args(spec))
             .current_dir(&spec.cwd)
             .env("SHARD_HOME", &spec.home)
@@ -220,11 +317,10 @@ impl RuntimeLauncher for ProcessLauncher {
             .env("SHARD_DAEMON_SOCK", &spec.daemon_sock)
             .env("SHARD_AGENT_TOKEN", &spec.token)
             .env_remove("SHARD_PARENT_AGENT_ID")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+            .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs_out)))
             .stderr(Stdio::from(log))
-            .process_group(0)
-            .kill_on_drop(false);
+            .process_group(0);
         if let Some(p) = &spec.parent_agent_id {
             cmd.env("SHARD_PARENT_AGENT_ID", p);
         }
@@ -234,17 +330,16 @@ impl RuntimeLauncher for ProcessLauncher {
                 serde_json::to_string(&spec.mcp_servers).map_err(std::io::Error::other)?;
             cmd.env(shard_protocol::mcp::CLIENT_MCP_ENV, servers);
         }
-        let mut child = spawn_off_executor(cmd).await?;
-        let stdin = child
-            .stdin
-            .take()
-            .ok_or_else(|| std::io::Error::other("child has no stdin"))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| std::io::Error::other("child has no stdout"))?;
+        self.reaper.listen()?;
+        // The command (and with it the child's ends of the socket) is dropped once spawned.
+        let child = spawn_off_executor(cmd).await?;
         let pid = child.id();
-        let exit = Box::pin(wait_exit(child));
+        let exited = self.reaper.watch(pid);
+        drop(child);
+        ours.set_nonblocking(true)?;
+        let (stdout, stdin) = tokio::net::UnixStream::from_std(ours)?.into_split();
+        let exit = Box::pin(async move { exited.await.unwrap_or_default() });
+        let pid = Some(pid);
         Ok(LaunchedRuntime {
             pid,
             stdin: Box::pin(stdin),

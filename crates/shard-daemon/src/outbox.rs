@@ -1,9 +1,12 @@
 //! A bounded outbound queue per client (PROTOCOL §13 P2, ARCHITECTURE §6.1). Pushing
 //! never waits: a client whose queue passes the message or byte cap is closed with a
 //! stated reason, so one slow reader never slows the agent or the other clients.
+//! A [`QueueBudget`] bounds the bytes queued for all clients together: past it, the
+//! clients with the longest backlogs are dropped first, and once every queue has drained
+//! after a burst the allocator is asked to give the memory back.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -44,7 +47,108 @@ pub struct Outbox {
     close_token: CancellationToken,
     /// Set by [`Outbox::finish`]: the writer delivers what is queued, then ends.
     finish_token: CancellationToken,
+    /// The daemon-wide budget this queue's bytes count against, if any.
+    budget: Option<Arc<QueueBudget>>,
+    /// Keeps this queue's and the budget's byte counts in step (pushes, writes, shedding).
+    acct: Mutex<()>,
+    /// Set when the budget dropped this client: its bytes no longer count.
+    shed: AtomicBool,
 }
+
+/// The bytes queued for every client together, with their cap. Memory is what a daemon
+/// with thousands of clients runs out of, and per-client caps alone allow clients × cap.
+#[derive(Debug)]
+pub struct QueueBudget {
+    max_bytes: usize,
+    queued: AtomicUsize,
+    /// The most queued since the allocator was last trimmed.
+    peak: AtomicUsize,
+    members: Mutex<Vec<Weak<Outbox>>>,
+}
+
+/// Queues that together held at least this much are followed by a trim once drained.
+const TRIM_AFTER: usize = 16 * 1024 * 1024;
+
+impl QueueBudget {
+    /// A budget of `max_bytes` for all queues together.
+    pub fn new(max_bytes: usize) -> Arc<Self> {
+        Arc::new(QueueBudget {
+            max_bytes,
+            queued: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            members: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Bytes queued for all clients now.
+    pub fn queued(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
+    }
+
+    fn add(&self, n: usize) -> usize {
+        let now = self.queued.fetch_add(n, Ordering::AcqRel) + n;
+        self.peak.fetch_max(now, Ordering::AcqRel);
+        now
+    }
+
+    fn sub(&self, n: usize) {
+        let _ = self
+            .queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |q| {
+                Some(q.saturating_sub(n))
+            });
+    }
+
+    /// Drops the clients with the longest backlogs until the total is within the cap
+    /// again. Returns false when `me` was one of them.
+    fn shed(&self, me: &Outbox) -> bool {
+        let mut me_alive = true;
+        while self.queued() > self.max_bytes {
+            let victim = {
+                let mut members = self.members.lock().unwrap_or_else(|p| p.into_inner());
+                members.retain(|w| w.strong_count() > 0);
+                members
+                    .iter()
+                    .filter_map(Weak::upgrade)
+                    .filter(|o| !o.is_closed())
+                    .max_by_key(|o| o.bytes.load(Ordering::Acquire))
+            };
+            let Some(victim) = victim else { break };
+            if std::ptr::eq(Arc::as_ptr(&victim), me) {
+                me_alive = false;
+            }
+            victim.drop_for_budget(self.max_bytes);
+        }
+        me_alive
+    }
+
+    /// Returns freed memory to the system once every queue has drained after a burst:
+    /// glibc keeps freed heap for reuse, so a daemon that once queued hundreds of
+    /// megabytes would otherwise hold them for good.
+    fn after_drain(&self) {
+        if self.queued() != 0 || self.peak.load(Ordering::Acquire) < TRIM_AFTER {
+            return;
+        }
+        self.peak.store(0, Ordering::Release);
+        tokio::task::spawn_blocking(trim_allocator);
+    }
+}
+
+/// The daemon's one `unsafe` (docs/decisions.md "Daemon at thousands of agents").
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+fn trim_allocator() {
+    // SAFETY: `malloc_trim` takes no pointer and is thread-safe (it takes each arena's
+    // lock); it only returns free heap pages to the system, never a live allocation.
+    let released = unsafe { nix::libc::malloc_trim(0) };
+    tracing::debug!(
+        released,
+        "allocator trimmed after the client queues drained"
+    );
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim_allocator() {}
 
 /// The receiving side, drained by [`run_writer`].
 #[derive(Debug)]
@@ -55,6 +159,24 @@ pub struct OutboxReceiver {
 impl Outbox {
     /// A new queue with the given caps.
     pub fn new(caps: QueueCaps) -> (Arc<Outbox>, OutboxReceiver) {
+        Self::build(caps, None)
+    }
+
+    /// A new queue whose bytes also count against a daemon-wide budget.
+    pub fn with_budget(
+        caps: QueueCaps,
+        budget: &Arc<QueueBudget>,
+    ) -> (Arc<Outbox>, OutboxReceiver) {
+        let (outbox, rx) = Self::build(caps, Some(Arc::clone(budget)));
+        budget
+            .members
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Arc::downgrade(&outbox));
+        (outbox, rx)
+    }
+
+    fn build(caps: QueueCaps, budget: Option<Arc<QueueBudget>>) -> (Arc<Outbox>, OutboxReceiver) {
         let (tx, rx) = mpsc::unbounded_channel();
         let outbox = Arc::new(Outbox {
             tx,
@@ -65,6 +187,9 @@ impl Outbox {
             reason: Mutex::new(None),
             close_token: CancellationToken::new(),
             finish_token: CancellationToken::new(),
+            budget,
+            acct: Mutex::new(()),
+            shed: AtomicBool::new(false),
         });
         (outbox, OutboxReceiver { rx })
     }
@@ -76,18 +201,32 @@ impl Outbox {
             return false;
         }
         let len = frame.len();
-        let count = self.count.fetch_add(1, Ordering::AcqRel) + 1;
-        let bytes = self.bytes.fetch_add(len, Ordering::AcqRel) + len;
-        // The byte cap bounds the backlog already queued: one frame larger than the cap
-        // (a big `message_complete`) still goes to a client that is keeping up.
-        if count > self.caps.max_messages || bytes - len > self.caps.max_bytes {
-            self.count.fetch_sub(1, Ordering::AcqRel);
-            self.bytes.fetch_sub(len, Ordering::AcqRel);
-            self.close(format!(
-                "client too slow: outbound queue over its cap ({} messages / {} bytes); \
-                 disconnected so the agent and other clients are not slowed",
-                self.caps.max_messages, self.caps.max_bytes
-            ));
+        let over_budget = {
+            let _acct = self.lock_acct();
+            let count = self.count.fetch_add(1, Ordering::AcqRel) + 1;
+            let bytes = self.bytes.fetch_add(len, Ordering::AcqRel) + len;
+            // The byte cap bounds the backlog already queued: one frame larger than the
+            // cap (a big `message_complete`) still goes to a client that is keeping up.
+            if count > self.caps.max_messages || bytes - len > self.caps.max_bytes {
+                self.count.fetch_sub(1, Ordering::AcqRel);
+                self.bytes.fetch_sub(len, Ordering::AcqRel);
+                drop(_acct);
+                self.close(format!(
+                    "client too slow: outbound queue over its cap ({} messages / {} bytes); \
+                     disconnected so the agent and other clients are not slowed",
+                    self.caps.max_messages, self.caps.max_bytes
+                ));
+                return false;
+            }
+            match &self.budget {
+                Some(b) if !self.shed.load(Ordering::Acquire) => b.add(len) > b.max_bytes,
+                _ => false,
+            }
+        };
+        if over_budget
+            && let Some(b) = &self.budget
+            && !b.shed(self)
+        {
             return false;
         }
         if self.tx.send(frame).is_err() {
@@ -95,6 +234,48 @@ impl Outbox {
             return false;
         }
         true
+    }
+
+    fn lock_acct(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.acct.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts `msgs` frames of `n` bytes as gone from the queue (written or taken).
+    fn release(&self, msgs: usize, n: usize) {
+        let _acct = self.lock_acct();
+        let _ = self
+            .count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| {
+                Some(c.saturating_sub(msgs))
+            });
+        let _ = self
+            .bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
+                Some(b.saturating_sub(n))
+            });
+        if let Some(b) = &self.budget
+            && !self.shed.load(Ordering::Acquire)
+        {
+            b.sub(n);
+        }
+    }
+
+    /// The budget chose this client to drop: its backlog stops counting now (the writer
+    /// discards it as it ends), so the next push does not drop another client for it.
+    fn drop_for_budget(&self, max_total: usize) {
+        {
+            let _acct = self.lock_acct();
+            if !self.shed.swap(true, Ordering::AcqRel)
+                && let Some(b) = &self.budget
+            {
+                b.sub(self.bytes.load(Ordering::Acquire));
+            }
+        }
+        self.close(format!(
+            "client too slow: the daemon's outbound queues together passed their cap \
+             ({max_total} bytes) and this client had the longest backlog; disconnected so \
+             the agents and other clients are not slowed"
+        ));
     }
 
     /// Closes the client with a reason (the first reason wins).
@@ -119,8 +300,7 @@ impl Outbox {
     /// Takes one queued frame off (an in-process subscriber's receive), keeping the
     /// counters the caps are checked against in step.
     pub(crate) fn taken(&self, frame: &Bytes) {
-        self.count.fetch_sub(1, Ordering::AcqRel);
-        self.bytes.fetch_sub(frame.len(), Ordering::AcqRel);
+        self.release(1, frame.len());
     }
 
     /// How long the writer may still need: a client closed with a reason is given the
@@ -218,12 +398,17 @@ pub async fn run_writer(outbox: Arc<Outbox>, mut rx: OutboxReceiver, mut sink: B
                 r = write => r?,
             }
             let n: usize = batch.iter().map(Bytes::len).sum();
-            outbox.count.fetch_sub(batch.len(), Ordering::AcqRel);
-            outbox.bytes.fetch_sub(n, Ordering::AcqRel);
+            outbox.release(batch.len(), n);
+            if let Some(b) = &outbox.budget {
+                b.after_drain();
+            }
         }
         Ok(())
     }
     .await;
+    // Whatever is still queued is discarded with the receiver.
+    let left = outbox.bytes.load(Ordering::Acquire);
+    outbox.release(outbox.queued(), left);
     if let Err(e) = result {
         tracing::debug!(error = %e, "client write failed");
         outbox.close(format!("write failed: {e}"));
@@ -281,5 +466,26 @@ mod tests {
         });
         assert!(big.push(Bytes::from_static(b"0123456789")));
         assert!(!big.push(Bytes::from_static(b"x")));
+    }
+
+    #[test]
+    fn the_budget_drops_the_longest_backlog_first() {
+        let budget = QueueBudget::new(10);
+        let caps = QueueCaps::default();
+        let (slow, _slow_rx) = Outbox::with_budget(caps, &budget);
+        let (fast, _fast_rx) = Outbox::with_budget(caps, &budget);
+        assert!(slow.push(Bytes::from_static(b"123456")));
+        assert!(fast.push(Bytes::from_static(b"12")));
+        fast.release(1, 2);
+        // Over the budget on the fast client's push: the slow one goes, not the pusher.
+        assert!(fast.push(Bytes::from_static(b"12345")));
+        assert!(slow.is_closed());
+        assert!(!fast.is_closed());
+        assert_eq!(budget.queued(), 5);
+        assert!(slow.take_reason().unwrap().contains("together"));
+        // The pusher itself goes when its own backlog is the longest.
+        assert!(!fast.push(Bytes::from_static(b"123456")));
+        assert!(fast.is_closed());
+        assert_eq!(budget.queued(), 0);
     }
 }

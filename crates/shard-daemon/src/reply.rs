@@ -106,6 +106,22 @@ impl Responder {
         self.push(ev);
     }
 
+    /// Answers with success and `data` already encoded as a JSON value: a large answer
+    /// (`agent.list` of thousands of agents) is encoded once, not first into a
+    /// `serde_json::Value` and then again into the frame.
+    pub fn ok_encoded(mut self, data: &[u8]) {
+        self.done = true;
+        let head = shard_protocol::to_line(&Event::ok(self.id.take(), self.command, None));
+        let head = head.strip_suffix(b"\n").unwrap_or(&head);
+        let head = head.strip_suffix(b"}").unwrap_or(head);
+        let mut line = Vec::with_capacity(head.len() + data.len() + 16);
+        line.extend_from_slice(head);
+        line.extend_from_slice(b",\"data\":");
+        line.extend_from_slice(data);
+        line.extend_from_slice(b"}\n");
+        self.outbox.push(bytes::Bytes::from(line));
+    }
+
     /// Answers with a failure.
     pub fn fail(mut self, e: ProtocolError) {
         let mut ev = Event::err(self.id.take(), Some(self.command), e.code, e.message);

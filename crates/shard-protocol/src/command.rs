@@ -73,8 +73,8 @@ command_table! {
         ClientFiles(ClientFiles) = "client_files" => (),
         /// Additive (0.1.x): the answer to a `file_request`.
         FileResponse(FileResponse) = "file_response" => (),
-        /// List agents.
-        AgentList(Empty) = "agent.list" => AgentsData,
+        /// List agents (additive: one page of them).
+        AgentList(AgentListQuery) = "agent.list" => AgentsData,
         /// Additive (issue 15): the sessions of a working directory, forks included.
         SessionList(SessionListQuery) = "session.list" => SessionListData,
         /// Additive (issue 15): the agent's next Runtime generation opens another session.
@@ -205,6 +205,19 @@ pub struct SessionActivate {
 /// A command with no payload.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Empty {}
+
+/// `agent.list`. Without fields it lists every agent; the paging fields (additive, 0.1.x)
+/// let a client of a daemon with thousands of agents read them a page at a time, in the
+/// same order (creation time, then id).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentListQuery {
+    /// Additive: at most this many agents in the answer (at least one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Additive: list the agents after this cursor, the `next_after` of the previous page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
 
 /// A per-agent command whose only field is the routing `agent_id`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -12,6 +12,10 @@ use crate::types::{AgentInfo, AgentStatus, Message, ModeDescriptor, ModelDescrip
 pub struct AgentsData {
     /// The agents.
     pub agents: Vec<AgentInfo>,
+    /// Additive: present when an `agent.list` with a `limit` left agents out; pass it as
+    /// `after` for the next page. Opaque.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_after: Option<String>,
 }
 
 /// `agent.create`.

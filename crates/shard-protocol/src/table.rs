@@ -115,7 +115,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::command::{AgentTarget, Command, Empty, kind};
+    use crate::command::{AgentListQuery, AgentTarget, Command, kind};
     use crate::responses::AgentsData;
 
     #[test]
@@ -126,7 +126,7 @@ mod tests {
             "a wire name twice"
         );
         assert_eq!(kind::AgentList::TYPE, "agent.list");
-        let c = Command::AgentList(Empty {});
+        let c = Command::AgentList(AgentListQuery::default());
         assert_eq!(c.type_name(), kind::AgentList::TYPE);
         let wire = serde_json::to_value(&c).unwrap();
         assert_eq!(wire["type"], kind::AgentList::TYPE);
@@ -147,7 +147,10 @@ mod tests {
     fn no_data_is_none_and_data_round_trips() {
         assert_eq!(kind::Abort::encode_response(&()).unwrap(), None);
         assert_eq!(kind::Steer::encode_response(&None).unwrap(), None);
-        let data = AgentsData { agents: vec![] };
+        let data = AgentsData {
+            agents: vec![],
+            next_after: None,
+        };
         let encoded = kind::AgentList::encode_response(&data).unwrap();
         assert_eq!(encoded, Some(serde_json::json!({ "agents": [] })));
         assert_eq!(kind::AgentList::decode_response(encoded).unwrap(), data);

@@ -290,6 +290,7 @@ mod tests {
             prompt: "Run ls?".into(),
             options,
             details: None,
+            tool_call_id: None,
             choices: Some(vec![PermissionChoice {
                 id: CHOICE_ALLOW.into(),
                 label: "Allow".into(),

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use shard_client::sanitize::strip;
-use shard_client::view::{AgentView, StreamBlock, ToolCallView};
-use shard_protocol::types::{ContentBlock, Message, RenderDescriptor, Role, ToolResultContent};
+use shard_client::view::{AgentView, StreamBlock};
+use shard_protocol::types::{ContentBlock, Message, Role};
 use unicode_width::UnicodeWidthChar;
 
 use super::markdown;
@@ -206,6 +206,13 @@ pub fn message(m: &Message, view: &AgentView, theme: &Theme, opts: Options) -> V
     for block in &m.content {
         match (m.role, block) {
             (Role::User, ContentBlock::Text { text }) => {
+                // The daemon's completion report is a message to the model, not something
+                // the person typed: a notice with the run's card.
+                if let Some(card) = shard_client::results::subagent_report(text) {
+                    lines.push(Line::styled("ℹ subagent report", theme.dim()));
+                    lines.extend(super::tool_view::run_card(&card, theme));
+                    continue;
+                }
                 for (i, l) in strip(text).split('\n').enumerate() {
                     let mark = if i == 0 { "› " } else { "  " };
                     lines.push(Line::from(vec![
@@ -219,7 +226,7 @@ pub fn message(m: &Message, view: &AgentView, theme: &Theme, opts: Options) -> V
             }
             (_, ContentBlock::Thinking { text, .. }) => lines.extend(thinking(text, theme, opts)),
             (_, ContentBlock::ToolCall { id, name, args }) => match view.tool_call(id) {
-                Some(t) => lines.extend(tool(t, theme, opts)),
+                Some(t) => lines.extend(super::tool_view::tool(t, theme, opts)),
                 None => lines.push(Line::from(format!(
                     "⚙ {} {}",
                     strip(name),
@@ -258,221 +265,6 @@ fn thinking(text: &str, theme: &Theme, opts: Options) -> Vec<Line<'static>> {
             ),
             theme.dim(),
         )]
-    }
-}
-
-const MAX_TOOL_LINES: usize = 40;
-
-/// A tool call: its header and its result's render (or start render, or text).
-pub fn tool(t: &ToolCallView, theme: &Theme, opts: Options) -> Vec<Line<'static>> {
-    let mut lines = Vec::new();
-    let args = summary_args(t);
-    let mut head = vec![
-        Span::styled("⚙ ", theme.accent()),
-        Span::styled(strip(&t.name), theme.accent()),
-        Span::raw(" "),
-        Span::styled(args, theme.dim()),
-    ];
-    match &t.result {
-        None if t.started => head.push(Span::styled(" running…", theme.dim())),
-        None => head.push(Span::styled(" waiting", theme.dim())),
-        // No `tool_call` event and no sign of a run: refused before it ran (a call from
-        // a restated history has run when it has an exit code, a duration or no error).
-        Some(r) if !t.started && r.is_error && r.exit_code.is_none() && r.duration_ms.is_none() => {
-            head.push(Span::styled(" refused", theme.error()));
-        }
-        Some(r) if r.is_error => head.push(Span::styled(" failed", theme.error())),
-        Some(_) => {}
-    }
-    lines.push(Line::from(head));
-    let render = t
-        .result
-        .as_ref()
-        .and_then(|r| r.render.clone())
-        .or_else(|| t.render.clone());
-    let mut body = match (&render, &t.result) {
-        (Some(r), result) => descriptor(
-            r,
-            result.as_ref().map(|x| (x.exit_code, x.duration_ms)),
-            theme,
-        ),
-        (None, Some(r)) => result_text(&r.content, theme, r.is_error),
-        (None, None) => Vec::new(),
-    };
-    if let Some(r) = &t.result
-        && render.is_some()
-        && r.is_error
-    {
-        body.extend(result_text(&r.content, theme, true));
-    }
-    let total = body.len();
-    if total > MAX_TOOL_LINES && !opts.expand_tools {
-        body.truncate(MAX_TOOL_LINES);
-        body.push(Line::styled(
-            format!(
-                "  … {} more lines — Ctrl+O shows all tool output",
-                total - MAX_TOOL_LINES
-            ),
-            theme.dim(),
-        ));
-    }
-    lines.extend(body.into_iter().map(|l| indent(l, "  ")));
-    lines
-}
-
-fn summary_args(t: &ToolCallView) -> String {
-    for key in ["command", "path", "file_path", "pattern", "url"] {
-        if let Some(v) = t.args.get(key).and_then(|v| v.as_str()) {
-            return strip(v.lines().next().unwrap_or(""));
-        }
-    }
-    let s = strip(&serde_json::Value::Object(t.args.clone()).to_string());
-    s.chars().take(80).collect()
-}
-
-fn indent(mut l: Line<'static>, by: &'static str) -> Line<'static> {
-    l.spans.insert(0, Span::raw(by));
-    l
-}
-
-fn result_text(c: &ToolResultContent, theme: &Theme, error: bool) -> Vec<Line<'static>> {
-    let text = match c {
-        ToolResultContent::Text { text } => text.clone(),
-        ToolResultContent::Error { message } => message.clone(),
-        other => serde_json::to_string(other).unwrap_or_default(),
-    };
-    let style = if error { theme.error() } else { theme.dim() };
-    strip(&text)
-        .lines()
-        .map(|l| Line::styled(l.to_string(), style))
-        .collect()
-}
-
-/// A `RenderDescriptor`: diffs coloured, code with line numbers, a command with its
-/// exit code and duration.
-pub fn descriptor(
-    r: &RenderDescriptor,
-    run: Option<(Option<i64>, Option<u64>)>,
-    theme: &Theme,
-) -> Vec<Line<'static>> {
-    match r {
-        RenderDescriptor::Text { text } => strip(text)
-            .lines()
-            .map(|l| Line::from(l.to_string()))
-            .collect(),
-        RenderDescriptor::Kv { pairs } => pairs
-            .iter()
-            .map(|p| {
-                let v = serde_json::to_value(p).unwrap_or_default();
-                let k = v.get("key").and_then(|k| k.as_str()).unwrap_or("");
-                let val = v
-                    .get("value")
-                    .map(|x| {
-                        x.as_str()
-                            .map(str::to_string)
-                            .unwrap_or_else(|| x.to_string())
-                    })
-                    .unwrap_or_default();
-                Line::from(vec![
-                    Span::styled(format!("{}: ", strip(k)), theme.bold()),
-                    Span::raw(strip(&val)),
-                ])
-            })
-            .collect(),
-        RenderDescriptor::Diff { path, hunks } => {
-            let mut v = vec![Line::styled(strip(path), theme.bold())];
-            for h in hunks {
-                v.push(Line::styled(
-                    format!(
-                        "@@ -{},{} +{},{} @@",
-                        h.old_start, h.old_lines, h.new_start, h.new_lines
-                    ),
-                    theme.dim(),
-                ));
-                for l in &h.lines {
-                    let style = match l.chars().next() {
-                        Some('+') => theme.added(),
-                        Some('-') => theme.removed(),
-                        _ => Style::default(),
-                    };
-                    v.push(Line::styled(strip(l), style));
-                }
-            }
-            v
-        }
-        RenderDescriptor::Code { path, lang, text } => {
-            let lang = lang.clone().unwrap_or_else(|| {
-                path.as_deref()
-                    .and_then(|p| p.rsplit('.').next())
-                    .unwrap_or("")
-                    .to_string()
-            });
-            let clean = strip(text);
-            let n = clean.lines().count();
-            let w = n.to_string().len();
-            let mut v = Vec::new();
-            if let Some(p) = path {
-                v.push(Line::styled(strip(p), theme.bold()));
-            }
-            let mut code = super::highlight::Code::new(&lang, theme);
-            for (i, l) in clean.lines().enumerate() {
-                let mut spans = vec![Span::styled(format!("{:>w$} │ ", i + 1), theme.dim())];
-                spans.extend(code.line(l, theme));
-                v.push(Line::from(spans));
-            }
-            v
-        }
-        RenderDescriptor::Command {
-            command,
-            exit_code,
-            duration_ms,
-        } => {
-            let exit = exit_code.or(run.and_then(|r| r.0));
-            let dur = duration_ms.or(run.and_then(|r| r.1));
-            let mut spans = vec![
-                Span::styled("$ ", theme.dim()),
-                Span::styled(strip(command), theme.bold()),
-            ];
-            if let Some(code) = exit {
-                let style = if code == 0 {
-                    theme.added()
-                } else {
-                    theme.error()
-                };
-                spans.push(Span::styled(format!("  exit {code}"), style));
-            }
-            if let Some(ms) = dur {
-                spans.push(Span::styled(format!("  {}", duration(ms)), theme.dim()));
-            }
-            vec![Line::from(spans)]
-        }
-        RenderDescriptor::Status { label, .. } => vec![Line::from(strip(label))],
-        RenderDescriptor::Progress {
-            label,
-            current,
-            total,
-        } => vec![Line::from(match total {
-            Some(t) => format!("{} {current}/{t}", strip(label)),
-            None => format!("{} {current}", strip(label)),
-        })],
-        other => {
-            // Trees and path lists: their JSON, one entry a line, is legible enough.
-            let v = serde_json::to_value(other).unwrap_or_default();
-            let s = serde_json::to_string_pretty(&v).unwrap_or_default();
-            strip(&s)
-                .lines()
-                .map(|l| Line::styled(l.to_string(), theme.dim()))
-                .collect()
-        }
-    }
-}
-
-/// `1.2s`, `350ms`.
-pub fn duration(ms: u64) -> String {
-    if ms >= 1000 {
-        format!("{:.1}s", ms as f64 / 1000.0)
-    } else {
-        format!("{ms}ms")
     }
 }
 
@@ -575,16 +367,5 @@ mod tests {
             let s = |v: &[Line<'_>]| v.iter().map(|l| l.to_string()).collect::<Vec<_>>();
             assert_eq!(s(&got), s(&want), "after {so_far:?}");
         }
-    }
-
-    #[test]
-    fn command_shows_exit_and_duration() {
-        let r = RenderDescriptor::Command {
-            command: "ls".into(),
-            exit_code: Some(2),
-            duration_ms: Some(1500),
-        };
-        let l = descriptor(&r, None, &Theme::plain());
-        assert_eq!(l[0].to_string(), "$ ls  exit 2  1.5s");
     }
 }

@@ -1,5 +1,5 @@
 //! A small streaming-friendly markdown renderer: headings, lists, quotes, fenced code
-//! blocks, inline `code`, **bold** and *italic*. It reads line by line, so a message
+//! blocks, tables (super::md_table), inline `code`, **bold** and *italic*. It reads line by line, so a message
 //! half-streamed renders the same as its prefix of the finished one, and an unclosed
 //! fence simply renders as code until it closes.
 //!
@@ -10,14 +10,23 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::highlight::Code;
+use super::md_table;
 use super::theme::Theme;
 
 /// Renders markdown `text` into unwrapped lines.
 pub fn render(text: &str, theme: &Theme) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     let mut r = Renderer::default();
-    for raw in text.split('\n') {
-        r.line(raw, theme, &mut out);
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut i = 0;
+    while i < lines.len() {
+        // A whole text knows every row of a table: draw it aligned.
+        if r.fence.is_none() && md_table::starts_at(&lines, i) {
+            i += md_table::render(&lines, i, theme, &mut out);
+            continue;
+        }
+        r.line(lines[i], theme, &mut out);
+        i += 1;
     }
     out
 }
@@ -57,6 +66,10 @@ impl Renderer {
             let mut spans = vec![Span::styled("│ ", theme.dim())];
             spans.extend(code.line(raw, theme));
             out.push(Line::from(spans));
+            return;
+        }
+        if let Some(row) = md_table::row_alone(raw, theme) {
+            out.push(row);
             return;
         }
         out.push(block_line(raw, theme));
@@ -105,7 +118,7 @@ fn block_line(raw: &str, theme: &Theme) -> Line<'static> {
 }
 
 /// Inline markup: `code`, **bold**, *italic*.
-fn inline(text: &str, base: Style, theme: &Theme) -> Vec<Span<'static>> {
+pub(super) fn inline(text: &str, base: Style, theme: &Theme) -> Vec<Span<'static>> {
     let mut spans = Vec::new();
     let mut cur = String::new();
     let mut bold = false;

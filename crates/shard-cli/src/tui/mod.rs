@@ -11,14 +11,18 @@ mod editor;
 mod highlight;
 mod link;
 mod markdown;
+mod md_table;
 mod slash;
 mod status;
 mod terminal;
 mod theme;
+mod tool_view;
 mod ui;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_kinds;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;

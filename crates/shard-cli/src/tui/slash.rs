@@ -8,8 +8,7 @@ use serde_json::Value;
 use shard_client::sanitize::strip;
 use shard_protocol::Command;
 use shard_protocol::command::{
-    AgentTarget, Empty, SessionOp, SessionOpArgs, SessionOpKind, SetMode, SetModel,
-    SetReasoningLevel,
+    AgentTarget, SessionOp, SessionOpArgs, SessionOpKind, SetMode, SetModel, SetReasoningLevel,
 };
 use shard_protocol::responses::{
     AgentsData, CompactData, ForkData, ListModelsData, ListModesData, ReasoningLevelsData,
@@ -176,7 +175,7 @@ pub fn run(app: &mut App, line: &str) -> Vec<Action> {
         ("/fork", None) => fork_picker(app),
         ("/compact", _) => app.send(session_op(app, SessionOpKind::Compact), Purpose::Compact),
         ("/agents", _) if app.has_daemon => {
-            app.send(Command::AgentList(Empty::default()), Purpose::Agents)
+            app.send(Command::AgentList(Default::default()), Purpose::Agents)
         }
         ("/agents", _) => app.note_text(
             "/agents needs the daemon (`shard daemon`); this client runs its own Runtime",

@@ -12,11 +12,11 @@ use super::editor::Editor;
 use super::theme::Theme;
 use super::ui;
 
-fn app() -> App {
+pub(super) fn app() -> App {
     App::new(Editor::default(), Theme::plain(), std::env::temp_dir())
 }
 
-fn ev(v: Value) -> Event {
+pub(super) fn ev(v: Value) -> Event {
     serde_json::from_value(v).expect("a valid event")
 }
 
@@ -52,7 +52,7 @@ fn typed(app: &mut App, text: &str) {
     }
 }
 
-fn frame(app: &mut App, w: u16, h: u16) -> String {
+pub(super) fn frame(app: &mut App, w: u16, h: u16) -> String {
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
     t.draw(|f| ui::draw(f, app)).expect("draw");
     let buf = t.backend().buffer().clone();

@@ -81,10 +81,10 @@ fn models_says_what_is_usable_and_why_others_are_not() {
 }
 
 /// A daemon for one test, ended by pid when dropped.
-struct TestDaemon(Child);
+pub(crate) struct TestDaemon(Child);
 
 impl TestDaemon {
-    fn start(sb: &Sandbox) -> TestDaemon {
+    pub(crate) fn start(sb: &Sandbox) -> TestDaemon {
         let mut child = Command::new(shard_bin())
             .args(["daemon", "--port", "0"])
             .env("SHARD_HOME", sb.home())

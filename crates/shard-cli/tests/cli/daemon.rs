@@ -304,7 +304,10 @@ async fn attach_mid_stream_loses_and_duplicates_nothing() {
     assert_eq!(text_of(&m.content), full);
 }
 
-async fn raw_attach(home: &Path, agent: &str) -> tokio::io::BufReader<tokio::net::UnixStream> {
+pub(super) async fn raw_attach(
+    home: &Path,
+    agent: &str,
+) -> tokio::io::BufReader<tokio::net::UnixStream> {
     let s = tokio::net::UnixStream::connect(home.join("daemon.sock"))
         .await
         .unwrap();

@@ -7,7 +7,10 @@ use std::process::Command as StdCommand;
 use futures::future::join_all;
 use shard_protocol::types::RuntimeState;
 
-use super::daemon::{Daemon, T, create_req, home, script};
+use shard_protocol::command::AttachRole;
+use tokio::io::AsyncBufReadExt;
+
+use super::daemon::{Daemon, T, create_req, home, prompt, raw_attach, script};
 
 /// The soft limit the daemon is started under; 200 live Runtimes need several times this
 /// many descriptors.
@@ -94,6 +97,16 @@ async fn a_daemon_under_a_soft_limit_of_256_keeps_200_live_agents() {
         .filter(|a| a.runtime_state == RuntimeState::Running)
         .count();
     assert_eq!(live, AGENTS, "every agent's Runtime is live: {listed:?}");
+
+    // One descriptor per live Runtime (a socket for its stdin and stdout; no pipes, no
+    // pidfd), plus the daemon's own few dozen.
+    let open = std::fs::read_dir(format!("/proc/{}/fd", d.child.id()))
+        .unwrap()
+        .count();
+    assert!(
+        open < AGENTS + 100,
+        "{open} descriptors open for {AGENTS} live Runtimes"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,4 +152,162 @@ async fn out_of_descriptors_a_create_says_so_and_leaves_no_half_made_agent() {
         manifests, created,
         "no manifest is left for the refused create"
     );
+}
+
+/// Counts the deltas a reading client gets until the message completes; panics when it is
+/// disconnected first.
+async fn count_deltas(
+    mut r: tokio::io::BufReader<tokio::net::UnixStream>,
+    who: &'static str,
+) -> usize {
+    let mut deltas = 0usize;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = tokio::time::timeout(T, r.read_line(&mut line))
+            .await
+            .expect("a line in time")
+            .unwrap();
+        assert!(n > 0, "{who} was disconnected after {deltas} deltas");
+        if line.contains("\"type\":\"message_delta\"") {
+            deltas += 1;
+        } else if line.contains("\"type\":\"message_complete\"") {
+            return deltas;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_global_queue_budget_drops_the_slowest_client_and_no_other() {
+    const BUDGET: usize = 3_000_000;
+    let h = home();
+    // Per-client caps far above the budget: only the daemon-wide budget can drop anyone.
+    let d = Daemon::start(
+        h.path(),
+        &[
+            "--client-queue-messages",
+            "10000000",
+            "--client-queue-bytes",
+            "1000000000",
+            "--client-queue-total-bytes",
+            &BUDGET.to_string(),
+        ],
+    );
+    // About 8 MB of deltas per client, paced like a fast model.
+    let n = 80_000;
+    let mut steps = Vec::new();
+    for _ in 0..800 {
+        steps.push(serde_json::json!({"text": "xxxx", "chunk_chars": 4, "repeat": 100}));
+        steps.push(serde_json::json!({"delay_ms": 20}));
+    }
+    let s = script(h.path(), "s.json", serde_json::json!([{ "steps": steps }]));
+    let driver = d.client().await;
+    let id = driver.create(create_req(h.path(), &s)).await.unwrap();
+    let fast_a = tokio::spawn(count_deltas(
+        raw_attach(h.path(), &id).await,
+        "fast client A",
+    ));
+    let fast_b = tokio::spawn(count_deltas(
+        raw_attach(h.path(), &id).await,
+        "fast client B",
+    ));
+    // Reads up to its sync, then never again: its backlog outgrows the budget alone.
+    let stalled = raw_attach(h.path(), &id).await;
+    let (_, _driver_events) = driver.attach(&id, AttachRole::Interactive).await.unwrap();
+    driver.call(prompt(&id, "flood")).await.unwrap();
+    driver.detach(&id).await.unwrap();
+    assert_eq!(fast_a.await.unwrap(), n, "fast client A got every delta");
+    assert_eq!(fast_b.await.unwrap(), n, "fast client B got every delta");
+    let mut lines = stalled.lines();
+    let mut last = String::new();
+    while let Ok(Ok(Some(l))) = tokio::time::timeout(T, lines.next_line()).await {
+        last = l;
+    }
+    assert!(
+        last.contains("CLIENT_TOO_SLOW") && last.contains("queues together"),
+        "the stalled client is dropped by the global budget: {last}"
+    );
+}
+
+/// One command on a raw connection; returns its response.
+async fn raw_call(
+    r: &mut tokio::io::BufReader<tokio::net::UnixStream>,
+    cmd: serde_json::Value,
+) -> serde_json::Value {
+    use tokio::io::AsyncWriteExt;
+    let id = cmd["id"].clone();
+    r.get_mut()
+        .write_all(format!("{cmd}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = tokio::time::timeout(T, r.read_line(&mut line))
+            .await
+            .expect("a response in time")
+            .unwrap();
+        assert!(n > 0, "closed before the response");
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if v["type"] == "response" && v["id"] == id {
+            return v;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_list_pages_cover_the_full_list_in_order() {
+    let h = home();
+    let d = Daemon::start(h.path(), &[]);
+    let s = script(h.path(), "idle.json", serde_json::json!([]));
+    let c = d.client().await;
+    for _ in 0..5 {
+        c.create(create_req(h.path(), &s)).await.unwrap();
+    }
+    let sock = tokio::net::UnixStream::connect(h.path().join("daemon.sock"))
+        .await
+        .unwrap();
+    let mut r = tokio::io::BufReader::new(sock);
+    let full = raw_call(&mut r, serde_json::json!({"type":"agent.list","id":"all"})).await;
+    assert_eq!(full["success"], true, "{full}");
+    assert!(full["data"].get("next_after").is_none(), "{full}");
+    let all: Vec<serde_json::Value> = full["data"]["agents"].as_array().unwrap().clone();
+    assert_eq!(all.len(), 5);
+
+    let mut paged = Vec::new();
+    let mut after = serde_json::Value::Null;
+    for page in 0.. {
+        assert!(page < 5, "paging ends");
+        let mut q = serde_json::json!({"type":"agent.list","id":format!("p{page}"),"limit":2});
+        if !after.is_null() {
+            q["after"] = after.clone();
+        }
+        let v = raw_call(&mut r, q).await;
+        assert_eq!(v["success"], true, "{v}");
+        let agents = v["data"]["agents"].as_array().unwrap();
+        assert!(agents.len() <= 2);
+        paged.extend(agents.iter().cloned());
+        match v["data"].get("next_after") {
+            Some(n) => after = n.clone(),
+            None => break,
+        }
+    }
+    let ids = |v: &[serde_json::Value]| -> Vec<String> {
+        v.iter()
+            .map(|a| a["agent_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        ids(&paged),
+        ids(&all),
+        "the pages are the full list, in order"
+    );
+
+    let bad = raw_call(
+        &mut r,
+        serde_json::json!({"type":"agent.list","id":"bad","after":"nonsense"}),
+    )
+    .await;
+    assert_eq!(bad["success"], false);
+    assert_eq!(bad["error"]["code"], "INVALID_REQUEST", "{bad}");
 }

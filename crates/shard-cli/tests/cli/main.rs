@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod acp;
+mod attach;
 mod choices;
 mod commands;
 mod config;
@@ -32,6 +33,7 @@ mod skip;
 mod subagents;
 mod trust;
 mod tui;
+mod tui_kinds;
 mod workspaces;
 
 use harness::*;

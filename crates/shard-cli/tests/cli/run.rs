@@ -44,7 +44,7 @@ fn the_readme_demo_runs_offline() {
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("README.md"), "{stdout}");
     assert!(stdout.contains("2 README.md"), "wc output quoted: {stdout}");
-    assert!(stderr.contains("▸ bash wc -l README.md"), "{stderr}");
+    assert!(stderr.contains("▸ bash: wc -l README.md"), "{stderr}");
     assert!(stderr.contains("session: sess-"), "{stderr}");
 }
 

@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::harness::*;
 use crate::mock::{self, MockApi};
 
-fn have_tmux() -> bool {
+pub(crate) fn have_tmux() -> bool {
     let ok = Command::new("tmux")
         .arg("-V")
         .stdout(Stdio::null())
@@ -30,7 +30,7 @@ fn have_tmux() -> bool {
 }
 
 /// One tmux server with one window running `shard`.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
     home: std::path::PathBuf,
     /// Extra environment for every window (e.g. a provider pointed at the mock API).
@@ -46,7 +46,7 @@ fn quote(s: &str) -> String {
 impl Tmux {
     /// Starts `shard ARGS` in a `w`×`h` window; after it exits, the pane prints its
     /// exit status and whether the terminal is back in canonical mode.
-    fn start(sb: &Sandbox, args: &[&str], w: u16, h: u16) -> Tmux {
+    pub(crate) fn start(sb: &Sandbox, args: &[&str], w: u16, h: u16) -> Tmux {
         Tmux::start_env(sb, args, w, h, Vec::new())
     }
 
@@ -112,7 +112,7 @@ impl Tmux {
             .unwrap()
     }
 
-    fn screen(&self, window: &str) -> String {
+    pub(crate) fn screen(&self, window: &str) -> String {
         let out = self.tmux(&["capture-pane", "-p", "-t", &format!("t:{window}")]);
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
@@ -138,17 +138,17 @@ impl Tmux {
         }
     }
 
-    fn wait(&self, text: &str) -> String {
+    pub(crate) fn wait(&self, text: &str) -> String {
         self.wait_in("main", text, |s| s.contains(text))
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "t:main"];
         args.extend_from_slice(keys);
         assert!(self.tmux(&args).status.success());
     }
 
-    fn type_text(&self, window: &str, text: &str) {
+    pub(crate) fn type_text(&self, window: &str, text: &str) {
         let target = format!("t:{window}");
         assert!(
             self.tmux(&["send-keys", "-t", &target, "-l", text])
@@ -179,7 +179,7 @@ impl Drop for Tmux {
     }
 }
 
-fn scripted(script: &Path) -> Vec<&str> {
+pub(crate) fn scripted(script: &Path) -> Vec<&str> {
     vec![
         "--provider",
         "scripted",

@@ -253,6 +253,17 @@ async fn create_work_commit_merge_retire_deletes_the_branch_and_records_its_tip(
     .unwrap();
     assert_eq!(rec["recorded_tip"], tip);
     assert_eq!(rec["lifecycle"], "retired");
+    // Its agent is archived with it: listed only on request, its session kept.
+    let agents = ok(&c, json!({"type":"agent.list"})).await;
+    let agent = &agents["agents"][0];
+    assert_eq!(agent["agent_id"], created["agent_id"], "{agents}");
+    assert_eq!(agent["archived"], true, "{agents}");
+    assert!(
+        h.path()
+            .join("home/sessions")
+            .join(created["session_id"].as_str().unwrap())
+            .exists()
+    );
     git(&r, &["branch", &branch, &tip]);
     assert!(branch_exists(&r, &branch));
     // Listing: retired ones only on request; retiring again is a no-op success.

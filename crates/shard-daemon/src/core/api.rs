@@ -23,6 +23,18 @@ fn not_found() -> ProtocolError {
     ProtocolError::new(ErrorCode::NotFound, "no such agent")
 }
 
+/// Reads an `agent.list` cursor (`<created_at>.<agent_id>`, as `next_after` wrote it).
+fn parse_cursor(c: &str) -> Result<(u64, String), ProtocolError> {
+    c.split_once('.')
+        .and_then(|(at, id)| Some((at.parse().ok()?, id.to_string())))
+        .ok_or_else(|| {
+            ProtocolError::new(
+                ErrorCode::InvalidRequest,
+                "after: not a cursor this daemon gave out (pass the next_after of the previous page)",
+            )
+        })
+}
+
 fn not_running() -> ProtocolError {
     ProtocolError::new(ErrorCode::Conflict, "the agent's runtime is not running")
 }
@@ -124,6 +136,41 @@ impl Shared {
                 .then_with(|| a.agent_id.cmp(&b.agent_id))
         });
         v
+    }
+
+    /// `agent.list`: the agents' encoded `AgentInfo`s in list order (creation time, then
+    /// id), from `after` on and at most `limit` of them, with the cursor of the next page
+    /// when some were left out. Only agents changed since the last listing are encoded
+    /// again; the rest are shared copies of cached bytes.
+    pub(crate) fn list_agents_encoded(
+        &self,
+        after: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<(Vec<bytes::Bytes>, Option<String>), ProtocolError> {
+        let after = after.map(parse_cursor).transpose()?;
+        let mut guard = self.lock();
+        let mut keyed: Vec<(u64, &str, &mut AgentEntry)> = guard
+            .agents
+            .iter_mut()
+            .map(|(id, e)| (e.manifest.created_at, id.as_str(), e))
+            .filter(|(at, id, _)| {
+                after
+                    .as_ref()
+                    .is_none_or(|(a_at, a_id)| (*at, *id) > (*a_at, a_id.as_str()))
+            })
+            .collect();
+        keyed.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        let limit = limit.unwrap_or(usize::MAX).max(1);
+        let next = (keyed.len() > limit).then(|| {
+            let (at, id, _) = &keyed[limit - 1];
+            format!("{at}.{id}")
+        });
+        let page = keyed
+            .into_iter()
+            .take(limit)
+            .map(|(_, _, e)| e.encoded_info())
+            .collect();
+        Ok((page, next))
     }
 
     /// `agent.detach`.

@@ -87,6 +87,12 @@ pub(crate) fn on_runtime_line(shared: &Arc<Shared>, agent_id: &str, epoch: u64, 
             return;
         }
     };
+    // The frame most lines become is made before the lock is taken: the lock serializes
+    // every agent's output, so only the pushes happen under it.
+    let tagged = match &incoming {
+        IncomingEvent::Known(ev) if !(ev.is_per_agent() && ev.routing_agent_id().is_none()) => None,
+        _ => Some(tag(line, agent_id)),
+    };
     let mut guard = shared.lock();
     let st = &mut *guard;
     let Some(entry) = st.agents.get(agent_id) else {
@@ -98,13 +104,15 @@ pub(crate) fn on_runtime_line(shared: &Arc<Shared>, agent_id: &str, epoch: u64, 
     let event = match incoming {
         IncomingEvent::Known(ev) => ev,
         IncomingEvent::Unknown { .. } => {
-            fan_out(st, agent_id, &tag(line, agent_id));
+            if let Some(t) = &tagged {
+                fan_out(st, agent_id, t);
+            }
             return;
         }
     };
     let make = |ev: &Event| -> Bytes {
-        if ev.is_per_agent() && ev.routing_agent_id().is_none() {
-            tag(line, agent_id)
+        if let Some(t) = &tagged {
+            t.clone()
         } else {
             let mut ev = ev.clone();
             ev.set_routing_agent_id(Some(agent_id.to_string()));

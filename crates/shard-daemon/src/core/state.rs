@@ -128,6 +128,9 @@ pub(crate) struct AgentEntry {
     pub(super) rt: Option<LiveRuntime>,
     pub(super) attachments: HashMap<ConnId, Attachment>,
     pub(super) pending: Vec<Pending>,
+    /// This agent's `AgentInfo` as `agent.list` encodes it, with the fingerprint of the
+    /// fields it was encoded from: re-encoded only when one of them changed.
+    pub(super) list_cache: Option<(u64, Bytes)>,
 }
 
 impl AgentEntry {
@@ -143,7 +146,71 @@ impl AgentEntry {
             rt: None,
             attachments: HashMap::new(),
             pending: Vec::new(),
+            list_cache: None,
         }
+    }
+
+    /// A hash of every field [`AgentEntry::info`] reads: cheap to compute (no copies),
+    /// and a change of any of them changes it. Both structs are taken apart without `..`,
+    /// so a field added to either does not compile until it is hashed or named as unlisted.
+    pub fn info_fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let AgentEntry {
+            manifest,
+            status,
+            runtime_state,
+            mode,
+            usage,
+            phase: _,
+            last_epoch: _,
+            rt: _,
+            attachments: _,
+            pending: _,
+            list_cache: _,
+        } = self;
+        let AgentManifest {
+            version: _,
+            agent_id,
+            session_id,
+            cwd,
+            name,
+            model,
+            provider,
+            mode: first_mode,
+            tools: _,
+            skills: _,
+            headless_policy: _,
+            parent_agent_id,
+            created_at,
+            adopted: _,
+            started: _,
+            system_prompt_file: _,
+            archived,
+            host,
+            mcp_servers: _,
+        } = manifest;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (agent_id, name, cwd, model, provider, first_mode, host).hash(&mut h);
+        (created_at, parent_agent_id, session_id, archived).hash(&mut h);
+        (mode, status, runtime_state).hash(&mut h);
+        if let Some(u) = usage {
+            (u.input, u.output, u.cache_read, u.cache_write).hash(&mut h);
+            (u.cost.map(f64::to_bits), u.context_tokens, &u.model).hash(&mut h);
+        }
+        h.finish()
+    }
+
+    /// This agent's `AgentInfo` encoded as JSON, from the cache when still current.
+    pub fn encoded_info(&mut self) -> Bytes {
+        let fp = self.info_fingerprint();
+        if let Some((f, b)) = &self.list_cache
+            && *f == fp
+        {
+            return b.clone();
+        }
+        let b = Bytes::from(serde_json::to_vec(&self.info()).unwrap_or_else(|_| b"{}".to_vec()));
+        self.list_cache = Some((fp, b.clone()));
+        b
     }
 
     pub fn info(&self) -> AgentInfo {
@@ -266,6 +333,8 @@ pub(crate) struct Shared {
     pub(crate) tasks: tokio_util::task::TaskTracker,
     /// Bounds the Runtime generations starting at once (`max_concurrent_starts`).
     pub(super) start_slots: Arc<tokio::sync::Semaphore>,
+    /// The bytes queued for all client connections together.
+    pub(crate) queue_budget: Arc<crate::outbox::QueueBudget>,
 }
 
 impl Shared {
@@ -276,6 +345,7 @@ impl Shared {
         ));
         Shared {
             start_slots,
+            queue_budget: crate::outbox::QueueBudget::new(cfg.queue_budget),
             cfg,
             launcher,
             store,
@@ -297,5 +367,35 @@ impl Shared {
     /// A daemon-unique number (connection ids, rewritten command ids).
     pub fn next(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listed_field_changed_is_encoded_again() {
+        let m: AgentManifest = serde_json::from_value(serde_json::json!({
+            "version": 1, "agent_id": "agent-01M8YYBZM9BECKC3F60QJZNNDQ",
+            "session_id": "sess-01M8YYBZM99MCJ2JP4A2YDJ9PN", "cwd": "/w", "created_at": 1
+        }))
+        .unwrap();
+        let mut e = AgentEntry::new(m);
+        let first = e.encoded_info();
+        assert_eq!(e.encoded_info(), first, "unchanged: the cached bytes");
+        let info = |b: &Bytes| serde_json::from_slice::<AgentInfo>(b).unwrap();
+        e.status = AgentStatus::Streaming;
+        assert_eq!(info(&e.encoded_info()), e.info());
+        e.usage = Some(Usage {
+            input: 5,
+            ..Default::default()
+        });
+        assert_eq!(info(&e.encoded_info()), e.info());
+        e.manifest.archived = true;
+        assert_eq!(info(&e.encoded_info()), e.info());
+        e.mode = Some("plan".into());
+        assert_eq!(info(&e.encoded_info()), e.info());
+        assert_ne!(e.encoded_info(), first);
     }
 }

@@ -183,6 +183,15 @@ pub(super) async fn retire(
         .broadcast_event(&Event::WorkspaceRetired(WorkspaceEvent {
             workspace: next.info(),
         }));
+    // Its agents go with it, archived like `shard rm` (none is live: that was refused
+    // above); their sessions stay.
+    for agent_id in &rec.agent_ids {
+        if let Ok((manifest, _)) = ws.core.archive(agent_id)
+            && let Err(e) = ws.core.store.save(&manifest).await
+        {
+            tracing::warn!(agent_id = %agent_id, error = %e, "could not record the archive of a retired workspace's agent");
+        }
+    }
     Reply::data::<kind::WorkspaceRetire>(&WorkspaceRetiredData {
         workspace: next.info(),
         branch_deleted: deleted,

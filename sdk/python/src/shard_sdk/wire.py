@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "46cb754eaa640412e67e92cb35e8a0f4ac9a63574b4916106800904b496a724f"
+SCHEMA_SHA256 = "be99674ed595b0b4b8a49f903ac851af0cc2fc3697fe2341497a0d3abf8e2ad0"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -370,10 +370,20 @@ class FileResponse(WireObject):
         return self._d.get("error")
 
 
-class Empty(WireObject):
-    """A command with no payload."""
+class AgentListQuery(WireObject):
+    """`agent.list`. Without fields it lists every agent; the paging fields (additive, 0.1.x) let a client of a daemon with thousands of agents read them a page at a time, in the same order (creation time, then id)."""
 
     __slots__ = ()
+
+    @property
+    def limit(self) -> int | None:
+        """Additive: at most this many agents in the answer (at least one)."""
+        return self._d.get("limit")
+
+    @property
+    def after(self) -> str | None:
+        """Additive: list the agents after this cursor, the `next_after` of the previous page."""
+        return self._d.get("after")
 
 
 class ClientMcpServer(WireObject):
@@ -2724,6 +2734,11 @@ class AgentsData(WireObject):
         """The agents."""
         return _list(lambda x: _obj(AgentInfo, x), self._d.get("agents"))
 
+    @property
+    def next_after(self) -> str | None:
+        """Additive: present when an `agent.list` with a `limit` left agents out; pass it as `after` for the next page. Opaque."""
+        return self._d.get("next_after")
+
 
 class AgentCreated(WireObject):
     """`agent.create`."""
@@ -3813,7 +3828,7 @@ COMMAND_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "request_sync": ((), ("agent_id",)),
     "client_files": (("read", "write"), ("agent_id", "read", "write")),
     "file_response": (("request_id",), ("agent_id", "request_id", "content", "error")),
-    "agent.list": ((), ()),
+    "agent.list": ((), ("limit", "after")),
     "session.list": (("cwd",), ("cwd",)),
     "session.activate": (("agent_id", "session_id"), ("agent_id", "session_id")),
     "agent.create": (("cwd",), ("cwd", "session_id", "model", "provider", "mode", "tools", "skills", "headless_policy", "mcp_servers", "name", "parent_agent_id", "system_prompt", "depth", "launch_policy", "alias", "definition_name", "display_name", "names", "host")),

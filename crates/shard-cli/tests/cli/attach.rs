@@ -1,0 +1,147 @@
+//! `shard attach` as a person reads it: an aborted turn says `[interrupted]` where it
+//! stopped (live, and on the next attach), tool calls are short titles, a listing is a
+//! listing and a subagent's report is a notice.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+
+use serde_json::json;
+
+use crate::commands::TestDaemon;
+use crate::harness::*;
+
+/// An attached `shard attach`, its stdout read line by line.
+struct Attached {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    rx: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Attached {
+    fn start(sb: &Sandbox, id: &str) -> Attached {
+        let mut child = Command::new(shard_bin())
+            .args(["attach", id])
+            .env("SHARD_HOME", sb.home())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut a = Attached {
+            child,
+            stdin,
+            rx,
+            seen: Vec::new(),
+        };
+        a.wait_for("attached to");
+        a
+    }
+
+    /// Reads until a line containing `needle`; returns the lines read since the last call.
+    fn wait_for(&mut self, needle: &str) -> Vec<String> {
+        let start = self.seen.len();
+        loop {
+            let line = self
+                .rx
+                .recv_timeout(WAIT)
+                .unwrap_or_else(|_| panic!("no {needle:?}; seen:\n{}", self.seen.join("\n")));
+            let hit = line.contains(needle);
+            self.seen.push(line);
+            if hit {
+                return self.seen[start..].to_vec();
+            }
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn new_agent(sb: &Sandbox, turns: serde_json::Value) -> String {
+    let script = sb.script("s.json", json!({ "turns": turns }));
+    let out = shard(sb, &["new", "--script", script.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn an_aborted_turn_says_interrupted_live_and_on_the_next_attach() {
+    let sb = Sandbox::new();
+    let _d = TestDaemon::start(&sb);
+    let id = new_agent(
+        &sb,
+        json!([{"steps": [{"text": "starting the long part\n"}, {"delay_ms": 600000}]}]),
+    );
+    let mut a = Attached::start(&sb, &id);
+    a.send("go");
+    a.wait_for("starting the long part");
+    a.send("/abort");
+    a.wait_for("[interrupted]");
+    drop(a);
+    let mut again = Attached::start(&sb, &id);
+    let lines = again.wait_for("[the last turn was interrupted]");
+    assert!(lines.iter().any(|l| l.starts_with("[sync]")), "{lines:?}");
+}
+
+#[test]
+fn tool_calls_are_titles_and_a_listing_is_a_listing() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.work().join("src")).unwrap();
+    std::fs::write(sb.work().join("notes.txt"), "hi\n").unwrap();
+    let _d = TestDaemon::start(&sb);
+    let id = new_agent(
+        &sb,
+        json!([
+            tool_turn("l1", "ls", json!({"path": "."})),
+            tool_turn("b1", "bash", json!({"command": "echo one\necho two"})),
+            text_turn("listed")
+        ]),
+    );
+    let mut a = Attached::start(&sb, &id);
+    a.send("go");
+    let mut lines = a.wait_for("answer with");
+    a.send("allow");
+    lines.extend(a.wait_for("-> bash: echo one"));
+    assert!(lines.iter().any(|l| l == "-> ls ."), "{lines:?}");
+    // Under a bare `<-`, one entry a line, directories ending in `/`.
+    let at = lines.iter().position(|l| l == "<-").expect("a listing");
+    assert!(
+        lines[at + 1..at + 3]
+            .iter()
+            .any(|l| l.trim().starts_with("src/")),
+        "{lines:?}"
+    );
+    assert!(
+        lines[at + 1..at + 3]
+            .iter()
+            .any(|l| l.trim().starts_with("notes.txt  file")),
+        "{lines:?}"
+    );
+}
