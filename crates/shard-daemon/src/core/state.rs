@@ -185,6 +185,7 @@ impl AgentEntry {
             adopted: _,
             started: _,
             system_prompt_file: _,
+            mcp_servers: _,
             archived,
             host,
             mcp_servers: _,
