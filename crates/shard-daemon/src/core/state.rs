@@ -188,7 +188,6 @@ impl AgentEntry {
             mcp_servers: _,
             archived,
             host,
-            mcp_servers: _,
         } = manifest;
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (agent_id, name, cwd, model, provider, first_mode, host).hash(&mut h);
