@@ -1,4 +1,4 @@
-// The one WebSocket to the daemon (PROTOCOL §2.2, §4.1): a fresh single-use ticket from
+// The one WebSocket to the daemon (docs/protocol.md §2.2, §4.1): a fresh single-use ticket from
 // POST /bootstrap before every attempt, exponential backoff 1 s … 30 s, request/response
 // correlation by `id`. What to do after a (re)connect is the caller's (`onHello`).
 

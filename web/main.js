@@ -1,5 +1,5 @@
 // The browser client's entry: one Connection, the overview, the open agents' panes, the
-// connection state and the keyboard shortcuts. Speaks only the protocol (PROTOCOL §9, §10).
+// connection state and the keyboard shortcuts. Speaks only the protocol (docs/protocol.md §9, §10).
 
 import { h, clear } from "./dom.js";
 import { Connection } from "./conn.js";

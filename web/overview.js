@@ -172,7 +172,7 @@ export class Overview {
    * @returns {HTMLElement}
    */
   row(a, children) {
-    // The accessible name starts with the agent's name (issue 13), else its display name or id.
+    // The accessible name starts with the agent's name, else its display name or id.
     const name = a.name ?? a.display_name ?? a.agent_id;
     const phase = a.activity ? a.activity.phase + (a.activity.tool_name ? " " + a.activity.tool_name : "") : "";
     const kids = children.get(a.agent_id) ?? [];

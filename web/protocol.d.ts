@@ -5,7 +5,7 @@
 /** Any message on the wire. */
 export type ProtocolMessage = (ClientMessage | Event);
 
-/** A command with its optional correlation `id` (PROTOCOL §5). */
+/** A command with its optional correlation `id` (docs/protocol.md §5). */
 export type ClientMessage = {
   /** Correlation id, echoed by the `response`. */
   id?: (string | null);
@@ -104,7 +104,7 @@ export type Image = {
 /** The literal tag `"image"` that an [`Image`] carries in its `type` field. */
 export type ImageTag = ("image");
 
-/** How a prompt sent mid-turn is delivered (PROTOCOL §9.2). */
+/** How a prompt sent mid-turn is delivered (docs/protocol.md §9.2). */
 export type StreamingBehavior = ("steer" | "follow_up");
 
 /** `prompt`. */
@@ -127,7 +127,7 @@ export type Steer = {
   message: string;
   /** Attached images. */
   images?: (Image[] | null);
-  /** Strict steer (additive, issue 16): the message goes into the turn running now (or the one named by `turn_id`) at its next provider boundary, or nowhere. The response is sent when that is decided and carries [`crate::responses::SteerData`]: `injected` with the turn's id, or `conflict` when no such turn runs or it ended first; a conflicting steer is dropped, never kept for a later turn. Without it a steer sent between turns starts a turn, and one the turn did not take waits for the next. */
+  /** Strict steer (additive): the message goes into the turn running now (or the one named by `turn_id`) at its next provider boundary, or nowhere. The response is sent when that is decided and carries [`crate::responses::SteerData`]: `injected` with the turn's id, or `conflict` when no such turn runs or it ended first; a conflicting steer is dropped, never kept for a later turn. Without it a steer sent between turns starts a turn, and one the turn did not take waits for the next. */
   strict?: (boolean | null);
   /** With `strict`: only this turn may take the message. */
   turn_id?: (string | null);
@@ -751,7 +751,7 @@ export type KvPair = {
   v: string;
 };
 
-/** One hunk of a unified diff (ARCHITECTURE §4.5). */
+/** One hunk of a unified diff (docs/protocol.md §11). */
 export type Hunk = {
   /** First old line, 1-based. */
   old_start: number;
@@ -765,7 +765,7 @@ export type Hunk = {
   lines: string[];
 };
 
-/** A node of a `tree` render (ARCHITECTURE §4.5). */
+/** A node of a `tree` render (docs/protocol.md §11). */
 export type TreeNode = {
   /** Entry name. */
   name: string;
@@ -1192,7 +1192,7 @@ export type McpServerStatus = {
   tools?: string[];
 };
 
-/** `tools_changed` (additive, issue 18): the whole tool list now, and which MCP server caused the change and its state, so a client can show "server X failed: why". */
+/** `tools_changed` (additive): the whole tool list now, and which MCP server caused the change and its state, so a client can show "server X failed: why". */
 export type ToolsChanged = {
   /** Routing id. */
   agent_id?: (string | null);
@@ -1293,7 +1293,7 @@ export type AgentInfo = {
   archived?: (boolean | null);
 };
 
-/** State of an agent's Runtime generation (ARCHITECTURE §16 item 3). */
+/** State of an agent's Runtime generation (docs/protocol.md §16 item 3). */
 export type RuntimeState = ("starting" | "running" | "stopping" | "stopped" | "failed");
 
 /** `agent_spawned`. */
@@ -1522,7 +1522,7 @@ export type ListModesData = {
   active: string;
 };
 
-/** A mode as listed by `list_modes` (ARCHITECTURE §16 item 3). */
+/** A mode as listed by `list_modes` (docs/protocol.md §16 item 3). */
 export type ModeDescriptor = {
   /** Mode name, e.g. `build`. */
   name: string;
@@ -1604,11 +1604,11 @@ export type SessionSummary = {
   entry_count: number;
   /** The Runtime's own session. */
   current: boolean;
-  /** Additive (issue 15): messages in the transcript (prompts, answers, tool results). */
+  /** Additive: messages in the transcript (prompts, answers, tool results). */
   message_count?: (number | null);
-  /** Additive (issue 15): the recorded cost of its model calls, US dollars. */
+  /** Additive: the recorded cost of its model calls, US dollars. */
   cost?: (number | null);
-  /** Additive (issue 15): where a fork came from; absent for an original session. */
+  /** Additive: where a fork came from; absent for an original session. */
   forked_from?: (ForkProvenance | null);
 };
 
@@ -1744,9 +1744,9 @@ export type RunSnapshot = {
   started_at?: (number | null);
   /** End, ms since the epoch. */
   ended_at?: (number | null);
-  /** Steers the run's turn took, from the parent and from people (additive, issue 16). */
+  /** Steers the run's turn took, from the parent and from people (additive). */
   steers?: (number | null);
-  /** The latest steer or abort from outside the coordinator (additive, issue 16). */
+  /** The latest steer or abort from outside the coordinator (additive). */
   last_action?: (RunAction | null);
 };
 
@@ -1758,7 +1758,7 @@ export type RunUsage = {
   output: number;
 };
 
-/** The latest outside action on a run, recorded so that the parent sees in `subagent.status` that a person steered or aborted its child (additive, issue 16). */
+/** The latest outside action on a run, recorded so that the parent sees in `subagent.status` that a person steered or aborted its child (additive). */
 export type RunAction = {
   /** What was done. */
   action: RunActionKind;
@@ -1770,10 +1770,10 @@ export type RunAction = {
   at: number;
 };
 
-/** What was done to a run from outside (additive, issue 16). */
+/** What was done to a run from outside (additive). */
 export type RunActionKind = ("steer" | "abort");
 
-/** Who acted on a run besides the coordinator (additive, issue 16). */
+/** Who acted on a run besides the coordinator (additive). */
 export type RunActor = ("parent" | "client");
 
 /** Outcome of a strict steer. */
@@ -1791,7 +1791,7 @@ export type SubagentSteerData = {
   correlation_id: string;
 };
 
-/** Response data of a strict `steer` (additive, issue 16): whether the Runtime put the message into a turn, so a coordinator can tell the sender without guessing from events. */
+/** Response data of a strict `steer` (additive): whether the Runtime put the message into a turn, so a coordinator can tell the sender without guessing from events. */
 export type SteerData = {
   /** `injected`: the message is in the transcript of turn `turn_id`; `conflict`: it was dropped (no such turn ran, or it ended first). */
   status: SteerOutcome;

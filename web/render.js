@@ -1,5 +1,5 @@
-// Tool calls and results drawn from their data: `RenderDescriptor` kinds (ARCHITECTURE
-// §4.5), tool result content, and images. Every string is a text node.
+// Tool calls and results drawn from their data: `RenderDescriptor` kinds
+// (docs/protocol.md §11), tool result content, and images. Every string is a text node.
 
 import { h, num } from "./dom.js";
 import { codeBlock } from "./markdown.js";

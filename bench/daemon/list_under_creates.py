@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`agent.list` round trip while N `agent.create` start at once (issue 11 §1), against a
+"""`agent.list` round trip while N `agent.create` start at once, against a
 given `shard` binary, without building the Rust bench driver. Same method as
 `crates/shard-daemon/benches/daemon.rs` (`list_under_create_load`): one probe connection
 sends `agent.list` back to back while the creates run on another connection.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""MCP benchmarks (issue 18) for `shard agent`, against the standard-library test server
+"""MCP benchmarks for `shard agent`, against the standard-library test server
 (crates/shard-mcp/tests/servers/mcp_test_server.py):
 
   1. process start -> first byte of `hello`, with no MCP server and with three stdio

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tool-step cost of the sandbox (issue 10 benchmarks): `shard run` against a local mock
+"""Tool-step cost of the sandbox: `shard run` against a local mock
 Anthropic server whose model asks for STEPS `bash` calls in a row, then answers.
 
 Measured at the mock, per tool step:

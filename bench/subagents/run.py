@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Subagent benchmark (issue 16) against a real `shard daemon` with scripted agents.
+"""Subagent benchmark against a real `shard daemon` with scripted agents.
 
 1. Fan-out: a parent whose scripted model calls the `subagent` tool 7 times (8+8+8+8+8+8+2
    tasks: launch_policy allows 8 per job) starts 50 children. Measured on a client attached

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmarks of the terminal client (issue 14), driven through tmux like a person.
+"""Benchmarks of the terminal client, driven through tmux like a person.
 
 startup-to-first-paint and keystroke-to-screen latency on a pseudo-terminal read
 directly (time from spawn / from writing the key to the bytes that paint it), then CPU

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Terminal-client benchmarks (issue 14): the release binary driven through tmux, then the
+# Terminal-client benchmarks: the release binary driven through tmux, then the
 # in-process frame-time benchmark over a 10,000-message session.
 set -eu
 cd "$(dirname "$0")/../.."

@@ -1,4 +1,4 @@
-// Benchmarks of the browser client (issue 13) in headless Chromium:
+// Benchmarks of the browser client in headless Chromium:
 //  1. navigation → overview painted with 50 agents (a real daemon with 50 scripted
 //     agents, their Runtimes stopped so the machine is not running 50 processes);
 //  2. frame time while 1,000 message deltas a second stream into a conversation that

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Browser-client benchmarks (issue 13): the release binary, headless Chromium through
+# Browser-client benchmarks: the release binary, headless Chromium through
 # playwright-core (`npm ci` at the repo root; Debian `chromium`). Prints JSON.
 set -eu
 cd "$(dirname "$0")/../.."

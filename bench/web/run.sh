@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Browser-door benchmark (issue 12): builds the release `shard` binary and runs the bench
+# Browser-door benchmark: builds the release `shard` binary and runs the bench
 # driver against it: bootstrap + upgrade per connection, daemon memory per WebSocket, and
 # deltas/s to 1, 10 and 100 WebSocket clients (the unix socket's 100 clients as reference).
 # Usage: bench/web/run.sh   (env: DELTAS=50000 CARGO_TARGET_DIR=...)

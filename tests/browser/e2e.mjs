@@ -1,4 +1,4 @@
-// End-to-end tests of the browser client (issue 13) in headless Chromium against a real
+// End-to-end tests of the browser client in headless Chromium against a real
 // `shard daemon --port 0` with scripted-provider agents. Run by
 // crates/shard-cli/tests/web/browser.rs; standalone: SHARD_BIN=target/debug/shard node
 // tests/browser/e2e.mjs. Screenshots go to $SHARD_ARTIFACTS (default target/browser-artifacts).

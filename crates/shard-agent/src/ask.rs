@@ -64,7 +64,7 @@ impl UiHandle {
     }
 }
 
-/// Which dialog `ask_user` opens (PROTOCOL §9 `ui_request.kind`).
+/// Which dialog `ask_user` opens (docs/protocol.md §9 `ui_request.kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[schemars(description = "")]
 #[serde(rename_all = "snake_case")]

@@ -1,4 +1,4 @@
-//! The summary request of a compaction (ARCHITECTURE §12): the messages to fold away are
+//! The summary request of a compaction (docs/sessions.md#compaction-recall-and-forks): the messages to fold away are
 //! rendered as plain text (so no tool call can be left unanswered in the request) and
 //! sent to the active model with a structured prompt, oldest first, in as many passes as
 //! the model's window needs; each pass updates the summary of the passes before it, and

@@ -1,5 +1,5 @@
 //! `SHARD_HOME/config.toml`: the user's configuration of modes, permission rules,
-//! headless allow rules, providers and models (ARCHITECTURE §5, §11). The whole file is
+//! headless allow rules, providers and models (docs/architecture.md#extensions, docs/architecture.md#storage). The whole file is
 //! read strictly: an unknown key anywhere is an error naming the file, the line and the
 //! key, and the program refuses to start with it.
 
@@ -87,7 +87,7 @@ impl WorkspacesConfig {
     }
 }
 
-/// `[subagents]`: ARCHITECTURE §9 `launch_policy`, read by the daemon at start.
+/// `[subagents]`: docs/subagents.md `launch_policy`, read by the daemon at start.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SubagentsConfig {
@@ -144,7 +144,7 @@ pub struct ToolsConfig {
     pub bash_default_timeout_secs: Option<u64>,
 }
 
-/// `[compaction]` (ARCHITECTURE §12). `enabled = false` turns off only the automatic
+/// `[compaction]` (docs/sessions.md#compaction-recall-and-forks). `enabled = false` turns off only the automatic
 /// triggers; `session_op compact` still runs.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]

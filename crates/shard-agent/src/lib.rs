@@ -1,4 +1,4 @@
-//! The agent Runtime (ARCHITECTURE §4): one agent, one durable session, the per-agent
+//! The agent Runtime (docs/architecture.md#the-runtime-actor): one agent, one durable session, the per-agent
 //! protocol. The turn loop, the PermissionGate, modes, the model controller and the
 //! direct stdio transport live here; the daemon's registry does not.
 

@@ -1,4 +1,4 @@
-//! The ModeController (ARCHITECTURE §4.4): built-in `build` and `plan`, then extension
+//! The ModeController (docs/architecture.md#modes): built-in `build` and `plan`, then extension
 //! modes from configuration in registration order.
 
 use shard_protocol::types::ModeDescriptor;

@@ -1,4 +1,4 @@
-//! The system prompt (ARCHITECTURE §4.7): Shard's base prompt + the mode's addition +
+//! The system prompt (docs/architecture.md#context): Shard's base prompt + the mode's addition +
 //! project instructions (`AGENTS.md` from the repository root down to the cwd) +
 //! environment facts. Kept short: every byte is sent on every call.
 

@@ -1,4 +1,4 @@
-//! The `recall` tool (ARCHITECTURE §12): pages through the original messages a compaction
+//! The `recall` tool (docs/sessions.md#compaction-recall-and-forks): pages through the original messages a compaction
 //! summarized, so the model can reread what the summary left out. Registered once the
 //! session has a compaction, and replaced after each new one (its view of the transcript
 //! then covers the new compaction too).

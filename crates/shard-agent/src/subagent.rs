@@ -1,5 +1,5 @@
-//! `subagent`: the model delegates background work (ARCHITECTURE §9). The tool forwards
-//! to the daemon's `subagent.*` commands (PROTOCOL §10.3) over `SHARD_DAEMON_SOCK`,
+//! `subagent`: the model delegates background work (docs/subagents.md). The tool forwards
+//! to the daemon's `subagent.*` commands (docs/protocol.md §10.3) over `SHARD_DAEMON_SOCK`,
 //! proving the Runtime's identity with `runtime.auth` and its `SHARD_AGENT_TOKEN`. It
 //! is offered only when the Runtime runs under a daemon.
 
@@ -51,7 +51,7 @@ pub struct SubagentTaskArg {
     pub task: String,
 }
 
-/// Arguments of `subagent` (pinned by issue 16). Which action uses which field is said
+/// Arguments of `subagent` (pinned in docs/subagents.md). Which action uses which field is said
 /// once, in the tool's description; the schema describes only what that leaves open.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct SubagentArgs {
@@ -316,7 +316,7 @@ pub fn description_with(defs: &[DefinitionSummary]) -> String {
 }
 
 /// The `subagent` tool as a Runtime offers it: [`SubagentTool`] with a description that
-/// lists the agent definitions available when the Runtime started (issue 16), which a
+/// lists the agent definitions available when the Runtime started, which a
 /// typed tool's constant description cannot.
 pub struct Subagent {
     inner: Typed<SubagentTool>,

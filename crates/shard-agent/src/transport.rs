@@ -1,4 +1,4 @@
-//! The direct stdio transport: JSONL commands on stdin, events on stdout (PROTOCOL §2.1).
+//! The direct stdio transport: JSONL commands on stdin, events on stdout (docs/protocol.md §2.1).
 //! Logs never go to stdout.
 
 use futures::StreamExt;

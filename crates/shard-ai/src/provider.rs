@@ -1,5 +1,5 @@
 //! The streaming trait every provider implements, and the normalized stream it yields.
-//! The Runtime sees providers only through this (ARCHITECTURE §4.6).
+//! The Runtime sees providers only through this (docs/architecture.md#models-and-providers).
 
 use std::pin::Pin;
 use std::sync::Arc;

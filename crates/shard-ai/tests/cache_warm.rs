@@ -1,4 +1,4 @@
-//! Cache-warm requests (issue 15): a mock that applies Anthropic's prompt-caching rules to
+//! Cache-warm requests: a mock that applies Anthropic's prompt-caching rules to
 //! the bodies `anthropic::request_body` builds, over a scripted 20-turn session with tools
 //! and steers, measuring `cache_read / (input + cache_read + cache_write)`.
 //!

@@ -196,7 +196,7 @@ pub(crate) async fn serve(opts: RuntimeOptions, env: EnvLookup, managed: bool) -
     let reader = if managed {
         // Under a daemon, end of input means the daemon is gone (or deliberately done
         // with this Runtime, which it only is when idle or after an abort): abort the turn
-        // at once and exit, so no provider call or tool runs unattended (issue 10 §7). A
+        // at once and exit, so no provider call or tool runs unattended. A
         // direct Runtime lets its turn finish instead.
         let (raw_tx, raw_rx) = mpsc::channel::<Input>(256);
         tokio::spawn(abort_on_eof(raw_rx, input_tx.clone()));
@@ -237,7 +237,7 @@ fn check_settings(opts: RuntimeOptions, env: EnvLookup) -> Result<Option<String>
 }
 
 /// The daemon's `agent.create` check: the Runtime's own, run in the daemon's process
-/// (it cannot link the Runtime, issue 11 §4) instead of a `shard agent --check` child,
+/// (it cannot link the Runtime) instead of a `shard agent --check` child,
 /// one process start fewer per create. The daemon's environment is what its Runtimes
 /// inherit (hardening only overwrites the initial block `/proc` shows), so the keys and
 /// `HOME` seen here are theirs; `SHARD_HOME` and the flags come from the launch spec as
@@ -282,7 +282,7 @@ impl shard_daemon::SettingsCheck for InProcessCheck {
 }
 
 /// True for a Runtime the daemon started: the daemon sets `SHARD_DAEMON_SOCK` and
-/// `SHARD_AGENT_ID` for its children only (ARCHITECTURE §16 item 13).
+/// `SHARD_AGENT_ID` for its children only (docs/protocol.md §16 item 13).
 fn daemon_managed() -> bool {
     let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
     set("SHARD_DAEMON_SOCK") && set("SHARD_AGENT_ID")

@@ -1,5 +1,5 @@
 //! `shard daemon`, `shard ls`, `shard kill`: the daemon process and its small
-//! command-line clients (ARCHITECTURE §13); `shard attach` and `shard new` live in their
+//! command-line clients (docs/cli.md); `shard attach` and `shard new` live in their
 //! own modules.
 
 use std::io::Write;

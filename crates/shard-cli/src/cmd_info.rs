@@ -1,5 +1,5 @@
 //! `shard sessions` and `shard models`: what there is to continue, and what can be used
-//! now (issue 9 item 11). Both read local state only; no daemon is needed.
+//! now. Both read local state only; no daemon is needed.
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! `shard mcp list` and `shard mcp approve` (issue 18, docs/mcp.md): which MCP servers
+//! `shard mcp list` and `shard mcp approve` (docs/mcp.md): which MCP servers
 //! this project would start, started to show their state and tools; and the user's
 //! approval of the project's `.mcp.json`, which no server of it starts without.
 

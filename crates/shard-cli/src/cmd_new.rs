@@ -1,4 +1,4 @@
-//! `shard new`: creates a daemon agent from flags, no JSON to write (issue 9 item 11).
+//! `shard new`: creates a daemon agent from flags, no JSON to write.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

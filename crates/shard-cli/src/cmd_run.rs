@@ -1,7 +1,7 @@
 //! `shard run`: one prompt, one turn, printed as it streams. Drives a Runtime directly
 //! (in-process, over the same protocol messages a stdio client would exchange).
 //!
-//! It never waits on nobody (issue 9 item 1): with a person at the terminal it asks
+//! It never waits on nobody: with a person at the terminal it asks
 //! inline; without one, permission requests follow the headless rules and UI requests are
 //! answered with nothing at once, and the output says what was asked.
 

@@ -53,7 +53,7 @@ pub struct WebFlags {
 }
 
 impl WebFlags {
-    /// The startup check of PROTOCOL §4.1.2.
+    /// The startup check of docs/protocol.md §4.1.2.
     pub fn into_config(self) -> Result<WebConfig, WebError> {
         let d = WebOptions::default();
         WebOptions {

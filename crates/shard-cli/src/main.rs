@@ -119,7 +119,7 @@ fn main() -> ExitCode {
     // First, while the process has one thread: provider keys move out of the initial
     // environment block, which is then overwritten, and the process becomes
     // non-dumpable, so no other process — root included — reads a key from
-    // /proc/PID/environ or /proc/PID/mem (issue 10 §5).
+    // /proc/PID/environ or /proc/PID/mem.
     // SAFETY: still single-threaded: nothing before this line starts a thread (the
     // zygote check above returns before any is started, or never comes back).
     unsafe { shard_sandbox::hardening::detach_environment() };

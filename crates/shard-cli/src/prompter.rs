@@ -1,4 +1,4 @@
-//! Asking the person at the terminal (issue 9 item 1): permission requests and the five
+//! Asking the person at the terminal: permission requests and the five
 //! UI kinds (select, confirm, input, editor with `$VISUAL`/`$EDITOR`, notify), inline on
 //! stderr, answers read from stdin.
 //!

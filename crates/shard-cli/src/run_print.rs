@@ -1,7 +1,7 @@
-//! How `shard run` shows a turn (issue 9 item 11): the answer's text on stdout, blocks
+//! How `shard run` shows a turn: the answer's text on stdout, blocks
 //! separated; tool activity, refusals, retries and the closing usage line on stderr.
 //! Everything the model or a tool produced passes through the terminal sanitizer first
-//! (issue 10 §6).
+//!.
 
 use std::io::Write;
 use std::path::Path;

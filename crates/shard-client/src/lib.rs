@@ -1,4 +1,4 @@
-//! The Rust SDK for Shard (ARCHITECTURE §3): connect to the daemon's unix socket or to a
+//! The Rust SDK for Shard (docs/architecture.md#the-crates-and-their-floors): connect to the daemon's unix socket or to a
 //! direct `shard agent` child over stdio, send typed commands with correlated responses,
 //! and read events demultiplexed by `agent_id`. [`view::AgentView`] turns an agent's
 //! events into its state; [`sanitize`] makes model and tool text safe for a terminal.

@@ -1,4 +1,4 @@
-//! Terminal-safe text (issue 10 §6): whatever the model or a tool produced may carry
+//! Terminal-safe text: whatever the model or a tool produced may carry
 //! escape sequences that set the window title, write the clipboard (OSC 52), hide a
 //! hyperlink target (OSC 8), clear the screen or move the cursor to overwrite what a person
 //! is about to approve. Clients strip them before printing.

@@ -1,5 +1,5 @@
 //! Typed request/response pairs: each command names the type of its response's `data`,
-//! so callers get `AgentsData` from `agent.list` instead of untyped JSON (issue 11 §6).
+//! so callers get `AgentsData` from `agent.list` instead of untyped JSON.
 //!
 //! Commands that share a wire payload type (`list_modes` and `list_models` both carry an
 //! `AgentTarget`) get one small request struct each here, so the response type follows

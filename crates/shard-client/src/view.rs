@@ -1,4 +1,4 @@
-//! `AgentView`: a sans-IO reducer, events in, one agent's state out (issue 11 §6).
+//! `AgentView`: a sans-IO reducer, events in, one agent's state out.
 //!
 //! Every client needs the same bookkeeping — which messages are complete, which block is
 //! streaming, which tool calls ran with which render, which requests still wait for an

@@ -1,4 +1,4 @@
-//! Cost of the client-side reducer per streamed delta (ARCHITECTURE §15: microseconds per
+//! Cost of the client-side reducer per streamed delta (docs/architecture.md#what-good-means: microseconds per
 //! delta). Ignored by default; run with
 //! `cargo test --release -p shard-client --test view_perf -- --ignored --nocapture`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]

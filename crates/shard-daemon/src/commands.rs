@@ -1,4 +1,4 @@
-//! Client commands on a daemon connection: the registry operations of PROTOCOL §10.1 and
+//! Client commands on a daemon connection: the registry operations of docs/protocol.md §10.1 and
 //! the routing of per-agent commands (§5.2, §16 items 6 and 8). Handlers return
 //! `Result<Reply, ProtocolError>`; the connection layer sends the one response. Fast
 //! handlers run inline; slow ones (`agent.create`, `agent.kill`) come back as a future
@@ -240,7 +240,7 @@ pub(crate) fn dispatch(
                 "per-agent commands need agent_id on a daemon connection",
             )),
             Some(agent_id) => {
-                // The lease guard (PROTOCOL §10.3): one run at a time on a leased child;
+                // The lease guard (docs/protocol.md §10.3): one run at a time on a leased child;
                 // a person's steer or abort goes through the coordinator, which records it
                 // against the run. Only these three commands are checked: the lease scan
                 // takes the job catalog's lock, which reads and other commands skip.
@@ -290,7 +290,7 @@ pub(crate) fn dispatch(
     Handled::Now(now)
 }
 
-/// `session.activate` (issue 15): the session must be one `session.list` lists for the
+/// `session.activate`: the session must be one `session.list` lists for the
 /// agent's cwd; the switch is recorded in the manifest before the answer.
 async fn activate(core: &Arc<Shared>, a: SessionActivate) -> Result<Reply, ProtocolError> {
     let cwd = core.activation_cwd(&a.agent_id)?;

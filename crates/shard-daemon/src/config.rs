@@ -28,7 +28,7 @@ pub struct DaemonConfig {
     /// backlogs are disconnected first (`CLIENT_TOO_SLOW`).
     pub queue_budget: usize,
     /// Longest accepted line, on every connection and from every Runtime (one limit for
-    /// the whole path, issue 10 §8).
+    /// the whole path).
     pub max_line: usize,
     /// Most partial-line bytes buffered across all connections at once.
     pub max_inbound_buffered: usize,
@@ -99,7 +99,7 @@ fn default_concurrent_starts() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
 
-/// Launch limits (ARCHITECTURE §9 `launch_policy`).
+/// Launch limits (docs/subagents.md `launch_policy`).
 #[derive(Debug, Clone, Copy)]
 pub struct LaunchLimits {
     /// Most tasks in one job.

@@ -205,7 +205,7 @@ fn is_runtime_auth(line: &[u8]) -> bool {
 }
 
 /// Handles a Runtime claim; false when the connection must close (a claim without a
-/// valid token is refused, issue 11 §2).
+/// valid token is refused).
 fn runtime_auth(shared: &Shared, conn_id: u64, outbox: &Arc<Outbox>, line: &[u8]) -> bool {
     let Ok(auth) = serde_json::from_slice::<RuntimeAuth>(line) else {
         let id = shard_protocol::codec::top_level_id(line);

@@ -1,4 +1,4 @@
-//! `agent.create` (PROTOCOL §10.1): managed create with a fresh session, or legacy
+//! `agent.create` (docs/protocol.md §10.1): managed create with a fresh session, or legacy
 //! adoption of an existing one, then the first Runtime generation. It runs as a spawned
 //! task (slow: disk, the settings check on the blocking pool, the Runtime's start), never
 //! on a connection's read loop.
@@ -90,7 +90,7 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
         archived: false,
     };
     // An unknown mode, provider or model is one clear error, and nothing is created
-    // (issue 9 item 7): the Runtime's own check says what would work.
+    //: the Runtime's own check says what would work.
     let spec = crate::core::launch_spec_for_check(&shared.cfg, &manifest);
     let notice = match shared.launcher.check(&spec).await {
         Ok(notice) => notice,

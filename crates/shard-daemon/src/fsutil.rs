@@ -1,4 +1,4 @@
-//! Owner-only directories and atomic file replacement (ARCHITECTURE §11): a manifest is
+//! Owner-only directories and atomic file replacement (docs/architecture.md#storage): a manifest is
 //! either the old or the new version after a crash, never a torn mix.
 
 use std::path::{Path, PathBuf};

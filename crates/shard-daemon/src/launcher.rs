@@ -111,7 +111,7 @@ pub trait RuntimeLauncher: Send + Sync {
 
 /// Validates an agent's settings (mode, provider, model, credentials, configuration)
 /// the way a Runtime started with them would, without starting one. The daemon cannot
-/// link the Runtime (issue 11 §4), so the binary that builds both injects it; running the
+/// link the Runtime, so the binary that builds both injects it; running the
 /// Runtime's own check in-process spares `agent.create` a second process start, which
 /// on a busy machine was what stalled every other client (docs/performance.md).
 pub trait SettingsCheck: Send + Sync {

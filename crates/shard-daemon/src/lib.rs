@@ -1,4 +1,4 @@
-//! The Shard daemon (ARCHITECTURE §2, §6, §8): a registry of durable agents, a
+//! The Shard daemon (docs/architecture.md#the-processes, docs/architecture.md#the-broker-and-multi-client, docs/architecture.md#the-daemons-duties): a registry of durable agents, a
 //! supervisor of their Runtime generations (`shard agent` child processes), and a broker
 //! that lets any number of clients watch and drive each agent over the unix socket.
 //!

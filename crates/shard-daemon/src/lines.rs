@@ -1,4 +1,4 @@
-//! Reading JSONL from a byte stream with bounded memory (issue 10 §8): one connection
+//! Reading JSONL from a byte stream with bounded memory: one connection
 //! buffers at most one maximum line of a partial line, and all connections together at
 //! most a daemon-wide budget. A line refused for either reason is discarded up to its
 //! newline and reported as one [`LineError::TooLong`] (with the line's `id` when its

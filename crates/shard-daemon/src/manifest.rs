@@ -1,5 +1,4 @@
-//! Durable Agent manifests under `SHARD_HOME/agents/<agent_id>.json` (ARCHITECTURE §1,
-//! §11): the identity that survives Runtime deaths and daemon restarts.
+//! Durable Agent manifests under `SHARD_HOME/agents/<agent_id>.json` (docs/architecture.md#agent-session-and-runtime-generation, docs/architecture.md#storage): the identity that survives Runtime deaths and daemon restarts.
 
 use std::path::{Path, PathBuf};
 
@@ -57,7 +56,7 @@ pub struct AgentManifest {
     #[serde(default)]
     pub started: bool,
     /// A file whose text replaces the base system prompt at every start (a subagent's
-    /// definition body, issue 16).
+    /// definition body).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt_file: Option<String>,
     /// The `[hosts.NAME]` its Runtime runs on (its session lives there); `None`: this

@@ -1,4 +1,4 @@
-//! A bounded outbound queue per client (PROTOCOL §13 P2, ARCHITECTURE §6.1). Pushing
+//! A bounded outbound queue per client (docs/protocol.md §13 P2, docs/architecture.md#the-broker-and-multi-client). Pushing
 //! never waits: a client whose queue passes the message or byte cap is closed with a
 //! stated reason, so one slow reader never slows the agent or the other clients.
 //! A [`QueueBudget`] bounds the bytes queued for all clients together: past it, the

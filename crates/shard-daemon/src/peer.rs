@@ -1,4 +1,4 @@
-//! Tool processes never talk to the daemon (issue 10 §5): a connection whose peer
+//! Tool processes never talk to the daemon: a connection whose peer
 //! process descends from one of the daemon's Runtimes — or from a process re-parented
 //! to the daemon as child subreaper, which is what an orphaned tool process becomes — is
 //! refused before it can answer a permission request, drive an agent or create one.

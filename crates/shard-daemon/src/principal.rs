@@ -1,4 +1,4 @@
-//! Who is on the other end of a connection (issue 11 §2). Every connection carries a
+//! Who is on the other end of a connection. Every connection carries a
 //! [`Principal`]; commands that only a Runtime may send (subagent jobs, later) check it.
 
 /// The identity of one connection.
@@ -22,7 +22,7 @@ pub enum Principal {
         /// The agent whose Runtime this is.
         agent_id: String,
     },
-    /// In-process subscribers of the daemon itself (issue 11 §3).
+    /// In-process subscribers of the daemon itself.
     Internal,
 }
 
@@ -48,7 +48,7 @@ pub enum TransportKind {
 }
 
 impl TransportKind {
-    /// The connection-level capabilities of `hello` on this transport (PROTOCOL §7): what
+    /// The connection-level capabilities of `hello` on this transport (docs/protocol.md §7): what
     /// the transport and the daemon offer here, not one constant for all.
     pub fn capabilities(self) -> Vec<String> {
         let mut caps = vec!["streaming-deltas", "multi-client"];
@@ -81,7 +81,7 @@ mod tests {
     }
 }
 
-/// SHA-256 of a Runtime token: the daemon keeps only this (issue 11 §2).
+/// SHA-256 of a Runtime token: the daemon keeps only this.
 pub(crate) fn hash_token(token: &str) -> [u8; 32] {
     use sha2::Digest;
     sha2::Sha256::digest(token.as_bytes()).into()

@@ -1,4 +1,4 @@
-//! Exactly one `response` per command id (issue 11 §1). The connection layer makes a
+//! Exactly one `response` per command id. The connection layer makes a
 //! [`Responder`] for every command it decodes; a handler either returns its outcome
 //! (`Result<Reply, ProtocolError>`, answered by the connection layer) or takes the
 //! responder out of its [`ReplySlot`] and hands it to whoever will answer later (a

@@ -42,13 +42,13 @@ impl ShutdownHandle {
     }
 
     /// Subscribes an in-process component to an agent's events or the orchestrator
-    /// events (issue 11 §3), through the same bounded fan-out clients use.
+    /// events, through the same bounded fan-out clients use.
     pub fn subscribe(&self, topic: Topic) -> Result<Subscription, String> {
         self.shared.subscribe(topic).map_err(|e| e.message)
     }
 
     /// `Err(reason)` when local process `pid` descends from one of the daemon's Runtimes
-    /// (issue 10 §5), for side doors such as the web door's admin socket; the same check
+    ///, for side doors such as the web door's admin socket; the same check
     /// the unix socket makes, and like it refusing when the check itself fails.
     pub async fn check_peer(&self, pid: u32) -> Result<(), String> {
         crate::peer::check_peer(&self.shared, pid).await.map(|_| ())

@@ -1,5 +1,5 @@
 //! Transports turn a client connection into a stream of framed lines and a sink of
-//! frames (ARCHITECTURE §7.1). The broker only sees [`Connection`]s, so a WebSocket
+//! frames (docs/protocol.md §2). The broker only sees [`Connection`]s, so a WebSocket
 //! transport plugs in beside the unix socket without touching it.
 
 use std::os::unix::fs::PermissionsExt;
@@ -38,7 +38,7 @@ pub struct Connection {
     /// Who it is, as far as the transport can tell (a Runtime proves more in-band).
     pub principal: Principal,
     /// The peer process, when the transport knows it (unix socket: `SO_PEERCRED`); the
-    /// daemon refuses processes descended from its Runtimes (issue 10 §5).
+    /// daemon refuses processes descended from its Runtimes.
     pub peer_pid: Option<u32>,
     /// Incoming records.
     pub inbound: InboundStream,

@@ -1,4 +1,4 @@
-//! The daemon core of issue 11 against the fake Runtime: slow work never blocks a
+//! The daemon core against the fake Runtime: slow work never blocks a
 //! connection, the connection cap, Runtime claims, line limits, in-process subscribers
 //! and the headless `TIMEOUT` event.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

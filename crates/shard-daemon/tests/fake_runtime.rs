@@ -399,7 +399,7 @@ async fn kill_aborts_then_ends_input_and_answers_after_the_exit() {
         .unwrap()
         .unwrap()
         .unwrap();
-    // A deliberate kill stops the agent; it did not fail (issue 9 item 10): no
+    // A deliberate kill stops the agent; it did not fail: no
     // `agent_exited`, a `stopped` status change saying it was killed, `agent.list` idle.
     loop {
         match c1.next_event().await {

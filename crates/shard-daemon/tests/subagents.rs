@@ -1,4 +1,4 @@
-//! Subagent jobs (issue 16) against fake Runtimes: `runtime.auth` as the parent's
+//! Subagent jobs against fake Runtimes: `runtime.auth` as the parent's
 //! identity, create/wait/status/stop, the child's prompt and events, the completion
 //! report to the parent, durability across a daemon restart, and task-text privacy.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,5 +1,5 @@
 //! The gate's sections of `SHARD_HOME/config.toml`: `[permissions]` deny rules and
-//! `[headless]` allow rules (ARCHITECTURE §4.3, §6.2). Both the Runtime and the daemon read
+//! `[headless]` allow rules (docs/architecture.md#the-permissiongate, docs/architecture.md#headless-policy-and-timeouts). Both the Runtime and the daemon read
 //! them, so they live beside the matcher rather than in either. Every section is strict:
 //! an unknown key is an error naming its file and line (see [`strict`]).
 

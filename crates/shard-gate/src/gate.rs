@@ -1,4 +1,4 @@
-//! The PermissionGate as one type (ARCHITECTURE §4.3, issue 11 §4): [`Gate::decide`] takes
+//! The PermissionGate as one type (docs/architecture.md#the-permissiongate): [`Gate::decide`] takes
 //! a call, the mode's policy, the grants and the headless policy and says run, refuse or
 //! ask. It reads the filesystem only to resolve paths (symlinks) and never writes; asking,
 //! waiting for an answer and persisting grants are the caller's (the Runtime's) job.
@@ -30,7 +30,7 @@ pub struct Call<'a> {
     pub args: &'a Value,
 }
 
-/// The active mode's say (ARCHITECTURE §4.4), implemented by the Runtime's mode controller.
+/// The active mode's say (docs/architecture.md#modes), implemented by the Runtime's mode controller.
 pub trait ModePolicy {
     /// Why the mode refuses this call, if it does.
     fn refusal(&self, tool: &str, read_only: bool) -> Option<String>;

@@ -1,4 +1,4 @@
-//! The gate end to end on a real directory tree: the attack suite of issue 10 §1–§3.
+//! The gate end to end on a real directory tree: the attack suite of the gate and sandbox hardening.
 
 use super::*;
 use crate::config::RuleConfig;
@@ -71,7 +71,7 @@ fn refused(d: &Decision) -> bool {
     matches!(d, Decision::Refuse { .. })
 }
 
-/// Issue 10 §2: every spelling of a denied path is denied, for every read tool too.
+/// Paths compared after resolution: every spelling of a denied path is denied, for every read tool too.
 #[test]
 fn attack_path_spellings_and_symlinks() {
     let f = fixture(vec![rule("read", None, Some("secrets/**"))], vec![]);
@@ -140,7 +140,7 @@ fn attack_dotdot_out_of_an_allowed_folder() {
     assert!(refused(&d), "{d:?}");
 }
 
-/// Issue 10 §2: write/edit through a symlink ask with the real target path.
+/// Paths compared after resolution: write/edit through a symlink ask with the real target path.
 #[test]
 fn write_through_symlink_asks_with_the_target() {
     let f = fixture(vec![], vec![]);
@@ -167,7 +167,7 @@ fn write_through_symlink_asks_with_the_target() {
     );
 }
 
-/// Issue 10 §3: reads outside the workspace ask; secrets are refused to every tool.
+/// Reads outside the workspace ask; secrets are refused to every tool.
 #[test]
 fn attack_reads_outside_and_secrets() {
     let f = fixture(vec![], vec![]);
@@ -222,7 +222,7 @@ fn secrets_allowed_by_name() {
     assert!(refused(&d), "{d:?}");
 }
 
-/// Issue 10 §1: a signature grant for one command never covers a widened one.
+/// Signature grants that mean what they say: a signature grant for one command never covers a widened one.
 #[test]
 fn attack_signature_grants_cannot_be_widened() {
     let f = fixture(vec![], vec![]);
@@ -365,7 +365,7 @@ fn v1_grants_never_match() {
     ));
 }
 
-/// Issue 10 §6 and issue 9 item 10.
+/// What a person sees before saying yes, and the headless refusal's wording.
 #[test]
 fn prompts_show_everything_and_headless_is_not_a_person() {
     let f = fixture(vec![], vec![]);

@@ -1,4 +1,4 @@
-//! Persisted `allow_always` grants (ARCHITECTURE §4.3): per project (canonical cwd)
+//! Persisted `allow_always` grants (docs/architecture.md#the-permissiongate): per project (canonical cwd)
 //! under `SHARD_HOME/grants/`, owner-only, versioned, updated under a lock (§16 item 12).
 //! Matchers are registered by kind; a kind this build does not know never matches.
 

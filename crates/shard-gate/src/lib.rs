@@ -1,4 +1,4 @@
-//! The PermissionGate's pure parts (ARCHITECTURE §4.3): configured deny and headless
+//! The PermissionGate's pure parts (docs/architecture.md#the-permissiongate): configured deny and headless
 //! allow rules, the shell parser and resolver behind `bash` rules and signature grants,
 //! path resolution for `path` rules and the workspace boundary, the grant store, and
 //! [`gate::decide`], which puts them together. The Runtime applies its decisions to its

@@ -1,4 +1,4 @@
-//! Paths as the gate compares them (issue 10 §2, §3): a tool's `path` argument resolved
+//! Paths as the gate compares them: a tool's `path` argument resolved
 //! the way the kernel will resolve it — `~` expanded, relative to the cwd, `.`/`..` and
 //! symlinks followed component by component against the real filesystem, a missing tail
 //! kept lexically — and the workspace boundary: its roots (the cwd and

@@ -1,4 +1,4 @@
-//! What a person sees before saying yes (issue 10 §6): the permission request's `prompt`
+//! What a person sees before saying yes: the permission request's `prompt`
 //! shows the whole command (every line, so a client printing only `prompt` cannot hide a
 //! second one), the resolved path when it differs from what the model wrote, and for the
 //! signature choice exactly what it would allow from now on.

@@ -22,7 +22,7 @@ use crate::resolve::{self, Effective};
 #[derive(Debug, Clone)]
 pub struct Rule {
     tool: String,
-    /// The tool name as a glob, when it has one (`mcp__github__*`, issue 18).
+    /// The tool name as a glob, when it has one (`mcp__github__*`).
     tool_glob: Option<GlobMatcher>,
     command: Option<CommandGlob>,
     path: Option<GlobMatcher>,

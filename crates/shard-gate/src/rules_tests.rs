@@ -1,4 +1,4 @@
-//! Deny and allow rules, including the attack suite of issue 10 §1 (deny rules through
+//! Deny and allow rules, including the attack suite for signature grants (deny rules through
 //! wrappers and aliases, fail closed).
 
 use super::*;
@@ -40,7 +40,7 @@ fn deny_catches_any_command() {
     assert!(bash_denied(&rules, "echo $(git push)"));
 }
 
-/// Issue 10 §1: a push past a `git push*` deny rule, through every wrapper and alias.
+/// Signature grants that mean what they say: a push past a `git push*` deny rule, through every wrapper and alias.
 #[test]
 fn attack_deny_rule_through_wrappers_and_aliases() {
     let rules = [rule("bash", Some("git push*"), None)];

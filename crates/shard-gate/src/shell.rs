@@ -1,5 +1,5 @@
-//! A deliberately small shell parser for permission matching (PROTOCOL §9.5
-//! `bash_signature`, ARCHITECTURE §4.3). It understands simple commands joined by pipes and
+//! A deliberately small shell parser for permission matching (docs/protocol.md §9.5
+//! `bash_signature`, docs/architecture.md#the-permissiongate). It understands simple commands joined by pipes and
 //! lists, every quoting form bash has, parameter expansions (as "unknown" words), globs and
 //! redirections. Anything else — command or process substitution, arithmetic, subshells,
 //! groups, here-documents, control keywords — makes [`parse`] return `None`, and every user

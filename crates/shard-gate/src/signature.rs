@@ -1,4 +1,4 @@
-//! `bash_signature` version 2 (PROTOCOL §9.5, docs/decisions.md "Gate hardening"): for
+//! `bash_signature` version 2 (docs/protocol.md §9.5, docs/decisions.md "Gate hardening"): for
 //! every command of a line, the executable as written, its subcommand (`git status` is not
 //! `git checkout`), and the exact sorted set of its flags — every word starting with `-`,
 //! `--` and the words after it included. A line gets a signature only when every command

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-/// The default per-call timeout of a server (issue 18).
+/// The default per-call timeout of a server.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// `[mcp]` in `config.toml`. Strict like the rest of the file.

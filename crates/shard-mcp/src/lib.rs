@@ -1,4 +1,4 @@
-//! Model Context Protocol servers for a Runtime (issue 18): their configuration (the
+//! Model Context Protocol servers for a Runtime: their configuration (the
 //! user's `[mcp.servers]`, the project's approved `.mcp.json`, the client's own), their lives (started in
 //! parallel in the background, restarted with backoff, stopped with the Runtime) and
 //! their tools, which join the Runtime's registry as `mcp__SERVER__TOOL` on the open

@@ -39,7 +39,7 @@ pub struct StartContext {
     /// Variables removed from a stdio server's environment (provider keys, Shard's
     /// secrets, and the variables other servers' secrets came from).
     pub env_remove: Arc<Vec<String>>,
-    /// Process groups to kill if the Runtime dies (ARCHITECTURE §16 item 15).
+    /// Process groups to kill if the Runtime dies (docs/protocol.md §16 item 15).
     pub processes: ProcessTracker,
     /// The tool sandbox stdio servers run in (docs/mcp.md); `None` refuses every server
     /// that is to be sandboxed rather than run it outside.

@@ -1,4 +1,4 @@
-//! The JSONL framing of PROTOCOL §2.1: split on `\n` only (U+2028 and U+2029 inside
+//! The JSONL framing of docs/protocol.md §2.1: split on `\n` only (U+2028 and U+2029 inside
 //! strings pass through), strip one trailing `\r`, skip blank lines, bound the line
 //! length. A bad line is an error item for that line only; the stream goes on.
 
@@ -6,8 +6,8 @@ use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 use tokio_util::codec::{Decoder, Encoder};
 
-/// The maximum line length of the whole path (client → daemon → Runtime and back,
-/// issue 10 §8): 64 MiB. Every reader of the protocol uses this limit, so a line one
+/// The maximum line length of the whole path (client → daemon → Runtime and back):
+/// 64 MiB. Every reader of the protocol uses this limit, so a line one
 /// hop accepts is never refused by the next. docs/protocol.md documents it.
 pub const DEFAULT_MAX_LINE: usize = 64 * 1024 * 1024;
 

@@ -1,4 +1,4 @@
-//! Commands: what clients send (PROTOCOL §9.2, §9.5, §10.1, §10.1a, §10.3, ARCHITECTURE §16).
+//! Commands: what clients send (docs/protocol.md §9.2, §9.5, §10.1, §10.1a, §10.3, docs/protocol.md §16).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -16,7 +16,7 @@ use crate::workspace::{
     WorkspaceLaunched, WorkspaceListData, WorkspaceRetiredData, WorkspaceStatusData,
 };
 
-/// A command with its optional correlation `id` (PROTOCOL §5).
+/// A command with its optional correlation `id` (docs/protocol.md §5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ClientMessage {
     /// Correlation id, echoed by the `response`.
@@ -75,9 +75,9 @@ command_table! {
         FileResponse(FileResponse) = "file_response" => (),
         /// List agents (additive: one page of them).
         AgentList(AgentListQuery) = "agent.list" => AgentsData,
-        /// Additive (issue 15): the sessions of a working directory, forks included.
+        /// Additive: the sessions of a working directory, forks included.
         SessionList(SessionListQuery) = "session.list" => SessionListData,
-        /// Additive (issue 15): the agent's next Runtime generation opens another session.
+        /// Additive: the agent's next Runtime generation opens another session.
         SessionActivate(SessionActivate) = "session.activate" => SessionActivated,
         /// Create (or adopt) an agent.
         AgentCreate(Box<AgentCreate>) = "agent.create" => AgentCreated,
@@ -128,7 +128,7 @@ impl Command {
         self.per_agent_target_ref().and_then(|t| t.as_deref())
     }
 
-    /// True for the per-agent commands of PROTOCOL §9.
+    /// True for the per-agent commands of docs/protocol.md §9.
     pub fn is_per_agent(&self) -> bool {
         self.per_agent_target_ref().is_some()
     }
@@ -227,7 +227,7 @@ pub struct AgentTarget {
     pub agent_id: Option<String>,
 }
 
-/// How a prompt sent mid-turn is delivered (PROTOCOL §9.2).
+/// How a prompt sent mid-turn is delivered (docs/protocol.md §9.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StreamingBehavior {
@@ -264,7 +264,7 @@ pub struct Steer {
     /// Attached images.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<Vec<Image>>,
-    /// Strict steer (additive, issue 16): the message goes into the turn running now (or
+    /// Strict steer (additive): the message goes into the turn running now (or
     /// the one named by `turn_id`) at its next provider boundary, or nowhere. The response
     /// is sent when that is decided and carries [`crate::responses::SteerData`]: `injected`
     /// with the turn's id, or `conflict` when no such turn runs or it ended first; a
@@ -326,7 +326,7 @@ pub enum SessionOpKind {
     Compact,
     /// Fork into a new session.
     Fork,
-    /// Additive (0.1.x, issue 13): read-only page of the messages just before an entry,
+    /// Additive (0.1.x): read-only page of the messages just before an entry,
     /// so a client can scroll back past `sync.live_window.truncated_before`.
     History,
 }
@@ -409,7 +409,7 @@ impl TryFrom<PermissionResponseWire> for PermissionResponse {
             (None, None) => {
                 return Err("permission_response needs either choice_id or decision".into());
             }
-            // PROTOCOL §9.5: choice ids are non-empty; the schema says the same.
+            // docs/protocol.md §9.5: choice ids are non-empty; the schema says the same.
             (Some(choice_id), None) if choice_id.is_empty() => {
                 return Err("permission_response choice_id must not be empty".into());
             }

@@ -1,6 +1,6 @@
 //! Decoding with a precise error: a missing required field or an unknown `type` is an
 //! error that still carries the message's `id` when it can be read, so a server can
-//! answer `INVALID_REQUEST` to the right request (ARCHITECTURE §7.1).
+//! answer `INVALID_REQUEST` to the right request (docs/protocol.md §2).
 
 use serde::Serialize;
 use serde_json::Value;

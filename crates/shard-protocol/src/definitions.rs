@@ -1,4 +1,4 @@
-//! Agent definition files (ARCHITECTURE §9): `general` is built in; others are Markdown
+//! Agent definition files (docs/subagents.md): `general` is built in; others are Markdown
 //! files `.shard/agents/NAME.md` in the project or `SHARD_HOME/agents/NAME.md`, with front
 //! matter (`description`, `tools`, `model`, `mode`) and the system prompt as body — the
 //! format of Claude Code's `.claude/agents/*.md`, so those files can be pointed at. Shared

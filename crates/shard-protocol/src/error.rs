@@ -1,4 +1,4 @@
-//! The error-code registry of PROTOCOL §8.
+//! The error-code registry of docs/protocol.md §8.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -39,7 +39,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    /// Every code of the registry (PROTOCOL §8). A failed model call is always
+    /// Every code of the registry (docs/protocol.md §8). A failed model call is always
     /// `PROVIDER_ERROR`; what kind of failure travels beside it
     /// ([`ProviderErrorKind`]), so a client written against §8 keeps matching.
     pub const KNOWN: [ErrorCode; 12] = [

@@ -1,4 +1,4 @@
-//! Events: what servers send (PROTOCOL §9.1, §9.3–§9.5, §10.2, §10.3, ARCHITECTURE §16).
+//! Events: what servers send (docs/protocol.md §9.1, §9.3–§9.5, §10.2, §10.3, docs/protocol.md §16).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -75,7 +75,7 @@ pub enum Event {
     /// The reasoning level changed.
     #[serde(rename = "reasoning_level_changed")]
     ReasoningLevelChanged(ReasoningLevelChanged),
-    /// Additive (issue 18): the tools offered to the model changed (an MCP server
+    /// Additive: the tools offered to the model changed (an MCP server
     /// connected, changed its list, failed or stopped).
     #[serde(rename = "tools_changed")]
     ToolsChanged(ToolsChanged),
@@ -203,7 +203,7 @@ impl Event {
         self.agent_slot().and_then(|a| a.as_deref())
     }
 
-    /// True for the per-agent events of PROTOCOL §9.
+    /// True for the per-agent events of docs/protocol.md §9.
     pub fn is_per_agent(&self) -> bool {
         self.agent_slot().is_some()
     }
@@ -708,7 +708,7 @@ pub struct ModeChanged {
     pub mode: String,
 }
 
-/// `tools_changed` (additive, issue 18): the whole tool list now, and which MCP server
+/// `tools_changed` (additive): the whole tool list now, and which MCP server
 /// caused the change and its state, so a client can show "server X failed: why".
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolsChanged {

@@ -1,4 +1,4 @@
-//! Opaque ids (ARCHITECTURE §16 item 4): a prefix, `-`, then 26 Crockford base32
+//! Opaque ids (docs/protocol.md §16 item 4): a prefix, `-`, then 26 Crockford base32
 //! characters, time-ordered like a ULID (48 bits of milliseconds, 80 random bits).
 //! Every id is validated before it touches a file path.
 

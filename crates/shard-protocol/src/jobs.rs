@@ -1,4 +1,4 @@
-//! Subagent job and run types (PROTOCOL §11.2).
+//! Subagent job and run types (docs/protocol.md §11.2).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -77,7 +77,7 @@ pub struct RunUsage {
     pub output: u64,
 }
 
-/// Who acted on a run besides the coordinator (additive, issue 16).
+/// Who acted on a run besides the coordinator (additive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunActor {
@@ -87,7 +87,7 @@ pub enum RunActor {
     Client,
 }
 
-/// What was done to a run from outside (additive, issue 16).
+/// What was done to a run from outside (additive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunActionKind {
@@ -98,7 +98,7 @@ pub enum RunActionKind {
 }
 
 /// The latest outside action on a run, recorded so that the parent sees in
-/// `subagent.status` that a person steered or aborted its child (additive, issue 16).
+/// `subagent.status` that a person steered or aborted its child (additive).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RunAction {
     /// What was done.
@@ -155,10 +155,10 @@ pub struct RunSnapshot {
     /// End, ms since the epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<u64>,
-    /// Steers the run's turn took, from the parent and from people (additive, issue 16).
+    /// Steers the run's turn took, from the parent and from people (additive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steers: Option<u32>,
-    /// The latest steer or abort from outside the coordinator (additive, issue 16).
+    /// The latest steer or abort from outside the coordinator (additive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_action: Option<RunAction>,
 }

@@ -1,5 +1,5 @@
-//! Every wire type of the Shard protocol (`PROTOCOL.md` §5–§11 with the additions
-//! pinned in ARCHITECTURE §16), the JSONL codec of §2.1, the error codes of §8 and the
+//! Every wire type of the Shard protocol (`docs/protocol.md` §5–§11 with the additions
+//! pinned in docs/protocol.md §16), the JSONL codec of §2.1, the error codes of §8 and the
 //! JSON Schema export. This crate does no I/O beyond the codec.
 
 // Standard output is the protocol (`shard agent`) and standard error belongs to the

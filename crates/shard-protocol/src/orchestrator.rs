@@ -1,4 +1,4 @@
-//! Payloads of the orchestrator messages (PROTOCOL §10.1, §10.1a, §10.2, §10.3): the
+//! Payloads of the orchestrator messages (docs/protocol.md §10.1, §10.1a, §10.2, §10.3): the
 //! daemon's registry, workspaces and subagent jobs. Commands are re-exported from
 //! [`crate::command`], events from [`crate::event`].
 

@@ -1,4 +1,4 @@
-//! The two answer forms of a permission response or resolution (PROTOCOL §9.5).
+//! The two answer forms of a permission response or resolution (docs/protocol.md §9.5).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

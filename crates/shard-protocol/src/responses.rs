@@ -140,13 +140,13 @@ pub struct SessionSummary {
     pub entry_count: u64,
     /// The Runtime's own session.
     pub current: bool,
-    /// Additive (issue 15): messages in the transcript (prompts, answers, tool results).
+    /// Additive: messages in the transcript (prompts, answers, tool results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_count: Option<u64>,
-    /// Additive (issue 15): the recorded cost of its model calls, US dollars.
+    /// Additive: the recorded cost of its model calls, US dollars.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<f64>,
-    /// Additive (issue 15): where a fork came from; absent for an original session.
+    /// Additive: where a fork came from; absent for an original session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkProvenance>,
 }
@@ -322,7 +322,7 @@ pub enum SteerOutcome {
     Conflict,
 }
 
-/// Response data of a strict `steer` (additive, issue 16): whether the Runtime put the
+/// Response data of a strict `steer` (additive): whether the Runtime put the
 /// message into a turn, so a coordinator can tell the sender without guessing from events.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SteerData {

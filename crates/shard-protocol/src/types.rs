@@ -1,4 +1,4 @@
-//! Shared types of PROTOCOL §11, with the additions pinned in ARCHITECTURE §16.
+//! Shared types of docs/protocol.md §11, with the additions pinned in docs/protocol.md §16.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -39,7 +39,7 @@ pub struct ModelDescriptor {
     pub context_window: Option<u64>,
 }
 
-/// A mode as listed by `list_modes` (ARCHITECTURE §16 item 3).
+/// A mode as listed by `list_modes` (docs/protocol.md §16 item 3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ModeDescriptor {
     /// Mode name, e.g. `build`.
@@ -165,7 +165,7 @@ pub struct KvPair {
     pub v: String,
 }
 
-/// One hunk of a unified diff (ARCHITECTURE §4.5).
+/// One hunk of a unified diff (docs/protocol.md §11).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Hunk {
     /// First old line, 1-based.
@@ -190,7 +190,7 @@ pub enum PathKind {
     Dir,
 }
 
-/// A node of a `tree` render (ARCHITECTURE §4.5).
+/// A node of a `tree` render (docs/protocol.md §11).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TreeNode {
     /// Entry name.
@@ -345,13 +345,13 @@ pub enum AgentStatus {
 }
 
 impl AgentStatus {
-    /// Active states are never reaped (PROTOCOL §6.4).
+    /// Active states are never reaped (docs/protocol.md §6.4).
     pub fn is_active(self) -> bool {
         !matches!(self, AgentStatus::Idle | AgentStatus::Error)
     }
 }
 
-/// State of an agent's Runtime generation (ARCHITECTURE §16 item 3).
+/// State of an agent's Runtime generation (docs/protocol.md §16 item 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RuntimeState {

@@ -1,4 +1,4 @@
-//! The transport-safe workspace projection (PROTOCOL §10.1a). The spec names it without
+//! The transport-safe workspace projection (docs/protocol.md §10.1a). The spec names it without
 //! defining it; this shape is pinned in `docs/decisions.md`.
 
 use schemars::JsonSchema;

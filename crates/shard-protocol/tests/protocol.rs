@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! The protocol crate's contract tests: every JSON example of PROTOCOL.md plus one example
+//! The protocol crate's contract tests: every JSON example of docs/protocol.md plus one example
 //! of every message type decodes to the right variant and re-encodes to the same JSON;
 //! negative vectors; the JSONL codec; property tests; the checked-in JSON Schema.
 
@@ -17,7 +17,7 @@ use shard_protocol::{
 
 use common::coverage::{self, Seen};
 
-/// Per-agent commands of PROTOCOL §9 (plus `request_sync`, §16 item 5): the only commands
+/// Per-agent commands of docs/protocol.md §9 (plus `request_sync`, §16 item 5): the only commands
 /// whose `agent_id` is a routing id.
 const PER_AGENT_COMMANDS: &[&str] = &[
     "prompt",
@@ -37,7 +37,7 @@ const PER_AGENT_COMMANDS: &[&str] = &[
     "file_response",
 ];
 
-/// Per-agent events of PROTOCOL §9–§10.2 whose `agent_id` is a routing id.
+/// Per-agent events of docs/protocol.md §9–§10.2 whose `agent_id` is a routing id.
 const PER_AGENT_EVENTS: &[&str] = &[
     "sync",
     "status",

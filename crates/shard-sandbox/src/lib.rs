@@ -253,7 +253,7 @@ impl Sandbox {
 }
 
 /// Arms SIGKILL on the child for when the spawning thread dies, so that a tool process
-/// never outlives a Runtime killed with `kill -9` (ARCHITECTURE §16 item 15). Spawn from
+/// never outlives a Runtime killed with `kill -9` (docs/protocol.md §16 item 15). Spawn from
 /// a long-lived thread: the signal is tied to the spawning thread, not the process.
 /// [`Sandbox::apply`] arms it too.
 pub fn set_parent_death_signal(cmd: &mut std::process::Command) {

@@ -1,4 +1,4 @@
-//! The deterministic compaction cut (ARCHITECTURE §12) as pure functions of the context:
+//! The deterministic compaction cut (docs/sessions.md#compaction-recall-and-forks) as pure functions of the context:
 //! where the summarized part ends, how many tokens each side holds, and the bookkeeping a
 //! Runtime needs around the model call that writes the summary. Same messages and
 //! settings give the same cut; the cut never separates a tool call from its result, nor a

@@ -24,7 +24,7 @@ pub struct SessionHeader {
     pub cwd: String,
     /// Creation time, milliseconds since the Unix epoch.
     pub created_at: u64,
-    /// Provenance of a forked session (PROTOCOL §9.2 `fork`); absent for an original.
+    /// Provenance of a forked session (docs/protocol.md §9.2 `fork`); absent for an original.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkOrigin>,
 }
@@ -93,7 +93,7 @@ pub enum EntryKind {
     Checkpoint(CheckpointEntry),
 }
 
-/// Payload of a `checkpoint` entry (PROTOCOL §9.2 `fork`: the fork-marker row).
+/// Payload of a `checkpoint` entry (docs/protocol.md §9.2 `fork`: the fork-marker row).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckpointEntry {
     /// What the checkpoint marks; `"fork"` for a fork's root.
@@ -193,7 +193,7 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-/// Payload of a `compaction` entry (ARCHITECTURE §12).
+/// Payload of a `compaction` entry (docs/sessions.md#compaction-recall-and-forks).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompactionEntry {
     /// 0-based count of compactions in this session.
@@ -276,7 +276,7 @@ pub(crate) fn decode_entry(line: &[u8]) -> Result<Decoded, serde_json::Error> {
     }
     let mut kind: EntryKind = serde_json::from_slice(line)?;
     if let EntryKind::Message(m) = &mut kind {
-        // The entry id is the authority (ARCHITECTURE §16 item 4).
+        // The entry id is the authority (docs/protocol.md §16 item 4).
         m.message.id.clone_from(&frame.id);
     }
     Ok(Decoded::Entry(Entry {

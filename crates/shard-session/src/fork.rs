@@ -1,4 +1,4 @@
-//! `session_op fork` (PROTOCOL §9.2): the live window as it stood at one entry becomes a
+//! `session_op fork` (docs/protocol.md §9.2): the live window as it stood at one entry becomes a
 //! new session under the source's `forks/` folder, rooted by a fork-marker checkpoint and
 //! followed by copies of the window's messages with fresh ids. The source is only read.
 

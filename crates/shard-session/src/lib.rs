@@ -1,4 +1,4 @@
-//! The durable session store (ARCHITECTURE §11, §12, §16 items 9–12).
+//! The durable session store (docs/architecture.md#storage, docs/sessions.md#compaction-recall-and-forks, docs/protocol.md §16 items 9–12).
 //!
 //! A session is `SHARD_HOME/sessions/<session_id>/session.jsonl`: a versioned header line,
 //! then one JSON entry per line, appended and never rewritten. One writer at a time holds

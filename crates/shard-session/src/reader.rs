@@ -66,7 +66,7 @@ impl SessionReader {
         })
     }
 
-    /// `session_op history` (issue 13): the messages of the live window's span just
+    /// `session_op history`: the messages of the live window's span just
     /// before message `before`, oldest first, within `budget_bytes` (cut like the live
     /// window). `truncated_before` names the page's first message while older ones remain;
     /// it is absent once the page reaches the window's start (the compaction summary, when

@@ -1,5 +1,5 @@
 //! Compaction records on disk: appending one, and reading back the original messages a
-//! compaction summarized (the `recall` tool, ARCHITECTURE §12).
+//! compaction summarized (the `recall` tool, docs/sessions.md#compaction-recall-and-forks).
 
 use std::ops::ControlFlow;
 

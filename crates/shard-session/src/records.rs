@@ -1,5 +1,5 @@
 //! Durable small files shared by several parts of Shard: agent manifests, grants, job
-//! records and session `meta.json` (ARCHITECTURE §11, §16 item 12).
+//! records and session `meta.json` (docs/architecture.md#storage, docs/protocol.md §16 item 12).
 //!
 //! Every function here blocks on the file system; async callers run them in
 //! `spawn_blocking`.
@@ -120,7 +120,7 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, SessionError> {
 }
 
 /// Read-modify-write of a shared record under an exclusive lock on the sibling
-/// `<path>.lock` file (ARCHITECTURE §16 item 12): lock, re-read, let `change` compute the
+/// `<path>.lock` file (docs/protocol.md §16 item 12): lock, re-read, let `change` compute the
 /// new content from the current one (`None` when absent), write it atomically, unlock.
 ///
 /// Blocks until the lock is free, so two processes (or threads) updating the same record

@@ -1,4 +1,4 @@
-//! One open session: the single writer of a transcript (ARCHITECTURE §16 item 10).
+//! One open session: the single writer of a transcript (docs/protocol.md §16 item 10).
 //!
 //! Every method blocks on the file system; the async Runtime calls them from
 //! `spawn_blocking` (an append is one `write(2)`, a window read is bounded by its budget).

@@ -1,5 +1,5 @@
 //! The messages after the last compaction, found by walking the transcript backwards from
-//! its end (ARCHITECTURE §16 item 9): whole for the model's context, or within a byte
+//! its end (docs/protocol.md §16 item 9): whole for the model's context, or within a byte
 //! budget for a client's `sync.live_window`.
 
 use std::fs::File;

@@ -1,4 +1,4 @@
-//! Unified-diff hunks for `diff` renders (ARCHITECTURE §4.5), computed with `similar`.
+//! Unified-diff hunks for `diff` renders (docs/protocol.md §11), computed with `similar`.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! The built-in tools and the Tool contract (ARCHITECTURE §4.1).
+//! The built-in tools and the Tool contract (docs/architecture.md#the-tool-contract).
 //!
 //! Each tool's arguments are one type deriving `Deserialize` and `JsonSchema`
 //! ([`typed::TypedTool`]); [`builtin_tools`] gives the seven built-ins and

@@ -1,4 +1,4 @@
-//! The Tool contract (ARCHITECTURE §4.1): what the Runtime needs from every tool.
+//! The Tool contract (docs/architecture.md#the-tool-contract): what the Runtime needs from every tool.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -38,7 +38,7 @@ impl Default for ToolLimits {
 }
 
 /// Process groups started by tools, so that none outlives its Runtime
-/// (ARCHITECTURE §16 item 15). Cheap to clone; the lock is never held across `.await`.
+/// (docs/protocol.md §16 item 15). Cheap to clone; the lock is never held across `.await`.
 #[derive(Clone, Default)]
 pub struct ProcessTracker {
     inner: Arc<Mutex<BTreeSet<i32>>>,
@@ -112,7 +112,7 @@ impl ProcessTracker {
 }
 
 /// Which paths the listing tools (`grep`, `find`, `ls`) may show: the Runtime builds it
-/// from the gate's deny rules and secret locations (issue 10 §2), so a file the gate would
+/// from the gate's deny rules and secret locations, so a file the gate would
 /// refuse to `read` is never printed by a search either. The default shows everything.
 #[derive(Clone, Default)]
 pub struct PathFilter(Option<Arc<PathPredicate>>);

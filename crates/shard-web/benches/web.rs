@@ -1,4 +1,4 @@
-//! The browser door's benchmarks (issue 12) against the real `shard` binary (path in
+//! The browser door's benchmarks against the real `shard` binary (path in
 //! `SHARD_BIN`): deltas per second to 1, 10 and 100 WebSocket clients on one agent (with
 //! the unix socket's 100-client figure from the same run as the reference), the cost of
 //! `POST /bootstrap` + WebSocket upgrade + `hello` per connection, and daemon memory per

@@ -1,4 +1,4 @@
-//! The browser client (issue 13): the plain ES modules and CSS of `web/`, embedded in the
+//! The browser client: the plain ES modules and CSS of `web/`, embedded in the
 //! binary so a release needs no files beside it, served under the door's strict CSP.
 //! Embedded in every build (`debug-embed`) so no request does file I/O on the executor.
 

@@ -1,4 +1,4 @@
-//! The web door's settings and the startup check of PROTOCOL §4.1.2: the daemon never
+//! The web door's settings and the startup check of docs/protocol.md §4.1.2: the daemon never
 //! silently degrades into an unsafe remote configuration, so every unsafe or incomplete
 //! combination of flags is refused with one line naming the missing flag.
 
@@ -90,7 +90,7 @@ impl Upstream {
     }
 }
 
-/// Which of the three configurations of PROTOCOL §4.1.2 runs.
+/// Which of the three configurations of docs/protocol.md §4.1.2 runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {
     /// `127.0.0.1`, plaintext, no forwarded header honoured.

@@ -25,7 +25,7 @@ const MAX_CODES: usize = 64;
 /// Most tickets outstanding at once (older ones are dropped first).
 const MAX_TICKETS: usize = 4096;
 
-/// A ticket's binding (PROTOCOL §4.1).
+/// A ticket's binding (docs/protocol.md §4.1).
 #[derive(Debug, Clone)]
 struct Ticket {
     session: SessionRef,

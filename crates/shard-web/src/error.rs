@@ -5,7 +5,7 @@ use std::path::PathBuf;
 /// Why the web door could not start or an operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum WebError {
-    /// An unsafe or incomplete combination of flags (PROTOCOL §4.1.2); one line naming
+    /// An unsafe or incomplete combination of flags (docs/protocol.md §4.1.2); one line naming
     /// what is missing.
     #[error("{0}")]
     Config(String),

@@ -1,4 +1,4 @@
-//! The daemon's HTTP and WebSocket door (PROTOCOL §2.2, §4.1; ARCHITECTURE §14): per-browser
+//! The daemon's HTTP and WebSocket door (docs/protocol.md §2.2, §4.1; docs/architecture.md#security-model): per-browser
 //! enrollment, session cookies, single-use WebSocket tickets bound to principal, session
 //! and Origin, exact Host and Origin checks, and the opt-in remote mode of §4.1.2.
 //!

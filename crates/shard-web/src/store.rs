@@ -1,5 +1,5 @@
-//! The durable security store `SHARD_HOME/security/store.json` (PROTOCOL §4.1,
-//! ARCHITECTURE §14.2): versioned, 0600 in a 0700 directory, hashes and metadata only.
+//! The durable security store `SHARD_HOME/security/store.json` (docs/protocol.md §4.1,
+//! docs/architecture.md#browser-authentication): versioned, 0600 in a 0700 directory, hashes and metadata only.
 //! A store or directory that others could read or write is refused at start: it would
 //! mean someone else may have planted or read a session.
 

@@ -1,5 +1,5 @@
 //! A WebSocket as a daemon [`Connection`]: text frames in, text frames out, the same
-//! protocol as the unix socket. Binary frames close the socket (PROTOCOL §2.2); the server
+//! protocol as the unix socket. Binary frames close the socket (docs/protocol.md §2.2); the server
 //! pings every interval and drops a client that let a whole interval pass without a pong;
 //! a revocation or the daemon's stop closes it with a stated reason.
 

@@ -385,7 +385,7 @@ pub const HISTORY_DEFAULT_BYTES: usize = 1024 * 1024;
 const HISTORY_MIN_BYTES: usize = 4 * 1024;
 
 impl Runtime {
-    /// `session_op history` (issue 13): a read-only page of older messages, read on a
+    /// `session_op history`: a read-only page of older messages, read on a
     /// blocking thread like the live window.
     async fn history(&mut self, id: Option<String>, name: &str, args: Option<SessionOpArgs>) {
         let args = args.unwrap_or_default();

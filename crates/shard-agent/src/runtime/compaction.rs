@@ -1,4 +1,4 @@
-//! Compaction in the Runtime (ARCHITECTURE §12, PROTOCOL §9.2 `session_op compact`): the
+//! Compaction in the Runtime (docs/sessions.md#compaction-recall-and-forks, docs/protocol.md §9.2 `session_op compact`): the
 //! manual command with its lifecycle, the automatic triggers (between turns above the
 //! reserve threshold, mid-turn before a call that would overflow, once after a
 //! `context_window_exceeded` refusal), the pipeline they share, and the `recall` tool.

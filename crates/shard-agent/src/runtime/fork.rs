@@ -1,4 +1,4 @@
-//! `session_op fork` (PROTOCOL §9.2): a between-turn operation that writes a new session
+//! `session_op fork` (docs/protocol.md §9.2): a between-turn operation that writes a new session
 //! under this one's `forks/` folder; this session is only read.
 
 use shard_protocol::command::{SessionOpArgs, kind};

@@ -1,4 +1,4 @@
-//! The Runtime's MCP servers (issue 18, docs/mcp.md): started in the background once
+//! The Runtime's MCP servers (docs/mcp.md): started in the background once
 //! `hello` and `sync` are out, their tools replacing `mcp__SERVER__*` in the registry as
 //! they connect, change or fail, each change announced with `tools_changed`.
 

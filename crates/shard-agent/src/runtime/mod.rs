@@ -368,7 +368,7 @@ fn runtime_state_path(shard_home: &std::path::Path, agent_id: &str) -> PathBuf {
 
 /// A tracker that records the Runtime's pid and live tool process groups in
 /// `SHARD_HOME/runtime/<agent_id>.json`, so the daemon can kill them if this process dies
-/// (ARCHITECTURE §16 item 15).
+/// (docs/protocol.md §16 item 15).
 fn runtime_state_tracker(shard_home: &std::path::Path, agent_id: &str) -> ProcessTracker {
     if !ids::is_valid(ids::AGENT, agent_id) {
         return ProcessTracker::default();

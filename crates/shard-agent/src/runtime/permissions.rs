@@ -1,4 +1,4 @@
-//! The PermissionGate (ARCHITECTURE §4.3) as the Runtime applies it: mode policy, deny
+//! The PermissionGate (docs/architecture.md#the-permissiongate) as the Runtime applies it: mode policy, deny
 //! rules, read-only tools, grants, then ask — or the headless policy when nobody can be
 //! asked (§6.2, §16 item 7).
 
@@ -51,7 +51,7 @@ impl Runtime {
                             .extend(shown);
                     }
                 }
-                // What the tool says about itself is shown, never trusted (issue 18).
+                // What the tool says about itself is shown, never trusted.
                 if let Some(note) = self.tool(tool).and_then(|t| t.permission_note(args)) {
                     ask.request.details.get_or_insert_with(Vec::new).push(
                         shard_protocol::types::PermissionDetail {

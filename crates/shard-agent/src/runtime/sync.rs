@@ -1,4 +1,4 @@
-//! The authoritative snapshot (`sync`, ARCHITECTURE §16 items 5 and 9).
+//! The authoritative snapshot (`sync`, docs/protocol.md §16 items 5 and 9).
 
 use shard_protocol::event::{Event, LiveWindow, PendingRequest, Sync};
 use shard_protocol::types::{Message, Role};

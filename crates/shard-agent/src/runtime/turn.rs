@@ -1,4 +1,4 @@
-//! The turn loop (ARCHITECTURE §4.2): model call → tool calls → model call … until the
+//! The turn loop (docs/architecture.md#turns-and-queues): model call → tool calls → model call … until the
 //! model stops calling tools, the turn is aborted, or a call fails. Every step is
 //! persisted before its event is emitted.
 

@@ -1,4 +1,4 @@
-//! Compaction (PROTOCOL §9.2 `session_op compact`, §9.4 `compaction`): the manual command's
+//! Compaction (docs/protocol.md §9.2 `session_op compact`, §9.4 `compaction`): the manual command's
 //! lifecycle and error rows, the summary request, the context after it, `recall`, the
 //! automatic triggers (between turns, on a context-overflow refusal) and resume.
 

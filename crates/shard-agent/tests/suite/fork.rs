@@ -1,4 +1,4 @@
-//! `session_op fork` and `session_op list` (PROTOCOL §9.2): every error row, the fork's
+//! `session_op fork` and `session_op list` (docs/protocol.md §9.2): every error row, the fork's
 //! provenance, the source left byte for byte, and the list showing the fork.
 
 use serde_json::json;

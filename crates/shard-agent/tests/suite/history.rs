@@ -1,4 +1,4 @@
-//! `session_op history` (issue 13): paging back from the newest message until the start
+//! `session_op history`: paging back from the newest message until the start
 //! of the session returns every message once, oldest first, and bad ids get one error.
 
 use serde_json::{Value, json};

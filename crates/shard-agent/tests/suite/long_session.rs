@@ -1,4 +1,4 @@
-//! A long scripted session (issue 15, cache-warm requests): 20 turns with tool calls, a
+//! A long scripted session (cache-warm requests): 20 turns with tool calls, a
 //! steer, a mode change and a model change. The recorder checks every request: each one
 //! extends the previous one message for message (shared, not copied), with the system
 //! prompt and tool list unchanged except where a mode change was announced.

@@ -1,4 +1,4 @@
-//! Strict steers (issue 16): a steer that must land in the running turn at its next
+//! Strict steers: a steer that must land in the running turn at its next
 //! provider boundary (`injected`, answered then) or be dropped (`conflict`) — never kept
 //! for, or starting, a later turn. The turn is held open on a tool the test releases.
 

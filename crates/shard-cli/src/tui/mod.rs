@@ -1,4 +1,4 @@
-//! The interactive terminal client (issue 14): `shard` with no arguments, `shard
+//! The interactive terminal client: `shard` with no arguments, `shard
 //! --continue`, and `shard attach AGENT` on a terminal. Through the daemon when its
 //! socket accepts a connection (so other terminals and browsers see the same agent),
 //! else on an in-process Runtime that ends with the client. Events go through the

@@ -1,4 +1,4 @@
-//! Issue 9 checks of what a client or the user chooses, through the real `shard agent`:
+//! Checks of what a client or the user chooses, through the real `shard agent`:
 //! prompt images, model resolution, start validation, and the kinds of `ask_user`.
 
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! Issue 9 item 6: `config.toml` is read strictly. A misspelt key is one line naming the
+//! Strict configuration: `config.toml` is read strictly. A misspelt key is one line naming the
 //! file, the line and the key, and no program starts with it.
 
 use std::process::{Command, Output, Stdio};

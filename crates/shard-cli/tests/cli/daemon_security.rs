@@ -1,7 +1,7 @@
 //! The daemon's own defences, end to end with the real `shard daemon` and `shard agent`:
-//! a tool process cannot use the daemon (issue 10 §5), the daemon's death stops its work
-//! and a restarted daemon restores (issue 10 §7), and `agent.create` refuses settings no
-//! Runtime would accept (issue 9 item 7).
+//! a tool process cannot use the daemon, the daemon's death stops its work
+//! and a restarted daemon restores, and `agent.create` refuses settings no
+//! Runtime would accept.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::{Value, json};
@@ -211,7 +211,7 @@ async fn agent_create_refuses_an_unknown_mode_or_provider_and_creates_nothing() 
         .unwrap();
 }
 
-/// A real orphan (issue 10 §5): outside the sandbox, a tool detaches with `setsid -f`
+/// A real orphan: outside the sandbox, a tool detaches with `setsid -f`
 /// (new session, its parent gone, adopted by the daemon as subreaper), waits until the
 /// daemon is its parent, then tries to list the agents and to kill the one that started
 /// it. The peer check refuses both; the agent is untouched; and the orphan does not

@@ -1,4 +1,4 @@
-//! `session.activate` end to end (issue 15): the real daemon, scripted Runtimes, a fork
+//! `session.activate` end to end: the real daemon, scripted Runtimes, a fork
 //! made over the protocol, and the next prompt landing in the activated session.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -1,4 +1,4 @@
-//! The attack suite of issue 10 §1–§3 and §6 through a real `shard agent`: a scripted
+//! The attack suite of the gate and sandbox hardening through a real `shard agent`: a scripted
 //! model makes each hostile call and the test checks what the gate let through. Every
 //! case here is listed in docs/security.md.
 
@@ -34,7 +34,7 @@ pub(crate) fn choice<'a>(req: &'a PermissionRequest, id: &str) -> Option<&'a Per
     req.choices.as_ref()?.iter().find(|c| c.id == id)
 }
 
-/// §1: a `git push*` deny rule holds through wrappers, aliases and unresolvable lines;
+/// A `git push*` deny rule holds through wrappers, aliases and unresolvable lines;
 /// no request is even shown.
 #[test]
 fn attack_deny_rule_through_wrappers() {
@@ -77,7 +77,7 @@ fn attack_deny_rule_through_wrappers() {
     }
 }
 
-/// §1: a signature grant for `git status` does not cover `git checkout -- file`, nor
+/// A signature grant for `git status` does not cover `git checkout -- file`, nor
 /// `find .` a `find -- . -exec`; code runners get no signature choice.
 #[test]
 fn attack_signature_grants_cannot_be_widened() {
@@ -116,7 +116,7 @@ fn attack_signature_grants_cannot_be_widened() {
     assert!(!sb.work().join("pwned").exists());
 }
 
-/// §2: every spelling of a denied folder is refused to read, and grep/find/ls never print
+/// Every spelling of a denied folder is refused to read, and grep/find/ls never print
 /// what is in it.
 #[test]
 fn attack_denied_paths_by_any_spelling() {
@@ -163,7 +163,7 @@ fn attack_denied_paths_by_any_spelling() {
     assert!(!ok.is_error, "{ok:?}");
 }
 
-/// §2 and §6: writing through a symlink asks with the real target; the prompt shows it.
+/// Writing through a symlink asks with the real target; the prompt shows it.
 #[test]
 fn attack_write_through_a_symlink_asks_with_the_target() {
     let sb = Sandbox::new();
@@ -189,7 +189,7 @@ fn attack_write_through_a_symlink_asks_with_the_target() {
     assert!(!real.exists());
 }
 
-/// §3: reads outside the workspace ask; SHARD_HOME and credential files are refused.
+/// Reads outside the workspace ask; SHARD_HOME and credential files are refused.
 #[test]
 fn attack_reads_outside_the_workspace() {
     let sb = Sandbox::new();
@@ -226,7 +226,7 @@ fn attack_reads_outside_the_workspace() {
     );
 }
 
-/// Issue 9 item 10: the headless refusal says no person saw the request.
+/// Honest stop and refusal reports: the headless refusal says no person saw the request.
 #[test]
 fn headless_refusals_do_not_blame_a_person() {
     let sb = Sandbox::new();
@@ -259,7 +259,7 @@ fn attack_edit_through_a_symlink_asks_with_the_target() {
     assert_eq!(std::fs::read_to_string(&real).unwrap(), "old\n");
 }
 
-/// §1: a version 1 signature grant already on disk is never matched; the person is asked.
+/// A version 1 signature grant already on disk is never matched; the person is asked.
 #[test]
 fn v1_signature_grants_on_disk_are_ignored() {
     let sb = Sandbox::new();

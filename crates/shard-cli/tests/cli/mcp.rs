@@ -1,4 +1,4 @@
-//! MCP servers through the real `shard agent` (issue 18): a real server process (the
+//! MCP servers through the real `shard agent`: a real server process (the
 //! standard-library Python server of crates/shard-mcp/tests/servers, over stdio and
 //! streamable HTTP) whose tools the scripted model calls through the permission gate.
 

@@ -1,4 +1,4 @@
-//! A provider failure reaches the client as `PROVIDER_ERROR`, the one code PROTOCOL §8
+//! A provider failure reaches the client as `PROVIDER_ERROR`, the one code docs/protocol.md §8
 //! defines for it, with the failure's kind beside it (and the wait a rate limit asks for).
 
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! Issue 9 and 10 behaviours of the Runtime, driven through the real `shard agent` and
+//! Behaviours of the Runtime (the first-hour fixes and the gate and sandbox hardening), driven through the real `shard agent` and
 //! `shard run`: what a session records and restores, interrupted tool calls, signals,
 //! images, model resolution, start validation, and a daemon-managed Runtime whose daemon
 //! went away. Provider wire behaviour comes from a local mock of the HTTP APIs.
@@ -282,7 +282,7 @@ fn sigterm_with_stdin_open_aborts_persists_and_exits() {
     }
 }
 
-// ---------------------------------------------- issue 10 §7: the daemon went away
+// ---------------------------------------------- The daemon's death stops its work: the daemon went away
 
 #[test]
 fn under_a_daemon_end_of_input_aborts_the_turn_and_exits() {
@@ -428,7 +428,7 @@ async fn a_daemon_agent_comes_back_from_idle_reaping_in_its_mode_and_model() {
     );
 }
 
-// ------------------------- issue 10 §7: a tool running when the daemon goes away
+// ------------------------- The daemon's death stops its work: a tool running when the daemon goes away
 
 #[test]
 fn under_a_daemon_end_of_input_stops_a_running_tool() {
@@ -461,7 +461,7 @@ fn under_a_daemon_end_of_input_stops_a_running_tool() {
     assert_eq!(assistants, 1, "no model call after the daemon went away");
 }
 
-// ---------------------------- issue 10 §8: a tool argument too large for one line
+// ---------------------------- Size limits that agree: a tool argument too large for one line
 
 #[test]
 fn an_oversized_tool_argument_becomes_a_tool_error_the_model_sees() {

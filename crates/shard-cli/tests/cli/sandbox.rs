@@ -1,4 +1,4 @@
-//! Attack suite (issue 10 §4, §5): a real `shard agent` runs `bash` in its sandbox, and
+//! Attack suite: a real `shard agent` runs `bash` in its sandbox, and
 //! the command tries to get out, read the Runtime's keys or outlive its call.
 
 use std::time::{Duration, Instant};

@@ -1,4 +1,4 @@
-//! Subagent jobs end to end (issue 16): a real daemon, a parent Runtime whose scripted
+//! Subagent jobs end to end: a real daemon, a parent Runtime whose scripted
 //! model calls the `subagent` tool, a child whose permission request a client attached
 //! to the parent answers, and the completion report arriving as the parent's next turn.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -235,7 +235,7 @@ fn a_prompt_streams_and_a_permission_is_answered_with_y() {
     assert!(status_line(&s).contains("direct"), "{s}");
 }
 
-/// Issue 14 asks for the client against "a local mock of the provider API" too: here
+/// The terminal client is meant to be checked the client against "a local mock of the provider API" too: here
 /// `shard` streams over real HTTP (server-sent events) from the mock Anthropic API, so
 /// the provider's SSE decoding, the tool call and the answered permission all pass
 /// through the real network path into the terminal.

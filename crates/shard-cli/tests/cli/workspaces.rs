@@ -1,4 +1,4 @@
-//! Workspaces end to end (issue 17): real git repositories made in each test, the real
+//! Workspaces end to end: real git repositories made in each test, the real
 //! daemon driving the user's `git`, scripted Runtimes in the worktrees. Every refusal kind
 //! and the no-data-loss cases (uncommitted work, an unmerged branch, a daemon restart).
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,4 +1,4 @@
-//! The browser client (issue 13) checked by its own tools, driven from here so
+//! The browser client checked by its own tools, driven from here so
 //! `cargo test --workspace` runs them: the generated protocol types are current, the JSDoc
 //! types check with `tsc`, and the end-to-end suite in headless Chromium
 //! (tests/browser/e2e.mjs) passes against the real `shard` binary. Each skips with a

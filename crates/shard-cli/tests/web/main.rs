@@ -1,4 +1,4 @@
-//! The browser door's attack suite (issue 12): each attack is a test that must be
+//! The browser door's attack suite: each attack is a test that must be
 //! refused, against the real `shard daemon` over real HTTP and WebSocket; plus the happy
 //! path of each configuration. docs/security.md "Browser door" maps attacks to tests.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -48,7 +48,7 @@ impl Shared {
         }
     }
 
-    /// Sends an orchestrator event (workspace events, issue 17) to every connection.
+    /// Sends an orchestrator event (workspace events) to every connection.
     pub(crate) fn broadcast_event(&self, ev: &shard_protocol::Event) {
         self.lock().broadcast(&broker::frame(ev));
     }
@@ -389,7 +389,7 @@ impl Shared {
         Ok(Reply::Deferred)
     }
 
-    /// `permission_response` / `ui_response`: first valid answer wins (PROTOCOL §6.3,
+    /// `permission_response` / `ui_response`: first valid answer wins (docs/protocol.md §6.3,
     /// §9.5); late answers are acknowledged and dropped.
     pub(crate) fn answer_request(
         self: &Arc<Self>,
@@ -425,7 +425,7 @@ impl Shared {
             .iter_mut()
             .find(|p| p.request_id == request_id && !p.answered)
         else {
-            // Late or unknown: discarded silently (not an error), PROTOCOL §6.3.
+            // Late or unknown: discarded silently (not an error), docs/protocol.md §6.3.
             return Ok(Reply::Done(None));
         };
         let valid = match (&p.kind, &answer) {
@@ -493,7 +493,7 @@ impl Shared {
         }
         let live = entry.rt.as_ref().is_some_and(|rt| rt.ready && !rt.stopping);
         if read_only && !live {
-            // Listing never wakes a stopped Runtime (PROTOCOL §9.2).
+            // Listing never wakes a stopped Runtime (docs/protocol.md §9.2).
             return Err(ProtocolError::new(
                 ErrorCode::Conflict,
                 "the agent's runtime is not running; listing does not wake it",

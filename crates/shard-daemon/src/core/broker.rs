@@ -1,4 +1,4 @@
-//! The broker (ARCHITECTURE §6): every line a Runtime writes is fanned out to the agent's
+//! The broker (docs/architecture.md#the-broker-and-multi-client): every line a Runtime writes is fanned out to the agent's
 //! attachments tagged with its `agent_id`; `sync` completes attach handshakes; responses
 //! are mapped back to the client that asked; permission and UI requests are shown to
 //! every attachment and to the nearest interactive ancestor, or answered headlessly.

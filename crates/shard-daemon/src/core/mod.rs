@@ -1,4 +1,4 @@
-//! The daemon's core (issue 11 §1): the one owner of registry state. Everything that
+//! The daemon's core: the one owner of registry state. Everything that
 //! reads or changes the maps of agents, Runtimes, attachments, pending requests and
 //! connections lives in this module tree; the rest of the crate (the connection layer,
 //! the command handlers, the transports) calls the methods of [`api`], which take the

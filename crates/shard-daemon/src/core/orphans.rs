@@ -1,4 +1,4 @@
-//! No tool process outlives its Runtime (ARCHITECTURE §16 item 15): recorded process
+//! No tool process outlives its Runtime (docs/protocol.md §16 item 15): recorded process
 //! groups are killed when a Runtime ends, escaped orphans with them, and orphans
 //! inherited as a subreaper are reaped.
 
@@ -24,7 +24,7 @@ pub(crate) fn kill_leftover_groups(home: &Path, agent_id: &str, pid: Option<u32>
         let v = serde_json::from_slice::<serde_json::Value>(&bytes).unwrap_or_default();
         // Only a record written by this generation's Runtime names groups this daemon
         // owns; one left by another Runtime (a previous daemon's, still finishing) is
-        // not ours to kill or remove (issue 10 §7).
+        // not ours to kill or remove.
         let recorded = v.get("pid").and_then(serde_json::Value::as_u64);
         if pid.is_some() && recorded == pid.map(u64::from) {
             collect_groups(&v, &mut groups);

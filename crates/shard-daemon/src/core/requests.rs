@@ -1,4 +1,4 @@
-//! Permission and UI requests (PROTOCOL §6.3, ARCHITECTURE §6.2–§6.3): shown to every
+//! Permission and UI requests (docs/protocol.md §6.3, docs/architecture.md#headless-policy-and-timeouts, docs/architecture.md#attachment-roles-and-hierarchical-routing): shown to every
 //! attachment and to the nearest interactive ancestor, answered headlessly when nobody can
 //! answer, resolved to everyone who saw them.
 
@@ -141,7 +141,7 @@ pub(crate) fn start_headless_timer(
         if st.responders(&aid).is_none()
             && answer_headless(&shared2, st, &aid, &rid, "headless_timeout")
         {
-            // PROTOCOL §8: the timeout is also an async `TIMEOUT` error, besides the tool
+            // docs/protocol.md §8: the timeout is also an async `TIMEOUT` error, besides the tool
             // result the Runtime produces, so watchers see why the turn went on.
             let ev = shard_protocol::Event::Error(shard_protocol::event::ErrorEvent {
                 agent_id: Some(aid.clone()),

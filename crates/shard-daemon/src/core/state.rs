@@ -1,5 +1,5 @@
 //! The registry's state: agent entries, live Runtimes, attachments, pending requests and
-//! connections. Its fields are private to `core` (issue 11 §1): the connection layer and
+//! connections. Its fields are private to `core`: the connection layer and
 //! the handlers go through the methods of `core::api`, which never `.await` while holding
 //! it and do only bounded, non-blocking work under it (queue pushes). See
 //! docs/decisions.md "Daemon core".
@@ -279,7 +279,7 @@ impl State {
     }
 
     /// The nearest agent on the parent chain of `agent_id` (itself included) that has an
-    /// interactive attachment, with those connections (ARCHITECTURE §6.3).
+    /// interactive attachment, with those connections (docs/architecture.md#attachment-roles-and-hierarchical-routing).
     pub fn responders(&self, agent_id: &str) -> Option<(String, Vec<ConnId>)> {
         let mut cur = Some(agent_id.to_string());
         for _ in 0..64 {

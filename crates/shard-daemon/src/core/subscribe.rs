@@ -1,4 +1,4 @@
-//! In-process subscribers (issue 11 §3): components inside the daemon (the subagent
+//! In-process subscribers: components inside the daemon (the subagent
 //! coordinator, workspace busy checks) watch an agent's events or the orchestrator
 //! events through the same bounded queue and fan-out a socket client gets, without a
 //! socket. A subscriber that falls too far behind is closed like a slow client.

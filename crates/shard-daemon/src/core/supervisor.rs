@@ -1,4 +1,4 @@
-//! The supervisor (ARCHITECTURE §8): starts Runtime generations, waits for `hello` +
+//! The supervisor (docs/architecture.md#the-daemons-duties): starts Runtime generations, waits for `hello` +
 //! `sync` readiness, handles their ends (crash → `agent_exited`), kills with escalation,
 //! reaps inactive ones and makes sure no tool process outlives its Runtime (§16 item 15).
 
@@ -381,7 +381,7 @@ pub(crate) fn on_exit(
     let was_ready = rt.ready;
     let clean = launch_error.is_none() && rt.stopping && exit.is_clean() && !rt.killed;
     // A deliberate `agent.kill` (or forced shutdown) stops the agent; it did not fail
-    // (issue 9 item 10).
+    //.
     let deliberate = rt.killed && launch_error.is_none() && rt.start_failure.is_none();
     let stopped = clean || deliberate;
     let reason = launch_error

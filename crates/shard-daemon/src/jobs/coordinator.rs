@@ -1,4 +1,4 @@
-//! The Coordinator (ARCHITECTURE §9): runs a committed job — all runs at once
+//! The Coordinator (docs/subagents.md): runs a committed job — all runs at once
 //! (`single`, `parallel`) or one after the other (`chain`, each step given the previous
 //! final text) — by materializing each run's durable child Agent, prompting it with the
 //! private task, and watching its events until the turn ends. Every run end is persisted

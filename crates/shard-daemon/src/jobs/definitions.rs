@@ -1,4 +1,4 @@
-//! Finding the agent definition a task names (ARCHITECTURE §9); the file format is
+//! Finding the agent definition a task names (docs/subagents.md); the file format is
 //! `shard_protocol::definitions`, shared with the Runtime that lists them. Also the
 //! narrowing every child gets from its parent (mode, tools), which both the handlers (at
 //! acceptance) and the coordinator (as the child materializes) apply.

@@ -1,4 +1,4 @@
-//! The `subagent.*` commands (PROTOCOL §10.3). Every one first checks that the
+//! The `subagent.*` commands (docs/protocol.md §10.3). Every one first checks that the
 //! connection is the authenticated Runtime of `parent_agent_id` (`runtime.auth`);
 //! anything else is `PERMISSION_DENIED`. Responses never carry task text.
 

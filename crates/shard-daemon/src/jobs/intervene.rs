@@ -1,4 +1,4 @@
-//! Acting on a running child from outside the coordinator (PROTOCOL §10.3): the parent's
+//! Acting on a running child from outside the coordinator (docs/protocol.md §10.3): the parent's
 //! `subagent.steer` and `subagent.stop`, and — through the lease guard — a person's
 //! direct `steer` or `abort` to a leased child. Every steer is strict (into the run's
 //! current turn or nowhere) and every cancellation takes the coordinator's path

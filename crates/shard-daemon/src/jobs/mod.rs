@@ -1,4 +1,4 @@
-//! Subagent jobs (PROTOCOL §10.3, §11.2; ARCHITECTURE §9), a service on top of the
+//! Subagent jobs (docs/protocol.md §10.3, §11.2; docs/subagents.md), a service on top of the
 //! daemon's core: [`Jobs`] owns the job catalog (`catalog`: records in memory, handle
 //! and alias resolution) and its durable records (`record`); the Coordinator
 //! (`coordinator`) runs each job's children and reports their ends to the parent;
@@ -134,7 +134,7 @@ impl Jobs {
     }
 
     /// Loads the records at daemon start: nonterminal runs become `interrupted` (never
-    /// replayed, PROTOCOL §10.3 restart rules) — a chain's later steps `cancelled` — and
+    /// replayed, docs/protocol.md §10.3 restart rules) — a chain's later steps `cancelled` — and
     /// are written back.
     pub(crate) async fn load(&self) -> std::io::Result<()> {
         let store = self.store.clone();

@@ -1,4 +1,4 @@
-//! Durable job records under `SHARD_HOME/jobs/<job_id>.json` (PROTOCOL §10.3, §11.2):
+//! Durable job records under `SHARD_HOME/jobs/<job_id>.json` (docs/protocol.md §10.3, §11.2):
 //! the only place the private task text is kept. Each write is atomic (temp file, fsync,
 //! rename, directory fsync), so a record is the old or the new version after a crash.
 

@@ -1,5 +1,5 @@
 //! Every `git` the daemon runs, built by one function ([`command`]) and run as a child
-//! process on the async executor (ARCHITECTURE §10), so a slow git never blocks the
+//! process on the async executor (docs/workspaces.md), so a slow git never blocks the
 //! daemon.
 //!
 //! The repositories git reads here are written by agents: their config, hooks and

@@ -1,4 +1,4 @@
-//! Workspaces (PROTOCOL §10.1a, ARCHITECTURE §10, issue 17): one agent, one git worktree
+//! Workspaces (docs/protocol.md §10.1a, docs/workspaces.md): one agent, one git worktree
 //! the daemon created and owns, retired without ever losing a commit.
 //!
 //! A service on top of the daemon's core (it creates agents and reads their state through

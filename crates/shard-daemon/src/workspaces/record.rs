@@ -1,5 +1,5 @@
-//! Durable workspace records (`SHARD_HOME/workspaces/<workspace_id>.json`, ARCHITECTURE
-//! §11): written atomically before an operation answers, so a daemon restart finds every
+//! Durable workspace records (`SHARD_HOME/workspaces/<workspace_id>.json`,
+//! docs/architecture.md#storage): written atomically before an operation answers, so a daemon restart finds every
 //! workspace it created, and a branch tip recorded before a deletion survives a crash.
 //! The record keeps the common-dir for the daemon's own checks; it never leaves the
 //! daemon ([`WorkspaceRecord::info`] is the client projection).
@@ -53,7 +53,7 @@ pub(crate) struct WorkspaceRecord {
 }
 
 impl WorkspaceRecord {
-    /// The transport-safe projection (PROTOCOL §10.1a): no common-dir or git-dir path.
+    /// The transport-safe projection (docs/protocol.md §10.1a): no common-dir or git-dir path.
     pub fn info(&self) -> WorkspaceInfo {
         WorkspaceInfo {
             workspace_id: self.workspace_id.clone(),

@@ -1,4 +1,4 @@
-//! The JSONL codec (PROTOCOL §2.1) driven the way transports drive it: a `FramedRead`
+//! The JSONL codec (docs/protocol.md §2.1) driven the way transports drive it: a `FramedRead`
 //! over an async reader that hands out the input in chunks of a chosen size.
 
 use std::io;

@@ -39,7 +39,7 @@ fn permission_response_with_neither_form_is_rejected() {
 
 #[test]
 fn permission_response_with_an_empty_choice_id_is_rejected() {
-    // PROTOCOL §9.5: choice ids are non-empty opaque strings (the schema says minLength 1).
+    // docs/protocol.md §9.5: choice ids are non-empty opaque strings (the schema says minLength 1).
     let e = command_err(
         r#"{"id":"n-2b","type":"permission_response","request_id":"req-7","choice_id":""}"#,
     );
@@ -116,7 +116,7 @@ fn unknown_type_names_the_type_and_keeps_the_id() {
         command_err(r#"{"id":"n-5","type":"hello"}"#).message,
         "unknown command type `hello`"
     );
-    // `follow_up` is a streaming_behavior value, not a command (ARCHITECTURE §16 item 3).
+    // `follow_up` is a streaming_behavior value, not a command (docs/protocol.md §16 item 3).
     assert_eq!(
         command_err(r#"{"type":"follow_up","message":"m"}"#).message,
         "unknown command type `follow_up`"

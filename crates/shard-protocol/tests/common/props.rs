@@ -1,5 +1,5 @@
 //! Property tests: generated messages survive encode → frame → decode unchanged; the
-//! codec agrees with a reference model of PROTOCOL §2.1 on arbitrary bytes split into
+//! codec agrees with a reference model of docs/protocol.md §2.1 on arbitrary bytes split into
 //! arbitrary chunks, and never panics; the decoders never panic on arbitrary bytes.
 
 use bytes::BytesMut;

@@ -29,7 +29,7 @@ const DRAIN_TOTAL: Duration = Duration::from_millis(1000);
 const DRAIN_IDLE: Duration = Duration::from_millis(50);
 
 /// Variables always removed from tool processes, whatever the Runtime passes
-/// (ARCHITECTURE §16 item 14).
+/// (docs/protocol.md §16 item 14).
 pub const ALWAYS_REMOVED_ENV: &[&str] = &["SHARD_AGENT_TOKEN"];
 
 /// Variables every command gets: no pager, no prompt, a dumb terminal.

@@ -306,7 +306,7 @@ async fn ls_lists_kinds_sizes_and_marks_dirs() {
     assert!(text(&out).contains("/tmp/"), "{}", text(&out));
 }
 
-/// Issue 10 §2: the gate's path filter hides entries from every listing tool, including
+/// Paths compared after resolution: the gate's path filter hides entries from every listing tool, including
 /// those reached through a symlink, and prunes hidden directories from the walk.
 #[tokio::test]
 async fn the_path_filter_hides_entries_from_grep_find_and_ls() {

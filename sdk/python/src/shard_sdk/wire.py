@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "be99674ed595b0b4b8a49f903ac851af0cc2fc3697fe2341497a0d3abf8e2ad0"
+SCHEMA_SHA256 = "b9554b48796c081ef8d4a74d81d3611e1e2aafa5344784b4509098bf259d69d6"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -23,7 +23,7 @@ ImageTag = Literal["image"]
 """The literal tag `"image"` that an [`Image`] carries in its `type` field."""
 
 StreamingBehavior = Literal["steer", "follow_up"]
-"""How a prompt sent mid-turn is delivered (PROTOCOL §9.2)."""
+"""How a prompt sent mid-turn is delivered (docs/protocol.md §9.2)."""
 
 SessionOpKind = Literal["list", "compact", "fork", "history"]
 """Which session operation."""
@@ -83,7 +83,7 @@ WorkspaceLifecycle = Literal["active", "retired"]
 """Lifecycle of a workspace."""
 
 RuntimeState = Literal["starting", "running", "stopping", "stopped", "failed"]
-"""State of an agent's Runtime generation (ARCHITECTURE §16 item 3)."""
+"""State of an agent's Runtime generation (docs/protocol.md §16 item 3)."""
 
 ActivityPhase = Literal["idle", "thinking", "streaming", "tool", "waiting", "compacting", "retrying", "error"]
 """Coarse phase of `agent_activity`."""
@@ -104,10 +104,10 @@ MixedTag = Literal["mixed"]
 """The literal `"mixed"`."""
 
 RunActionKind = Literal["steer", "abort"]
-"""What was done to a run from outside (additive, issue 16)."""
+"""What was done to a run from outside (additive)."""
 
 RunActor = Literal["parent", "client"]
-"""Who acted on a run besides the coordinator (additive, issue 16)."""
+"""Who acted on a run besides the coordinator (additive)."""
 
 SteerOutcome = Literal["injected", "conflict"]
 """Outcome of a strict steer."""
@@ -182,7 +182,7 @@ class Steer(WireObject):
 
     @property
     def strict(self) -> bool | None:
-        """Strict steer (additive, issue 16): the message goes into the turn running now (or the one named by `turn_id`) at its next provider boundary, or nowhere. The response is sent when that is decided and carries [`crate::responses::SteerData`]: `injected` with the turn's id, or `conflict` when no such turn runs or it ended first; a conflicting steer is dropped, never kept for a later turn. Without it a steer sent between turns starts a turn, and one the turn did not take waits for the next."""
+        """Strict steer (additive): the message goes into the turn running now (or the one named by `turn_id`) at its next provider boundary, or nowhere. The response is sent when that is decided and carries [`crate::responses::SteerData`]: `injected` with the turn's id, or `conflict` when no such turn runs or it ended first; a conflicting steer is dropped, never kept for a later turn. Without it a steer sent between turns starts a turn, and one the turn did not take waits for the next."""
         return self._d.get("strict")
 
     @property
@@ -1399,7 +1399,7 @@ class KvPair(WireObject):
 
 
 class Hunk(WireObject):
-    """One hunk of a unified diff (ARCHITECTURE §4.5)."""
+    """One hunk of a unified diff (docs/protocol.md §11)."""
 
     __slots__ = ()
 
@@ -1430,7 +1430,7 @@ class Hunk(WireObject):
 
 
 class TreeNode(WireObject):
-    """A node of a `tree` render (ARCHITECTURE §4.5)."""
+    """A node of a `tree` render (docs/protocol.md §11)."""
 
     __slots__ = ()
 
@@ -2292,7 +2292,7 @@ class McpServerStatus(WireObject):
 
 
 class ToolsChanged(Event):
-    """`tools_changed` (additive, issue 18): the whole tool list now, and which MCP server caused the change and its state, so a client can show "server X failed: why"."""
+    """`tools_changed` (additive): the whole tool list now, and which MCP server caused the change and its state, so a client can show "server X failed: why"."""
 
     __slots__ = ()
 
@@ -2972,7 +2972,7 @@ class ListModesData(WireObject):
 
 
 class ModeDescriptor(WireObject):
-    """A mode as listed by `list_modes` (ARCHITECTURE §16 item 3)."""
+    """A mode as listed by `list_modes` (docs/protocol.md §16 item 3)."""
 
     __slots__ = ()
 
@@ -3150,17 +3150,17 @@ class SessionSummary(WireObject):
 
     @property
     def message_count(self) -> int | None:
-        """Additive (issue 15): messages in the transcript (prompts, answers, tool results)."""
+        """Additive: messages in the transcript (prompts, answers, tool results)."""
         return self._d.get("message_count")
 
     @property
     def cost(self) -> float | None:
-        """Additive (issue 15): the recorded cost of its model calls, US dollars."""
+        """Additive: the recorded cost of its model calls, US dollars."""
         return self._d.get("cost")
 
     @property
     def forked_from(self) -> ForkProvenance | None:
-        """Additive (issue 15): where a fork came from; absent for an original session."""
+        """Additive: where a fork came from; absent for an original session."""
         return _obj(ForkProvenance, self._d.get("forked_from"))
 
 
@@ -3438,12 +3438,12 @@ class RunSnapshot(WireObject):
 
     @property
     def steers(self) -> int | None:
-        """Steers the run's turn took, from the parent and from people (additive, issue 16)."""
+        """Steers the run's turn took, from the parent and from people (additive)."""
         return self._d.get("steers")
 
     @property
     def last_action(self) -> RunAction | None:
-        """The latest steer or abort from outside the coordinator (additive, issue 16)."""
+        """The latest steer or abort from outside the coordinator (additive)."""
         return _obj(RunAction, self._d.get("last_action"))
 
 
@@ -3464,7 +3464,7 @@ class RunUsage(WireObject):
 
 
 class RunAction(WireObject):
-    """The latest outside action on a run, recorded so that the parent sees in `subagent.status` that a person steered or aborted its child (additive, issue 16)."""
+    """The latest outside action on a run, recorded so that the parent sees in `subagent.status` that a person steered or aborted its child (additive)."""
 
     __slots__ = ()
 
@@ -3516,7 +3516,7 @@ class SubagentSteerData(WireObject):
 
 
 class SteerData(WireObject):
-    """Response data of a strict `steer` (additive, issue 16): whether the Runtime put the message into a turn, so a coordinator can tell the sender without guessing from events."""
+    """Response data of a strict `steer` (additive): whether the Runtime put the message into a turn, so a coordinator can tell the sender without guessing from events."""
 
     __slots__ = ()
 
