@@ -12,7 +12,8 @@ use crate::commands::TestDaemon;
 use crate::harness::*;
 
 /// An attached `shard attach`, its stdout read line by line.
-struct Attached {
+/// A running `shard attach`: its output lines read on a thread, its input writable.
+pub(super) struct Attached {
     child: Child,
     stdin: Option<ChildStdin>,
     rx: Receiver<String>,
@@ -21,8 +22,13 @@ struct Attached {
 
 impl Attached {
     fn start(sb: &Sandbox, id: &str) -> Attached {
+        Attached::spawn(sb, &["attach", id], "attached to")
+    }
+
+    /// Runs `shard ARGS` and reads until a line containing `ready`.
+    pub(super) fn spawn(sb: &Sandbox, args: &[&str], ready: &str) -> Attached {
         let mut child = Command::new(shard_bin())
-            .args(["attach", id])
+            .args(args)
             .env("SHARD_HOME", sb.home())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -45,12 +51,17 @@ impl Attached {
             rx,
             seen: Vec::new(),
         };
-        a.wait_for("attached to");
+        a.wait_for(ready);
         a
     }
 
+    /// Every line read so far.
+    pub(super) fn text(&self) -> String {
+        self.seen.join("\n")
+    }
+
     /// Reads until a line containing `needle`; returns the lines read since the last call.
-    fn wait_for(&mut self, needle: &str) -> Vec<String> {
+    pub(super) fn wait_for(&mut self, needle: &str) -> Vec<String> {
         let start = self.seen.len();
         loop {
             let line = self
@@ -65,7 +76,7 @@ impl Attached {
         }
     }
 
-    fn send(&mut self, line: &str) {
+    pub(super) fn send(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
         stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
         stdin.flush().unwrap();

@@ -177,37 +177,13 @@ fn attach_as_observer_shows_requests_without_an_answer_menu() {
         String::from_utf8_lossy(&out.stderr)
     );
     let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let mut child = Command::new(shard_bin())
-        .args(["attach", "--observer", &id])
-        .env("SHARD_HOME", sb.home())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = Vec::new();
-    loop {
-        let line = rx
-            .recv_timeout(WAIT)
-            .unwrap_or_else(|_| panic!("no waiting line; seen:\n{}", seen.join("\n")));
-        let done = line.contains("waiting for an interactive client");
-        seen.push(line);
-        if done {
-            break;
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    let text = seen.join("\n");
+    let observer = super::attach::Attached::spawn(
+        &sb,
+        &["attach", "--observer", &id],
+        "waiting for an interactive client",
+    );
+    let text = observer.text();
+    drop(observer);
     assert!(text.contains("[permission]"), "{text}");
     assert!(!text.contains("answer with"), "{text}");
     assert!(!text.contains("  1) "), "{text}");
@@ -232,41 +208,11 @@ fn attach_strips_terminal_control_sequences() {
         String::from_utf8_lossy(&out.stderr)
     );
     let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let mut child = Command::new(shard_bin())
-        .args(["attach", &id])
-        .env("SHARD_HOME", sb.home())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut stdin = child.stdin.take().unwrap();
-    let mut seen = Vec::new();
-    let wait_for = |needle: &str, seen: &mut Vec<String>| loop {
-        let line = rx
-            .recv_timeout(WAIT)
-            .unwrap_or_else(|_| panic!("no {needle:?}; seen:\n{}", seen.join("\n")));
-        let hit = line.contains(needle);
-        seen.push(line);
-        if hit {
-            return;
-        }
-    };
-    wait_for("attached to", &mut seen);
-    std::io::Write::write_all(&mut stdin, b"say it\n").unwrap();
-    wait_for("here", &mut seen);
-    drop(stdin);
-    let _ = child.wait();
-    let text = seen.join("\n");
+    let mut attached = super::attach::Attached::spawn(&sb, &["attach", &id], "attached to");
+    attached.send("say it");
+    attached.wait_for("here");
+    let text = attached.text();
+    drop(attached);
     assert!(text.contains("clean words here"), "{text:?}");
     assert!(!text.contains('\u{1b}'), "{text:?}");
     assert!(!text.contains('\u{7}'), "{text:?}");
