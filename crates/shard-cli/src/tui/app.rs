@@ -2,7 +2,7 @@
 //! [`App::apply`], keys through [`App::key`], and what the loop must do comes out as
 //! [`Action`]s or as commands sent on the link. Tests drive it without a terminal.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -116,6 +116,8 @@ pub struct App {
     pub purposes: HashMap<u64, Purpose>,
     /// The screen needs drawing.
     pub dirty: bool,
+    /// Requests answered here: their resolution needs no note, any other names who answered.
+    pub answered_here: HashSet<String>,
 }
 
 impl App {
@@ -149,6 +151,7 @@ impl App {
             purposes: HashMap::new(),
             dirty: true,
             loading_older: false,
+            answered_here: HashSet::new(),
         }
     }
 
@@ -296,6 +299,12 @@ impl App {
 
     /// Applies an agent event.
     pub fn apply(&mut self, ev: &Event) {
+        // The request as shown, read before the view drops it, to say who answered it.
+        let resolving = match ev {
+            Event::PermissionResolved(r) => self.view.pending_request(&r.request_id).cloned(),
+            Event::UiResolved(r) => self.view.pending_request(&r.request_id).cloned(),
+            _ => None,
+        };
         let changes = self.view.apply(ev);
         for change in changes {
             match change {
@@ -317,7 +326,18 @@ impl App {
                     let style = self.theme.error();
                     self.note_text(text, style);
                 }
-                Change::RequestResolved { .. } | Change::RequestAdded(_) => {}
+                Change::RequestResolved { request_id, .. } => {
+                    if !self.answered_here.remove(&request_id)
+                        && let Some(p) = &resolving
+                    {
+                        let text = shard_client::sanitize::strip(
+                            &shard_client::results::answered_elsewhere(p, ev),
+                        );
+                        let style = self.theme.dim();
+                        self.note_text(text, style);
+                    }
+                }
+                Change::RequestAdded(_) => {}
                 _ => {}
             }
         }
@@ -590,6 +610,7 @@ impl App {
             dialogs::Outcome::None => Vec::new(),
             dialogs::Outcome::Answer(mut command) => {
                 command.set_agent(self.agent_id());
+                self.answered_here.insert(command.request_id().to_string());
                 self.dialog = None;
                 self.send_plain(command.into_command());
                 // The request stays pending until the server resolves it; the next one
@@ -622,6 +643,7 @@ impl App {
             }
             Some(request_id) => {
                 self.dialog = None;
+                self.answered_here.insert(request_id.clone());
                 let agent_id = self.agent_id();
                 self.send_plain(Command::UiResponse(UiResponse {
                     agent_id,

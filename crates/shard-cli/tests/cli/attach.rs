@@ -156,3 +156,59 @@ fn tool_calls_are_titles_and_a_listing_is_a_listing() {
         "{lines:?}"
     );
 }
+
+/// An edit's change is shown, coloured on a terminal and plain on this pipe, before the
+/// question; a second attached terminal sees the same diff, and once the first answers it
+/// is told who answered and how, while the first says it answered.
+#[test]
+fn an_edit_shows_its_diff_before_answering_and_the_other_client_names_who_answered() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("notes.txt"), "alpha\nbeta\ngamma\n").unwrap();
+    let _d = TestDaemon::start(&sb);
+    let id = new_agent(
+        &sb,
+        json!([
+            tool_turn(
+                "e1",
+                "edit",
+                json!({"path": "notes.txt", "old_string": "beta", "new_string": "BETA"})
+            ),
+            text_turn("edited")
+        ]),
+    );
+    let mut a = Attached::start(&sb, &id);
+    let mut b = Attached::start(&sb, &id);
+    a.send("change it");
+    for who in [&mut a, &mut b] {
+        let lines = who.wait_for("answer with");
+        let asked = lines
+            .iter()
+            .position(|l| l.starts_with("[permission]"))
+            .expect("the question");
+        let shown = &lines[asked..];
+        let del = shown.iter().position(|l| l.trim() == "-beta");
+        let add = shown.iter().position(|l| l.trim() == "+BETA");
+        let menu = shown.iter().position(|l| l.trim().starts_with("1) "));
+        assert!(
+            matches!((del, add, menu), (Some(d), Some(a), Some(m)) if d < a && a < m),
+            "the diff comes before the choices: {shown:?}"
+        );
+        assert!(
+            !shown.iter().any(|l| l.contains('\x1b')),
+            "no colour on a pipe: {shown:?}"
+        );
+    }
+    a.send("1");
+    let lines = b.wait_for("answered by");
+    let said = lines.last().unwrap();
+    assert!(
+        said.starts_with("[permission for edit: “") && said.ends_with("”, answered by a terminal]"),
+        "{said}"
+    );
+    a.wait_for("answered here]");
+    b.wait_for("edited");
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("notes.txt")).unwrap(),
+        "alpha\nBETA\ngamma\n"
+    );
+}

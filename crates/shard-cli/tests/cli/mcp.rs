@@ -642,3 +642,45 @@ fn a_result_with_text_and_images_reaches_the_model_and_clients_as_both() {
     assert!(transcript.contains("R0lGODlhAQABAAAAACw="));
     assert!(a.finish().success());
 }
+
+// ---------------------------------------------- ready before the first request
+
+#[test]
+fn shard_run_waits_for_its_servers_before_the_first_request() {
+    let sb = Sandbox::new();
+    let Some(script) = server_script(&sb) else {
+        return;
+    };
+    user_server(&sb, &script, "read_only_tools = [\"echo\"]\n");
+    let out = run_scripted(
+        &sb,
+        json!([
+            tool_turn("e1", "mcp__t__echo", json!({"text": "from the first call"})),
+            text_turn("done")
+        ]),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("no tool named"), "{stderr}");
+    assert!(stderr.contains("from the first call"), "{stderr}");
+}
+
+#[test]
+fn a_late_or_failing_server_is_reported_and_the_turn_goes_on() {
+    let sb = Sandbox::new();
+    sb.config(
+        "[mcp]\nstartup_timeout = 1\n\
+         [mcp.servers.slow]\ncommand = \"sleep\"\nargs = [\"600\"]\n\
+         [mcp.servers.broken]\ncommand = \"false\"\n",
+    );
+    let out = run_scripted(&sb, json!([text_turn("answered anyway")]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("answered anyway"), "{stdout}");
+    assert!(
+        stderr.contains("mcp: server `slow` is late: not ready after 1 s"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("mcp: server `broken` failed"), "{stderr}");
+}

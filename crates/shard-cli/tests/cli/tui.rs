@@ -112,6 +112,16 @@ impl Tmux {
             .unwrap()
     }
 
+    /// `shard --no-daemon` on a scripted model playing `turns`, once it waits for a prompt.
+    fn direct(sb: &Sandbox, turns: serde_json::Value, w: u16, h: u16) -> Tmux {
+        let script = sb.script("s.json", json!({ "turns": turns }));
+        let mut args = scripted(&script);
+        args.push("--no-daemon");
+        let t = Tmux::start(sb, &args, w, h);
+        t.wait("type a prompt");
+        t
+    }
+
     pub(crate) fn screen(&self, window: &str) -> String {
         let out = self.tmux(&["capture-pane", "-p", "-t", &format!("t:{window}")]);
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -498,11 +508,20 @@ fn a_prompt_typed_in_one_client_appears_in_the_other_before_the_answer() {
         "the sender shows its prompt once: {s}"
     );
     t.type_text("main", "y");
-    t.wait("the file is written");
+    let s = t.wait("the file is written");
+    assert!(
+        !s.contains("answered by"),
+        "the answering client needs no note: {s}"
+    );
     let s = t.wait_in("second", "the answer in the second client", |s| {
         s.contains("the file is written")
     });
     assert_eq!(s.matches("› please make the file").count(), 1, "{s}");
+    // The other terminal is told who answered and how, naming the kind of client.
+    assert!(
+        s.contains("permission for write: “Allow once”, answered by a terminal"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -614,18 +633,16 @@ fn a_write_permission_shows_its_diff_first_and_pgdn_scrolls_it() {
     }
     let sb = Sandbox::new();
     let content: String = (0..100).map(|i| format!("row {i}\n")).collect();
-    let script = sb.script(
-        "s.json",
-        json!({"turns": [
-            tool_turn("w", "write", json!({"path": "long.txt", "content": content})),
-            tool_turn("b", "bash", json!({"command": "echo once-only"})),
-            text_turn("done")
-        ]}),
-    );
-    let mut args = scripted(&script);
-    args.push("--no-daemon");
-    let t = Tmux::start(&sb, &args, 80, 30);
-    t.wait("type a prompt");
+    let turns = json!([
+        tool_turn(
+            "w",
+            "write",
+            json!({"path": "long.txt", "content": content})
+        ),
+        tool_turn("b", "bash", json!({"command": "echo once-only"})),
+        text_turn("done")
+    ]);
+    let t = Tmux::direct(&sb, turns, 80, 30);
     t.type_text("main", "write it");
     t.keys(&["Enter"]);
     let s = t.wait("[y]");
@@ -752,4 +769,47 @@ fn shard_in_a_directory_with_an_idle_agent_offers_to_continue_it() {
     t.keys(&["Enter"]);
     let s = t.wait("kept answer");
     assert!(s.contains("› remember me"), "the same agent: {s}");
+}
+
+/// Long tool output is cut with the key that shows it whole, Ctrl+O shows it whole, and
+/// PageUp / PageDown move the conversation a screen at a time.
+#[test]
+fn ctrl_o_shows_long_tool_output_whole_and_page_keys_move_a_screen() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let command = "for i in $(seq 1 100); do echo line-$i; done";
+    let turns = json!([
+        tool_turn("b", "bash", json!({ "command": command })),
+        text_turn("listed them all")
+    ]);
+    let t = Tmux::direct(&sb, turns, 80, 30);
+    t.type_text("main", "count");
+    t.keys(&["Enter"]);
+    t.wait("[y]");
+    t.type_text("main", "y");
+    let s = t.wait("listed them all");
+    assert!(s.contains("more lines — Ctrl+O shows all"), "{s}");
+    assert!(!s.contains("line-100"), "cut: {s}");
+    t.keys(&["C-o"]);
+    let s = t.wait("line-100");
+    assert!(!s.contains("more lines — Ctrl+O"), "{s}");
+    let rows_of = |s: &str| -> Vec<u32> {
+        s.lines()
+            .filter_map(|l| l.split("line-").nth(1))
+            .filter_map(|r| r.trim().parse().ok())
+            .collect()
+    };
+    let bottom = rows_of(&s);
+    t.keys(&["PPage"]);
+    let s = t.wait_in("main", "a screen back", |s| !s.contains("line-100"));
+    let back = rows_of(&s);
+    let moved = bottom.iter().max().unwrap() - back.iter().max().unwrap();
+    assert!(
+        moved >= 15,
+        "PageUp moves about a screen, not a line: {moved} rows\n{s}"
+    );
+    t.keys(&["NPage"]);
+    t.wait("line-100");
 }
