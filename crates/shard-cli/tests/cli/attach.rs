@@ -138,6 +138,16 @@ fn tool_calls_are_titles_and_a_listing_is_a_listing() {
     let mut a = Attached::start(&sb, &id);
     a.send("go");
     let mut lines = a.wait_for("answer with");
+    // The command is shown once, in the question, not again as a detail.
+    let asked = lines
+        .iter()
+        .position(|l| l.starts_with("[permission]"))
+        .unwrap();
+    let shown = lines[asked..]
+        .iter()
+        .filter(|l| l.contains("echo one"))
+        .count();
+    assert_eq!(shown, 1, "{lines:?}");
     a.send("allow");
     lines.extend(a.wait_for("-> bash: echo one"));
     assert!(lines.iter().any(|l| l == "-> ls ."), "{lines:?}");

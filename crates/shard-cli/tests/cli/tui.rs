@@ -813,3 +813,49 @@ fn ctrl_o_shows_long_tool_output_whole_and_page_keys_move_a_screen() {
     t.keys(&["NPage"]);
     t.wait("line-100");
 }
+
+/// The SGR sequence in force where `needle` starts on a screen captured with escapes.
+fn sgr_before(screen: &str, needle: &str) -> String {
+    let at = screen
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle:?}: {screen}"));
+    let esc = screen[..at].rfind('\x1b').expect("an escape before it");
+    screen[esc..at].to_string()
+}
+
+/// With colours on, an edit's diff is coloured before the question: additions green,
+/// removals red.
+#[test]
+fn an_edit_diff_is_coloured_before_the_question() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("e", "edit", json!({"path": "notes.txt", "old_string": "beta", "new_string": "BETA"})),
+            text_turn("edited")
+        ]}),
+    );
+    let mut args = scripted(&script);
+    args.push("--no-daemon");
+    let colour = vec![("NO_COLOR".to_string(), String::new())];
+    let t = Tmux::start_env(&sb, &args, 80, 30, colour);
+    t.wait("type a prompt");
+    t.type_text("main", "change it");
+    t.keys(&["Enter"]);
+    t.wait("[y]");
+    let out = t.tmux(&["capture-pane", "-e", "-p", "-t", "t:main"]);
+    let s = String::from_utf8_lossy(&out.stdout).into_owned();
+    // tmux writes the 8 basic colours as 256-colour indexes: 2 green, 1 red.
+    let is = |sgr: String, basic: &str, index: &str| sgr.contains(basic) || sgr.contains(index);
+    assert!(
+        is(sgr_before(&s, "+BETA"), "[32m", "38;5;2m"),
+        "green: {s:?}"
+    );
+    assert!(is(sgr_before(&s, "-beta"), "[31m", "38;5;1m"), "red: {s:?}");
+    t.type_text("main", "y");
+    t.wait("edited");
+}
