@@ -229,7 +229,15 @@ impl Screen {
                     if r.is_error { "error: " } else { "" }
                 );
                 let shaped = results::structured_lines(t);
-                self.line(out, if shaped.is_empty() { &text } else { "<-" });
+                // Text with images beside it (an MCP screenshot) keeps its text line, as
+                // `shard run` prints it; a listing, tree or card stands under a bare `<-`.
+                let text_beside_images = !first.trim().is_empty() && shaped.len() == r.images.len();
+                let head = if shaped.is_empty() || text_beside_images {
+                    &text
+                } else {
+                    "<-"
+                };
+                self.line(out, head);
                 for l in shaped {
                     self.line(out, &format!("   {}", strip(&l)));
                 }

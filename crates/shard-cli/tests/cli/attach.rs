@@ -222,3 +222,46 @@ fn an_edit_shows_its_diff_before_answering_and_the_other_client_names_who_answer
         "alpha\nBETA\ngamma\n"
     );
 }
+
+/// Through a daemon agent and the MCP test server: a structured tree is drawn like `tree`
+/// under a bare `<-`, and a result with text and an image keeps its text and names the image.
+#[test]
+fn an_mcp_tree_and_text_with_an_image_read_as_a_person_reads_them() {
+    let sb = Sandbox::new();
+    if !crate::mcp::read_only_test_server(&sb) {
+        return;
+    }
+    let _d = TestDaemon::start(&sb);
+    let id = new_agent(
+        &sb,
+        json!([
+            tool_turn("t1", "mcp__t__tree", json!({})),
+            tool_turn("t2", "mcp__t__picture", json!({})),
+            text_turn("saw them")
+        ]),
+    );
+    let mut a = Attached::start(&sb, &id);
+    a.send("look");
+    let lines = a.wait_for("saw them");
+    let tree = lines.iter().position(|l| l == "-> mcp__t__tree").unwrap();
+    assert_eq!(
+        lines[tree + 1..tree + 6],
+        [
+            "<-",
+            "   src/",
+            "   ├── main.rs",
+            "   └── util/",
+            "       └── mod.rs"
+        ],
+        "{lines:?}"
+    );
+    let pic = lines
+        .iter()
+        .position(|l| l == "-> mcp__t__picture")
+        .unwrap();
+    assert_eq!(lines[pic + 1], "<- A dot", "{lines:?}");
+    assert!(
+        lines[pic + 2].starts_with("   [image image/png, "),
+        "{lines:?}"
+    );
+}

@@ -30,6 +30,16 @@ pub(super) fn server_script(sb: &Sandbox) -> Option<PathBuf> {
     Some(dst)
 }
 
+/// The test server as `[mcp.servers.t]` with every tool read-only; false (and the test
+/// skips) without python3.
+pub(super) fn read_only_test_server(sb: &Sandbox) -> bool {
+    let Some(script) = server_script(sb) else {
+        return false;
+    };
+    user_server(sb, &script, "read_only = true\n");
+    true
+}
+
 /// `[mcp.servers.t]` for the test server, plus `extra` lines.
 fn user_server(sb: &Sandbox, script: &std::path::Path, extra: &str) {
     sb.config(&format!(

@@ -859,3 +859,35 @@ fn an_edit_diff_is_coloured_before_the_question() {
     t.type_text("main", "y");
     t.wait("edited");
 }
+
+/// Through a real Runtime and the MCP test server: a structured tree is drawn like `tree`,
+/// and a result with text and images shows its text and names each image.
+#[test]
+fn an_mcp_tree_and_images_in_a_real_terminal() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    if !crate::mcp::read_only_test_server(&sb) {
+        return;
+    }
+    let turns = json!([
+        tool_turn("t1", "mcp__t__tree", json!({})),
+        tool_turn("t2", "mcp__t__picture", json!({})),
+        text_turn("saw them")
+    ]);
+    let t = Tmux::direct(&sb, turns, 80, 40);
+    t.type_text("main", "look");
+    t.keys(&["Enter"]);
+    let s = t.wait("saw them");
+    for line in [
+        "src/",
+        "├── main.rs",
+        "└── util/",
+        "    └── mod.rs",
+        "A dot",
+    ] {
+        assert!(s.contains(line), "{line:?} in:\n{s}");
+    }
+    assert!(s.contains("[image image/png, "), "{s}");
+}
