@@ -1,8 +1,8 @@
 //! A `tools/call` result as Shard's tool output: text (bounded like `read`, the rest
 //! saved to the session's tool-output folder), an image block for a result that is an
 //! image, the images beside the text of a result that has both (when the model takes
-//! images, within its limits), resource links as lines, and structured content as a `kv`
-//! or `code` render.
+//! images, within its limits), resource links as lines, and structured content as a
+//! `tree`, `kv` or `code` render.
 
 use serde_json::Value;
 use shard_protocol::types::{Image, KvPair, RenderDescriptor, ToolResultContent, TreeNode};
