@@ -108,10 +108,11 @@ impl Screen {
         let mut out = std::io::stdout().lock();
         for change in changes {
             if let Change::RequestResolved { request_id, .. } = &change {
+                let here = self.answered_here.remove(request_id);
                 let text = match &resolving {
-                    Some(p) if !self.answered_here.remove(request_id) => {
-                        strip(&results::answered_elsewhere(p, ev))
-                    }
+                    // A notice was shown and dismissed: its resolution says nothing new.
+                    Some(Pending::Ui(u)) if u.kind == UiKind::Notify => continue,
+                    Some(p) if !here => strip(&results::answered_elsewhere(p, ev)),
                     _ => format!("request {request_id} answered here"),
                 };
                 self.line(&mut out, &format!("[{text}]"));
@@ -136,6 +137,8 @@ impl Screen {
                 });
                 self.line(&mut out, text.trim_end());
                 let _ = c.send(&shard_protocol::ClientMessage { id: None, command });
+                // Shown and dismissed: a typed line must answer the next real request.
+                self.view.pending.retain(|p| p.request_id() != id);
                 continue;
             }
             self.change(&mut out, change);

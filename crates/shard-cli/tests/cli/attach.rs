@@ -265,3 +265,44 @@ fn an_mcp_tree_and_text_with_an_image_read_as_a_person_reads_them() {
         "{lines:?}"
     );
 }
+
+/// A notice is printed and dismissed with no line about who answered it; a question this
+/// terminal answers says so.
+#[test]
+fn a_notice_needs_no_answer_line_and_an_answer_given_here_says_so() {
+    let sb = Sandbox::new();
+    let _d = TestDaemon::start(&sb);
+    let id = new_agent(
+        &sb,
+        json!([
+            tool_turn(
+                "n1",
+                "ask_user",
+                json!({"question": "Heads up.", "kind": "notify"})
+            ),
+            tool_turn(
+                "q1",
+                "ask_user",
+                json!({"question": "Which?", "kind": "select", "options": ["red", "blue"]})
+            ),
+            text_turn("all asked")
+        ]),
+    );
+    let mut a = Attached::start(&sb, &id);
+    a.send("ask");
+    a.wait_for("2) blue");
+    a.send("2");
+    let lines = a.wait_for("all asked");
+    let text = a.text();
+    assert!(
+        text.contains("[notice]") && text.contains("Heads up."),
+        "{text}"
+    );
+    let answered: Vec<&String> = a
+        .seen
+        .iter()
+        .filter(|l| l.starts_with('[') && l.contains("answered"))
+        .collect();
+    assert_eq!(answered.len(), 1, "{text}");
+    assert!(answered[0].ends_with(" answered here]"), "{lines:?}");
+}
