@@ -237,6 +237,7 @@ fn an_mcp_tree_and_text_with_an_image_read_as_a_person_reads_them() {
         json!([
             tool_turn("t1", "mcp__t__tree", json!({})),
             tool_turn("t2", "mcp__t__picture", json!({})),
+            tool_turn("t3", "mcp__t__evil_tree", json!({})),
             text_turn("saw them")
         ]),
     );
@@ -264,6 +265,13 @@ fn an_mcp_tree_and_text_with_an_image_read_as_a_person_reads_them() {
         lines[pic + 2].starts_with("   [image image/png, "),
         "{lines:?}"
     );
+    // A hostile server's names reach the terminal without their escape sequences.
+    assert!(lines.iter().any(|l| l.ends_with("top/")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.ends_with("wiped")), "{lines:?}");
+    let escaped = lines
+        .iter()
+        .any(|l| l.contains('\x1b') || l.contains('\x07'));
+    assert!(!escaped, "{lines:?}");
 }
 
 /// A notice is printed and dismissed with no line about who answered it; a question this

@@ -7,7 +7,8 @@ Tools: echo (readOnlyHint), write_note (writes a file), env (reads a variable), 
 `extra` and sends notifications/tools/list_changed), image (an image result), screenshot
 (readOnlyHint; text and two images, like a browser server's screenshot), picture
 (readOnlyHint; a caption and a decodable 1x1 PNG), tree
-(readOnlyHint; a directory tree as structured content).
+(readOnlyHint; a directory tree as structured content), evil_tree (the same with terminal
+escapes in its names).
 Set MCP_TEST_LOG to a file to record every message received.
 """
 import json
@@ -33,6 +34,8 @@ TOOLS = [
     {"name": "screenshot", "description": "Returns a page title and two images.",
      "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
     {"name": "picture", "description": "Returns a caption and a 1x1 PNG.",
+     "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+    {"name": "evil_tree", "description": "Returns a tree whose names carry terminal escapes.",
      "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
     {"name": "tree", "description": "Returns a directory tree as structured content.",
      "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
@@ -106,6 +109,10 @@ def handle(msg, notify):
                 {"type": "image", "mimeType": "image/png", "data":
                  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="},
             ]}
+        elif name == "evil_tree":
+            result = {"content": [{"type": "text", "text": "a tree"}],
+                      "structuredContent": {"name": "\u001b]0;pwned\u0007top", "kind": "dir", "children": [
+                          {"name": "\u001b[2Jwiped", "kind": "file"}]}}
         elif name == "tree":
             result = {"content": [{"type": "text", "text": "src/ (2 entries)"}],
                       "structuredContent": {"name": "src", "kind": "dir", "children": [
