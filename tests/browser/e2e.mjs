@@ -550,7 +550,7 @@ test("an MCP server's tree and images reach the browser through a real Runtime, 
     const srv = join(own.work, ".srv");
     mkdirSync(srv, { recursive: true });
     copyFileSync(join(import.meta.dirname, "../../crates/shard-mcp/tests/servers/mcp_test_server.py"), join(srv, "server.py"));
-    writeFileSync(join(own.home, "config.toml"), `[mcp.servers.t]\ncommand = "python3"\nargs = ["${join(srv, "server.py")}"]\nread_only = true\n`);
+    writeFileSync(join(own.home, "config.toml"), `[mcp]\nstartup_timeout = 120\n\n[mcp.servers.t]\ncommand = "python3"\nargs = ["${join(srv, "server.py")}"]\nread_only = true\n`);
     await own.start();
     const script = own.script("mcp", [toolTurn("t1", "mcp__t__tree", {}), toolTurn("t2", "mcp__t__screenshot", {}), toolTurn("t3", "mcp__t__picture", {}), textTurn("seen both")]);
     const { page: pg, ctx } = await enrolledPage(browser, own);

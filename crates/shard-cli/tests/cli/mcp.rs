@@ -36,7 +36,11 @@ pub(super) fn read_only_test_server(sb: &Sandbox) -> bool {
     let Some(script) = server_script(sb) else {
         return false;
     };
-    user_server(sb, &script, "read_only = true\n");
+    // A busy machine may take more than the default 10 s to start python in the sandbox.
+    sb.config(&format!(
+        "[mcp]\nstartup_timeout = 120\n\n[mcp.servers.t]\ncommand = \"python3\"\nargs = [\"{}\"]\nread_only = true\n",
+        script.display()
+    ));
     true
 }
 
@@ -661,7 +665,9 @@ fn shard_run_waits_for_its_servers_before_the_first_request() {
     let Some(script) = server_script(&sb) else {
         return;
     };
-    user_server(&sb, &script, "read_only_tools = [\"echo\"]\n");
+    // A bound generous enough for a busy machine: the test is that the first call waits.
+    let extra = "read_only_tools = [\"echo\"]\n\n[mcp]\nstartup_timeout = 120\n";
+    user_server(&sb, &script, extra);
     let out = run_scripted(
         &sb,
         json!([
