@@ -264,10 +264,9 @@ pub async fn attach_idle(
 ) {
     let f = c.attach(id, AttachRole::Interactive);
     tokio::pin!(f);
-    let cmd = tokio::select! { c = rt.next_command() => c, _ = &mut f => panic!("no sync yet") };
+    let cmd = tokio::select! { c = rt.next_cmd() => c, _ = &mut f => panic!("no sync yet") };
     rt.emit(sync_json("idle")).await;
-    rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
-        .await;
+    rt.answer(&cmd, None).await;
     f.await.unwrap()
 }
 
