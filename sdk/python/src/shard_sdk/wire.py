@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "b9554b48796c081ef8d4a74d81d3611e1e2aafa5344784b4509098bf259d69d6"
+SCHEMA_SHA256 = "a35f99b560141692cd72773b65e7983c93876457b399d4ead594fe26eb7bdc4a"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -3336,14 +3336,9 @@ class CreatedRun(WireObject):
 
 
 class SubagentWaitData(WireObject):
-    """`subagent.wait`."""
+    """`subagent.wait`. The fields are in the order the daemon has always sent them."""
 
     __slots__ = ()
-
-    @property
-    def timed_out(self) -> bool:
-        """The wait timed out."""
-        return self._d.get("timed_out")
 
     @property
     def aggregate_state(self) -> AggregateState:
@@ -3354,6 +3349,11 @@ class SubagentWaitData(WireObject):
     def runs(self) -> list[RunSnapshot]:
         """Every run, in order."""
         return _list(lambda x: _obj(RunSnapshot, x), self._d.get("runs"))
+
+    @property
+    def timed_out(self) -> bool:
+        """The wait timed out."""
+        return self._d.get("timed_out")
 
 
 class RunSnapshot(WireObject):
@@ -3687,7 +3687,7 @@ class SubagentStopData(WireObject):
 
     @property
     def job_id(self) -> str | None:
-        """Job."""
+        """Job; `null` when the handle named an agent with no run to stop (the daemon has always sent the key)."""
         return self._d.get("job_id")
 
 
