@@ -429,12 +429,13 @@ fn a_killed_runtime_keeps_what_it_streamed() {
         "claude-haiku-4-5",
     ];
     let mut b = Agent::spawn_env(&sb, None, &flags, &env_refs(&env));
-    let sync = b.until_type("sync");
-    let window = sync["live_window"]["messages"].to_string();
-    assert!(window.contains(STREAMED), "{sync}");
+    let sync = b.until_event(crate::harness::pick::sync);
+    // The whole restored window, as text: the streamed words and the answered call.
+    let window = serde_json::to_string(&sync.live_window.messages).unwrap();
+    assert!(window.contains(STREAMED), "{sync:?}");
     assert!(
         window.contains("notes.txt") && window.contains("interrupted"),
-        "{sync}"
+        "{sync:?}"
     );
     b.send(prompt("go on"));
     b.until_type("turn_end");
