@@ -435,50 +435,8 @@ pub fn code_of(r: &Response) -> ErrorCode {
 
 /// Typed pickers for [`Agent::until_event`], [`Agent::find_seen`] and
 /// [`Agent::all_seen`]: `a.until_event(pick::tool_result)`.
-pub mod pick {
-    use std::borrow::Borrow;
-
-    use shard_protocol::Event;
-    use shard_protocol::event::{
-        ErrorEvent, Hello, MessageComplete, MessageDelta, ModeChanged, ModelChanged,
-        PermissionRequest, PermissionResolved, ReasoningLevelChanged, Response, Sync,
-        ToolCallEvent, ToolResultEvent, TurnEnd, UiRequest, UsageEvent,
-    };
-
-    /// `picker!(name, Variant, Payload)`: `name(e)` is a clone of the payload of `e` when it
-    /// is `Event::Variant` (boxed or not).
-    macro_rules! picker {
-        ($name:ident, $variant:ident, $ty:ty) => {
-            pub fn $name(e: &Event) -> Option<$ty> {
-                match e {
-                    Event::$variant(x) => Some(Borrow::<$ty>::borrow(x).clone()),
-                    _ => None,
-                }
-            }
-        };
-    }
-
-    picker!(sync, Sync, Sync);
-    picker!(message_complete, MessageComplete, MessageComplete);
-    picker!(tool_call, ToolCall, ToolCallEvent);
-    picker!(tool_result, ToolResult, ToolResultEvent);
-    picker!(turn_end, TurnEnd, TurnEnd);
-    picker!(error, Error, ErrorEvent);
-    picker!(ui_request, UiRequest, UiRequest);
-    picker!(permission_request, PermissionRequest, PermissionRequest);
-    picker!(permission_resolved, PermissionResolved, PermissionResolved);
-    picker!(mode_changed, ModeChanged, ModeChanged);
-    picker!(model_changed, ModelChanged, ModelChanged);
-    picker!(response, Response, Response);
-    picker!(hello, Hello, Hello);
-    picker!(message_delta, MessageDelta, MessageDelta);
-    picker!(usage, Usage, UsageEvent);
-    picker!(
-        reasoning_level_changed,
-        ReasoningLevelChanged,
-        ReasoningLevelChanged
-    );
-}
+#[path = "../../../../tests/support/pick.rs"]
+pub mod pick;
 
 /// The text of a tool result's content (its message when it is an error), for asserts.
 pub fn result_text(content: &shard_protocol::types::ToolResultContent) -> String {
