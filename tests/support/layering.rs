@@ -312,6 +312,10 @@ fn read_file(src: &Path, file: &Path, modules: &BTreeSet<Vec<String>>) -> FileIn
     let mut inline: Vec<(String, usize)> = Vec::new();
     let mut depth = 0usize;
     let mut i = 0;
+    // A parent's re-exports (`pub use child::X`), and every name its code uses: a
+    // re-export is a dependency only when the parent's own code uses the name too.
+    let mut reexports: Vec<(String, Vec<String>, usize)> = Vec::new();
+    let mut used: BTreeSet<String> = BTreeSet::new();
     let here = |inline: &[(String, usize)]| {
         let mut h = module.clone();
         h.extend(inline.iter().map(|(n, _)| n.clone()));
@@ -361,6 +365,8 @@ fn read_file(src: &Path, file: &Path, modules: &BTreeSet<Vec<String>>) -> FileIn
                     }
                     if !(public && is_parent && top_level) {
                         info.refs.push((abs, leaf.line));
+                    } else if let Some(name) = leaf.binds {
+                        reexports.push((name, abs, leaf.line));
                     }
                 }
             }
@@ -368,6 +374,7 @@ fn read_file(src: &Path, file: &Path, modules: &BTreeSet<Vec<String>>) -> FileIn
                 // A path in code: `crate::a::b`, `super::x`, `self::y`, `child::z`.
                 let after_path = i > 0 && toks[i - 1].0 == Tok::Path;
                 let line = toks[i].1;
+                used.insert(first.clone());
                 let mut path = vec![first.clone()];
                 let mut j = i + 1;
                 while toks.get(j).map(|t| &t.0) == Some(&Tok::Path) {
@@ -388,6 +395,11 @@ fn read_file(src: &Path, file: &Path, modules: &BTreeSet<Vec<String>>) -> FileIn
                 i = j.max(i + 1);
             }
             _ => i += 1,
+        }
+    }
+    for (name, abs, line) in reexports {
+        if used.contains(&name) {
+            info.refs.push((abs, line));
         }
     }
     info

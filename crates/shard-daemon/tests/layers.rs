@@ -173,6 +173,19 @@ fn the_checker_sees_a_parent_that_uses_a_child_that_uses_it() {
     let found = circles(dir.path());
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].contains("mod → run"), "{}", found[0]);
+
+    // The same through a re-export the parent's own code uses.
+    let dir = tiny_crate(&[
+        ("lib.rs", "mod jobs;\n"),
+        (
+            "jobs/mod.rs",
+            "mod client;\npub(crate) use client::Client;\npub struct Jobs { c: Client }\n",
+        ),
+        ("jobs/client.rs", "pub struct Client(Box<super::Jobs>);\n"),
+    ]);
+    let found = circles(dir.path());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("mod → client"), "{}", found[0]);
 }
 
 #[test]
