@@ -572,6 +572,8 @@ export type Event = (Hello & {
   type: "workspace_conflict";
 } | AgentSpawned & {
   type: "agent_spawned";
+} | AgentArchived & {
+  type: "agent_archived";
 } | AgentExited & {
   type: "agent_exited";
 } | AgentStatusChanged & {
@@ -1302,6 +1304,12 @@ export type AgentSpawned = {
   agent_id: string;
   /** Its info. */
   info: AgentInfo;
+};
+
+/** `agent_archived`: another client archived the agent, so every list drops it (the session is kept; `agent.list` with archived agents still shows it). */
+export type AgentArchived = {
+  /** The agent (payload). */
+  agent_id: string;
 };
 
 /** `agent_exited`. */

@@ -420,6 +420,14 @@ pub struct AgentSpawned {
     pub info: AgentInfo,
 }
 
+/// `agent_archived`: another client archived the agent, so every list drops it (the session
+/// is kept; `agent.list` with archived agents still shows it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentArchived {
+    /// The agent (payload).
+    pub agent_id: String,
+}
+
 /// `agent_exited`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AgentExited {

@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "a35f99b560141692cd72773b65e7983c93876457b399d4ead594fe26eb7bdc4a"
+SCHEMA_SHA256 = "56b788022abe52bc1faecb2f6c2d7d754f5a815305b7ae30d630e58629d00c0c"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -2528,6 +2528,17 @@ class AgentSpawned(Event):
         return _obj(AgentInfo, self._d.get("info"))
 
 
+class AgentArchived(Event):
+    """`agent_archived`: another client archived the agent, so every list drops it (the session is kept; `agent.list` with archived agents still shows it)."""
+
+    __slots__ = ()
+
+    @property
+    def agent_id(self) -> str:
+        """The agent (payload)."""
+        return self._d.get("agent_id")
+
+
 class AgentExited(Event):
     """`agent_exited`."""
 
@@ -3800,6 +3811,7 @@ EVENT_CLASSES: dict[str, type[Event]] = {
     "workspace_retired": WorkspaceEvent,
     "workspace_conflict": WorkspaceConflict,
     "agent_spawned": AgentSpawned,
+    "agent_archived": AgentArchived,
     "agent_exited": AgentExited,
     "agent_status_changed": AgentStatusChanged,
     "agent_activity": AgentActivity,
