@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "a35f99b560141692cd72773b65e7983c93876457b399d4ead594fe26eb7bdc4a"
+SCHEMA_SHA256 = "a8257dbc07a59606c97ac515d86a2f24061ac7b109ef3e1096c5c252ef4d8552"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -111,6 +111,9 @@ RunActor = Literal["parent", "client"]
 
 SteerOutcome = Literal["injected", "conflict"]
 """Outcome of a strict steer."""
+
+AuthPrincipal = Literal["runtime"]
+"""Who a connection is after `runtime.auth`: always `"runtime"`."""
 
 
 class Image(WireObject):
@@ -3710,6 +3713,22 @@ class CancelledRun(WireObject):
     def state(self) -> RunState:
         """State after cancellation."""
         return self._d.get("state")
+
+
+class RuntimeAuthData(WireObject):
+    """The data of a successful `runtime.auth`."""
+
+    __slots__ = ()
+
+    @property
+    def principal(self) -> AuthPrincipal:
+        """`"runtime"`."""
+        return self._d.get("principal")
+
+    @property
+    def agent_id(self) -> str:
+        """The agent the connection now acts for."""
+        return self._d.get("agent_id")
 
 
 ContentBlock = Union[ContentBlockText, ContentBlockToolCall, ContentBlockToolResult, ContentBlockThinking, ContentBlockImage]
