@@ -322,7 +322,13 @@ impl Drop for Agent {
     }
 }
 
-/// Entries of a transcript, header excluded.
+/// `shard run --provider scripted` on `turns` with the prompt `go`.
+pub fn run_scripted(sb: &Sandbox, turns: Value) -> std::process::Output {
+    let s = sb.script("s.json", serde_json::json!({ "turns": turns }));
+    let s = s.to_str().unwrap();
+    shard(sb, &["run", "--provider", "scripted", "--script", s, "go"])
+}
+
 /// Runs `shard ARGS` in the sandbox's work folder with no provider keys and no input.
 pub fn shard(sb: &Sandbox, args: &[&str]) -> std::process::Output {
     std::process::Command::new(shard_bin())
