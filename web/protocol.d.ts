@@ -1888,3 +1888,14 @@ export type CancelledRun = {
   /** State after cancellation. */
   state: RunState;
 };
+
+/** The data of a successful `runtime.auth`. */
+export type RuntimeAuthData = {
+  /** `"runtime"`. */
+  principal: AuthPrincipal;
+  /** The agent the connection now acts for. */
+  agent_id: string;
+};
+
+/** Who a connection is after `runtime.auth`: always `"runtime"`. */
+export type AuthPrincipal = ("runtime");

@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "56b788022abe52bc1faecb2f6c2d7d754f5a815305b7ae30d630e58629d00c0c"
+SCHEMA_SHA256 = "268673a74e3d1521a85e9488561f00fe1154be2e16ab695ead239d4576044ae5"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -111,6 +111,9 @@ RunActor = Literal["parent", "client"]
 
 SteerOutcome = Literal["injected", "conflict"]
 """Outcome of a strict steer."""
+
+AuthPrincipal = Literal["runtime"]
+"""Who a connection is after `runtime.auth`: always `"runtime"`."""
 
 
 class Image(WireObject):
@@ -3721,6 +3724,22 @@ class CancelledRun(WireObject):
     def state(self) -> RunState:
         """State after cancellation."""
         return self._d.get("state")
+
+
+class RuntimeAuthData(WireObject):
+    """The data of a successful `runtime.auth`."""
+
+    __slots__ = ()
+
+    @property
+    def principal(self) -> AuthPrincipal:
+        """`"runtime"`."""
+        return self._d.get("principal")
+
+    @property
+    def agent_id(self) -> str:
+        """The agent the connection now acts for."""
+        return self._d.get("agent_id")
 
 
 ContentBlock = Union[ContentBlockText, ContentBlockToolCall, ContentBlockToolResult, ContentBlockThinking, ContentBlockImage]
