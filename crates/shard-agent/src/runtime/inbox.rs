@@ -10,6 +10,9 @@ use shard_tools::Tool;
 use crate::ask::UiAsk;
 
 /// What the transport feeds the actor.
+// A command is moved once, through a bounded channel: boxing it would cost an
+// allocation per command to save a few hundred bytes per queued slot.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Input {
     /// A decoded command.

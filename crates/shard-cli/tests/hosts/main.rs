@@ -8,6 +8,7 @@ mod pool;
 #[path = "../../../../tests/support/skip.rs"]
 mod skip;
 mod sshd;
+mod unavailable;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "b9554b48796c081ef8d4a74d81d3611e1e2aafa5344784b4509098bf259d69d6"
+SCHEMA_SHA256 = "c816bd48cd6bcfae24eb5b7590f99ac55c46a999dfd1906a22993ca9ae236024"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -668,6 +668,11 @@ class WorkspaceCreate(WireObject):
     def mode(self) -> str | None:
         """Mode."""
         return self._d.get("mode")
+
+    @property
+    def host(self) -> str | None:
+        """The `[hosts.NAME]` whose checkout `cwd` is in (absent: the daemon's machine). Workspaces on hosts are not available yet: a create naming one is refused."""
+        return self._d.get("host")
 
 
 class WorkspaceAttach(WireObject):
@@ -3839,7 +3844,7 @@ COMMAND_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "agent.archive": (("agent_id",), ("agent_id",)),
     "agent.status": ((), ("agent_id",)),
     "daemon.shutdown": ((), ("force",)),
-    "workspace.create": (("cwd",), ("version", "cwd", "label", "branch", "base_ref", "integration_target", "title", "name", "model", "provider", "mode")),
+    "workspace.create": (("cwd",), ("version", "cwd", "label", "branch", "base_ref", "integration_target", "title", "name", "model", "provider", "mode", "host")),
     "workspace.attach": (("workspace_id",), ("version", "workspace_id", "title", "name", "model", "provider", "mode")),
     "workspace.list": ((), ("version", "cwd", "include_retired")),
     "workspace.status": (("workspace_id",), ("version", "workspace_id")),
