@@ -277,6 +277,9 @@ impl HostsLauncher {
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot run the host's command: {e}"))?;
+        // Until the supervisor has it, an abandoned start (the launch timed out, the
+        // settings could not be sent) must not leave its ssh running.
+        let mut abandoned = Abandoned(child.id());
         let mut stdin = child.stdin.take().ok_or("the host command has no stdin")?;
         let stdout = child
             .stdout
@@ -290,7 +293,11 @@ impl HostsLauncher {
         let mut stdout = tokio::io::BufReader::new(stdout);
         let spoke = tokio::select! {
             r = stdout.fill_buf() => matches!(r, Ok(b) if !b.is_empty()),
-            _ = child.wait() => false,
+            _ = child.wait() => {
+                // Reaped: its pid may be another process's now.
+                abandoned.0 = None;
+                false
+            }
         };
         if !spoke && ssh {
             // Ended before a word: the output it did write is still in the pipe.
@@ -298,7 +305,10 @@ impl HostsLauncher {
             let spoke_late = matches!(late, Ok(Ok(b)) if !b.is_empty());
             let status = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
             let code = match status {
-                Ok(Ok(s)) => s.code(),
+                Ok(Ok(s)) => {
+                    abandoned.0 = None;
+                    s.code()
+                }
                 _ => None,
             };
             if !spoke_late && code == Some(255) {
@@ -314,6 +324,7 @@ impl HostsLauncher {
                 }
             }
         }
+        abandoned.0 = None;
         let pid = child.id();
         let host = name.to_string();
         let lease = ready.lease;
@@ -334,6 +345,20 @@ impl HostsLauncher {
             stdout: Box::pin(stdout),
             exit,
         }))
+    }
+}
+
+/// Kills (SIGKILL) the process it names when dropped, unless cleared first.
+struct Abandoned(Option<u32>);
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.and_then(|p| i32::try_from(p).ok()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
     }
 }
 
