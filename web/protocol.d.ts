@@ -1695,14 +1695,14 @@ export type CreatedRun = {
   display_name?: (string | null);
 };
 
-/** `subagent.wait`. */
+/** `subagent.wait`. The fields are in the order the daemon has always sent them. */
 export type SubagentWaitData = {
-  /** The wait timed out. */
-  timed_out: boolean;
   /** Aggregate state. */
   aggregate_state: AggregateState;
   /** Every run, in order. */
   runs: RunSnapshot[];
+  /** The wait timed out. */
+  timed_out: boolean;
 };
 
 /** Aggregate state of `subagent.wait`: a job state or `"mixed"`. */
@@ -1869,7 +1869,7 @@ export type JobSnapshot = {
 export type SubagentStopData = {
   /** Runs cancelled. */
   cancelled: CancelledRun[];
-  /** Job. */
+  /** Job; `null` when the handle named an agent with no run to stop (the daemon has always sent the key). */
   job_id?: (string | null);
 };
 

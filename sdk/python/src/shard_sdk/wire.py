@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "c816bd48cd6bcfae24eb5b7590f99ac55c46a999dfd1906a22993ca9ae236024"
+SCHEMA_SHA256 = "3a6587485982b8a4dbfb2c5272de364d16f7254c7cec73e42889b1718ac292a4"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -3341,14 +3341,9 @@ class CreatedRun(WireObject):
 
 
 class SubagentWaitData(WireObject):
-    """`subagent.wait`."""
+    """`subagent.wait`. The fields are in the order the daemon has always sent them."""
 
     __slots__ = ()
-
-    @property
-    def timed_out(self) -> bool:
-        """The wait timed out."""
-        return self._d.get("timed_out")
 
     @property
     def aggregate_state(self) -> AggregateState:
@@ -3359,6 +3354,11 @@ class SubagentWaitData(WireObject):
     def runs(self) -> list[RunSnapshot]:
         """Every run, in order."""
         return _list(lambda x: _obj(RunSnapshot, x), self._d.get("runs"))
+
+    @property
+    def timed_out(self) -> bool:
+        """The wait timed out."""
+        return self._d.get("timed_out")
 
 
 class RunSnapshot(WireObject):
@@ -3692,7 +3692,7 @@ class SubagentStopData(WireObject):
 
     @property
     def job_id(self) -> str | None:
-        """Job."""
+        """Job; `null` when the handle named an agent with no run to stop (the daemon has always sent the key)."""
         return self._d.get("job_id")
 
 
