@@ -80,7 +80,7 @@ pub(crate) async fn start_master(
     let stdout = child.stdout.take().ok_or("ssh has no stdout")?;
     let stderr = child.stderr.take().ok_or("ssh has no stderr")?;
     let tail = Arc::new(Mutex::new(VecDeque::new()));
-    tokio::spawn(drain_stderr(
+    let drained = tokio::spawn(drain_stderr(
         stderr,
         Arc::clone(&tail),
         logs.join(format!("host-{name}.log")),
@@ -101,8 +101,9 @@ pub(crate) async fn start_master(
     if !up {
         let _ = child.start_kill();
         let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
-        // The stderr reader finishes once ssh is gone.
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        // The stderr reader finishes once ssh is gone (its last words are the reason;
+        // on a busy machine they may come well after the exit).
+        let _ = tokio::time::timeout(Duration::from_secs(2), drained).await;
         return Err(explain(&tail, "could not connect over ssh"));
     }
     // Nothing more comes on stdout; keep it drained so ssh never blocks on it.
