@@ -386,6 +386,8 @@ export type WorkspaceCreate = {
   provider?: (string | null);
   /** Mode. */
   mode?: (string | null);
+  /** The `[hosts.NAME]` whose checkout `cwd` is in (absent: the daemon's machine). Workspaces on hosts are not available yet: a create naming one is refused. */
+  host?: (string | null);
 };
 
 /** `workspace.attach`. */

@@ -5,7 +5,8 @@ known_hosts), with a local agent measured in the same run as the reference.
 
 1. create -> first event (`agent.create` sent -> the `sync` of `agent.attach`), with the
    host's connection cold (a fresh daemon: ssh handshake + version check) and warm.
-2. N agents on one host over one connection: memory and descriptors on both ends.
+2. N agents on one host, the server at sshd's default MaxSessions (10): memory,
+   descriptors and connections on both ends (the daemon opens a connection per 9 agents).
 3. Fan-out of one agent's deltas to 10 observer clients: remote vs local agent.
 
 Usage: bench/hosts/bench.py [path/to/shard] [agents=100]
@@ -67,7 +68,7 @@ def start_sshd(d):
     open(f"{d}/sshd_config", "w").write(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/hostkey\nAuthorizedKeysFile {d}/authorized_keys\n"
         f"PidFile {d}/sshd.pid\nUsePAM no\nStrictModes no\nPasswordAuthentication no\n"
-        f"PermitRootLogin prohibit-password\nMaxSessions {AGENTS + 50}\nMaxStartups 300\nLogLevel ERROR\n")
+        f"PermitRootLogin prohibit-password\nMaxStartups 300\nLogLevel ERROR\n")
     key = " ".join(open(f"{d}/hostkey.pub").read().split()[:2])
     open(f"{d}/known_hosts", "w").write(f"[127.0.0.1]:{port} {key}\n")
     open(f"{d}/ssh_config", "w").write(
@@ -229,6 +230,14 @@ def main():
         create_to_sync(d.c, cwd, script, True)
         warm = [create_to_sync(d.c, cwd, script, True)[0] for _ in range(10)]
         local = [create_to_sync(d.c, cwd, script, False)[0] for _ in range(10)]
+        # The floor of a warm create: one bare session over the established connection.
+        ctl = os.path.join(d.home, "hosts", "box.0.sock")
+        bare = []
+        for _ in range(10):
+            t = time.perf_counter()
+            sh("ssh", "-S", ctl, "-o", "ControlMaster=no", "-F", f"{ssh_dir}/ssh_config", "box", "true")
+            bare.append((time.perf_counter() - t) * 1000)
+        out["bare_session"] = (med(bare), min(bare), max(bare))
         out["cold"] = (med(cold), min(cold), max(cold))
         out["local_first"] = (med(local_cold), min(local_cold), max(local_cold))
         out["warm"] = (med(warm), min(warm), max(warm))
@@ -265,7 +274,7 @@ def main():
             "master_fds": sum(map(fds, master)),
             "mux_clients": len(mux), "mux_rss_mb": sum(map(proc_rss_kb, mux)) / 1024,
             "mux_fds": sum(map(fds, mux)), "mux_pss_mb": sum(map(proc_pss_kb, mux)) / 1024,
-            "tcp_connections": len(tcp),
+            "tcp_connections": len(tcp), "n_create_per_agent_ms": out["n_create_s"] * 1000 / AGENTS,
             "sshd_procs": len(sshd_procs), "sshd_rss_mb": sum(map(proc_rss_kb, sshd_procs)) / 1024,
             "sshd_fds": sum(map(fds, sshd_procs)),
             "far_runtimes": len(set(far)), "far_rss_mb": sum(map(proc_rss_kb, set(far))) / 1024,

@@ -82,7 +82,7 @@ pub fn run(args: HostsArgs) -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match rt.block_on(shard_daemon::hosts::install(&home, &name, host, &exe)) {
+            match rt.block_on(shard_daemon::hosts::install(&name, host, &exe)) {
                 Ok(r) => {
                     println!(
                         "installed shard on {name} ({}) at {}, {} bytes",

@@ -87,6 +87,9 @@ struct CreateArgs {
     /// The branch it is merged into (default: the branch of the main checkout).
     #[arg(long)]
     integration_target: Option<String>,
+    /// The `[hosts.NAME]` the repository is on (not available yet: the daemon refuses it).
+    #[arg(long)]
+    host: Option<String>,
     #[command(flatten)]
     agent: AgentFlags,
     /// Print the response data as JSON.
@@ -173,7 +176,12 @@ fn build(cmd: WsCommand) -> Result<Planned, ExitCode> {
             let (provider, model) = a.agent.provider_model();
             Planned {
                 command: Command::WorkspaceCreate(WorkspaceCreate {
-                    cwd: cwd_of(a.cwd)?,
+                    // A path on the host is not this machine's to resolve.
+                    cwd: match &a.host {
+                        Some(_) => a.cwd.map(|p| p.display().to_string()).unwrap_or_default(),
+                        None => cwd_of(a.cwd)?,
+                    },
+                    host: a.host,
                     label: a.label,
                     branch: a.branch,
                     base_ref: a.base,

@@ -42,7 +42,17 @@ pub struct HostConfig {
     /// `SHARD_HOME` on the host (its sessions live there). Default: the host's `~/.shard`.
     #[serde(default)]
     pub home: Option<String>,
+    /// The host sshd's `MaxSessions`: how many sessions one connection may carry (the
+    /// connection's own keep-alive session counts). More agents open more connections.
+    /// Default [`DEFAULT_MAX_SESSIONS`], sshd's own default; `ssh` hosts only.
+    #[serde(default)]
+    pub max_sessions: Option<u32>,
 }
+
+/// sshd's default `MaxSessions`.
+pub const DEFAULT_MAX_SESSIONS: u32 = 10;
+/// The largest `max_sessions` accepted (a connection is one sshd process on the host).
+pub const MAX_MAX_SESSIONS: u32 = 1000;
 
 /// How the daemon reaches a host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +79,11 @@ impl HostConfig {
             (None, Some(cmd)) => Some(HostKind::Command(cmd)),
             _ => None,
         }
+    }
+
+    /// Sessions one connection to this host may carry, its keep-alive session included.
+    pub fn max_sessions(&self) -> u32 {
+        self.max_sessions.unwrap_or(DEFAULT_MAX_SESSIONS)
     }
 
     /// The binary to run on the host.
@@ -106,6 +121,9 @@ impl HostConfig {
                 if !self.ssh_options.is_empty() {
                     return Err(format!("{at}: `ssh_options` is only for `ssh` hosts"));
                 }
+                if self.max_sessions.is_some() {
+                    return Err(format!("{at}: `max_sessions` is only for `ssh` hosts"));
+                }
             }
         }
         if let Some(s) = &self.shard {
@@ -118,6 +136,13 @@ impl HostConfig {
                     "{at}: `shard` is an absolute path, `~/…` (ssh hosts) or a name on the host's PATH"
                 ));
             }
+        }
+        if let Some(n) = self.max_sessions
+            && !(2..=MAX_MAX_SESSIONS).contains(&n)
+        {
+            return Err(format!(
+                "{at}: `max_sessions` is 2 to {MAX_MAX_SESSIONS} (the host sshd's MaxSessions; its default is {DEFAULT_MAX_SESSIONS})"
+            ));
         }
         if let Some(h) = &self.home
             && (h.is_empty() || h.contains('\n') || !(h.starts_with('/') || h.starts_with("~/")))
@@ -213,5 +238,11 @@ mod tests {
         assert!(e.contains("`home`"), "{e}");
         let e = load("[hosts.box]\ncommand = [\"x\"]\nshard = \"~/bin/shard\"\n").unwrap_err();
         assert!(e.contains("`shard`"), "{e}");
+        let e = load("[hosts.box]\nssh = \"box\"\nmax_sessions = 1\n").unwrap_err();
+        assert!(e.contains("`max_sessions` is 2 to"), "{e}");
+        let e = load("[hosts.box]\ncommand = [\"x\"]\nmax_sessions = 5\n").unwrap_err();
+        assert!(e.contains("only for `ssh` hosts"), "{e}");
+        let h = load("[hosts.box]\nssh = \"box\"\nmax_sessions = 64\n").unwrap();
+        assert_eq!(h["box"].max_sessions(), 64);
     }
 }

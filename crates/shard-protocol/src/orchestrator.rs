@@ -204,6 +204,10 @@ pub struct WorkspaceCreate {
     /// Mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// The `[hosts.NAME]` whose checkout `cwd` is in (absent: the daemon's machine).
+    /// Workspaces on hosts are not available yet: a create naming one is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// `workspace.attach`.

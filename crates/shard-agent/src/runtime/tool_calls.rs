@@ -17,6 +17,9 @@ use super::Runtime;
 use super::partial::CallRequest;
 use super::toolbox::Gate;
 
+/// The answer to a `subagent` call on a Runtime on another host (docs/hosts.md).
+const REMOTE_SUBAGENT: &str = "`subagent` is not available for agents on hosts yet: do the work yourself, or ask the user to run a delegating agent on the daemon's machine.";
+
 /// How long aborted tools get to wind down before their tasks are dropped.
 const ABORT_GRACE: Duration = Duration::from_secs(10);
 
@@ -70,11 +73,16 @@ impl Runtime {
     async fn prepare(&mut self, call: &CallRequest) -> Option<Arc<dyn Tool>> {
         let Some(tool) = self.tool(&call.name) else {
             let names = self.toolbox.tools.registry.names();
-            let msg = format!(
-                "There is no tool named `{}`. Available tools: {}.",
-                call.name,
-                names.join(", ")
-            );
+            // A Runtime on another host has no way back to the daemon's `subagent.*`.
+            let msg = if call.name == "subagent" && self.opts.forwarded.is_some() {
+                REMOTE_SUBAGENT.to_string()
+            } else {
+                format!(
+                    "There is no tool named `{}`. Available tools: {}.",
+                    call.name,
+                    names.join(", ")
+                )
+            };
             self.record_result(&call.id, ToolOutput::error(msg)).await;
             return None;
         };

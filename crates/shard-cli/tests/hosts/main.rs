@@ -4,9 +4,11 @@
 //! socket; plus the `command` launcher through a wrapper script (docs/hosts.md).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod pool;
 #[path = "../../../../tests/support/skip.rs"]
 mod skip;
 mod sshd;
+mod unavailable;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -46,8 +48,12 @@ impl World {
         World { dir, sshd: None }
     }
     fn with_sshd() -> Option<World> {
+        World::with_sshd_sessions(None)
+    }
+    /// With the server's `MaxSessions` set (`None`: sshd's default, 10).
+    fn with_sshd_sessions(max_sessions: Option<u32>) -> Option<World> {
         let mut w = World::new();
-        w.sshd = Some(Sshd::start(&w.dir.path().join("ssh"))?);
+        w.sshd = Some(Sshd::start(&w.dir.path().join("ssh"), max_sessions)?);
         Some(w)
     }
     fn home(&self) -> PathBuf {
@@ -87,6 +93,25 @@ impl World {
             s.ssh_options(),
             self.rhome().display()
         ));
+    }
+    /// `[hosts.box]` as a `command` host: a wrapper script that logs its arguments to
+    /// the returned file and runs them.
+    fn wrapper_host(&self) -> PathBuf {
+        let wrapper = self.dir.path().join("wrap.sh");
+        let log = self.dir.path().join("wrap.log");
+        std::fs::write(
+            &wrapper,
+            format!("#!/bin/sh\necho \"$@\" >> {}\nexec \"$@\"\n", log.display()),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        self.config(&format!(
+            "[hosts.box]\ncommand = [\"{}\"]\nshard = \"{SHARD}\"\nhome = \"{}\"\n",
+            wrapper.display(),
+            self.rhome().display()
+        ));
+        log
     }
     fn config(&self, text: &str) {
         std::fs::write(self.home().join("config.toml"), text).unwrap();
@@ -490,20 +515,7 @@ async fn agent_kill_leaves_nothing_running_on_the_host() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_command_launcher_runs_through_a_wrapper() {
     let w = World::new();
-    let wrapper = w.dir.path().join("wrap.sh");
-    let log = w.dir.path().join("wrap.log");
-    std::fs::write(
-        &wrapper,
-        format!("#!/bin/sh\necho \"$@\" >> {}\nexec \"$@\"\n", log.display()),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    w.config(&format!(
-        "[hosts.box]\ncommand = [\"{}\"]\nshard = \"{SHARD}\"\nhome = \"{}\"\n",
-        wrapper.display(),
-        w.rhome().display()
-    ));
+    let log = w.wrapper_host();
     let d = Daemon::start(&w.home());
     let c = d.client().await;
     let s = w.script("s.json", json!([{"steps":[{"text":"via the wrapper"}]}]));

@@ -27,12 +27,7 @@ pub struct InstallReport {
 }
 
 /// Copies `exe` to host `name` at its `shard` path and checks it answers.
-pub async fn install(
-    home: &Path,
-    name: &str,
-    cfg: &HostConfig,
-    exe: &Path,
-) -> Result<InstallReport, String> {
+pub async fn install(name: &str, cfg: &HostConfig, exe: &Path) -> Result<InstallReport, String> {
     cfg.check(name)?;
     let target = cfg.shard_program().to_string();
     if !target.starts_with('/') && !target.starts_with("~/") {
@@ -40,9 +35,9 @@ pub async fn install(
             "[hosts.{name}] shard is {target:?}, a name on the host's PATH: set it to the path to install to (e.g. shard = \"~/.local/bin/shard\") and run this again"
         ));
     }
-    let ctl = home.join("hosts").join(format!("{name}.sock"));
-    let ctl = ctl.exists().then_some(ctl);
-    let uname = host_sh(cfg, ctl.as_deref(), "uname -sm", None)?;
+    // A connection of its own: the daemon's shared ones may be full (sshd MaxSessions).
+    let ctl: Option<&Path> = None;
+    let uname = host_sh(cfg, ctl, "uname -sm", None)?;
     let platform = run(uname, None).await?.trim().to_string();
     let (os, arch) = local_platform();
     let fits = {
@@ -60,9 +55,9 @@ pub async fn install(
         .await
         .map_err(|e| format!("cannot read {}: {e}", exe.display()))?;
     let script = r#"t="$1"; d=$(dirname -- "$t") && mkdir -p -- "$d" && cat > "$t.part.$$" && chmod 755 "$t.part.$$" && mv -f -- "$t.part.$$" "$t""#;
-    let copy = host_sh(cfg, ctl.as_deref(), script, Some(&target))?;
+    let copy = host_sh(cfg, ctl, script, Some(&target))?;
     run(copy, Some(&bytes)).await?;
-    super::link::check_version(name, cfg, ctl.as_deref()).await?;
+    super::master::check_version(name, cfg, ctl).await?;
     Ok(InstallReport {
         platform,
         path: target,
@@ -103,7 +98,7 @@ fn host_sh(
                 line.push(' ');
                 line.push_str(&quote::program(a));
             }
-            Ok(super::link::ssh_command(ctl, dest, options, line))
+            Ok(super::master::ssh_command(ctl, dest, options, line))
         }
         Some(HostKind::Command(prefix)) => {
             let (program, rest) = prefix.split_first().ok_or("the host command is empty")?;
@@ -147,6 +142,6 @@ async fn run(mut cmd: tokio::process::Command, input: Option<&[u8]>) -> Result<S
     }
     Err(format!(
         "the host's command failed: {}",
-        super::link::last_line(&out.stderr)
+        super::master::last_line(&out.stderr)
     ))
 }

@@ -154,6 +154,11 @@ pub(super) async fn create(
     c: WorkspaceCreate,
 ) -> Result<Reply, ProtocolError> {
     check_version(c.version)?;
+    if let Some(host) = &c.host {
+        return Err(invalid(format!(
+            "workspaces are not available for agents on hosts yet: make a worktree on host {host} with git there and `shard new --host {host} --cwd` it"
+        )));
+    }
     if let Some(l) = &c.label
         && (l.len() > 200 || l.chars().any(char::is_control))
     {

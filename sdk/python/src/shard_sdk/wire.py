@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "268673a74e3d1521a85e9488561f00fe1154be2e16ab695ead239d4576044ae5"
+SCHEMA_SHA256 = "bd139976195bcacfd3e53ae55e0c2ec5fa86da67db0c6616e86c894b5880c0df"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -671,6 +671,11 @@ class WorkspaceCreate(WireObject):
     def mode(self) -> str | None:
         """Mode."""
         return self._d.get("mode")
+
+    @property
+    def host(self) -> str | None:
+        """The `[hosts.NAME]` whose checkout `cwd` is in (absent: the daemon's machine). Workspaces on hosts are not available yet: a create naming one is refused."""
+        return self._d.get("host")
 
 
 class WorkspaceAttach(WireObject):
@@ -3870,7 +3875,7 @@ COMMAND_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "agent.archive": (("agent_id",), ("agent_id",)),
     "agent.status": ((), ("agent_id",)),
     "daemon.shutdown": ((), ("force",)),
-    "workspace.create": (("cwd",), ("version", "cwd", "label", "branch", "base_ref", "integration_target", "title", "name", "model", "provider", "mode")),
+    "workspace.create": (("cwd",), ("version", "cwd", "label", "branch", "base_ref", "integration_target", "title", "name", "model", "provider", "mode", "host")),
     "workspace.attach": (("workspace_id",), ("version", "workspace_id", "title", "name", "model", "provider", "mode")),
     "workspace.list": ((), ("version", "cwd", "include_retired")),
     "workspace.status": (("workspace_id",), ("version", "workspace_id")),
