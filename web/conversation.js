@@ -48,7 +48,7 @@ export class Conversation {
     /** Bumped by `reset`, so a history page asked for an older window is dropped. */
     this.gen = 0;
     this.loadingOlder = false;
-    /** @type {((before: string) => Promise<{messages: Message[], truncated_before?: string | null, interrupted_after?: string[] | null}>) | null} */
+    /** @type {((before: string) => Promise<{messages: Message[], truncated_before?: string | null, interrupted_after?: string[] | null, permission_answers?: any[] | null}>) | null} */
     this.fetchOlder = null;
     /** The scroll offset at the last scroll event. */
     this.lastTop = 0;
