@@ -572,6 +572,8 @@ export type Event = (Hello & {
   type: "workspace_conflict";
 } | AgentSpawned & {
   type: "agent_spawned";
+} | AgentArchived & {
+  type: "agent_archived";
 } | AgentExited & {
   type: "agent_exited";
 } | AgentStatusChanged & {
@@ -1326,6 +1328,12 @@ export type AgentSpawned = {
   info: AgentInfo;
 };
 
+/** `agent_archived`: another client archived the agent, so every list drops it (the session is kept; `agent.list` with archived agents still shows it). */
+export type AgentArchived = {
+  /** The agent (payload). */
+  agent_id: string;
+};
+
 /** `agent_exited`. */
 export type AgentExited = {
   /** The agent (payload). */
@@ -1902,3 +1910,14 @@ export type CancelledRun = {
   /** State after cancellation. */
   state: RunState;
 };
+
+/** The data of a successful `runtime.auth`. */
+export type RuntimeAuthData = {
+  /** `"runtime"`. */
+  principal: AuthPrincipal;
+  /** The agent the connection now acts for. */
+  agent_id: string;
+};
+
+/** Who a connection is after `runtime.auth`: always `"runtime"`. */
+export type AuthPrincipal = ("runtime");

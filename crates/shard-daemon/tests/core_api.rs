@@ -12,6 +12,7 @@ use serde_json::json;
 use shard_client::Client;
 use shard_daemon::{ExitInfo, Topic};
 use shard_protocol::command::{AgentCreate, AttachRole, Command, SessionListQuery, kind};
+use shard_protocol::orchestrator::{AuthPrincipal, RuntimeAuthKind};
 use shard_protocol::types::RuntimeState;
 use shard_protocol::{ErrorCode, Event};
 
@@ -127,10 +128,9 @@ async fn a_runtime_claim_needs_the_runtimes_token() {
     runtime.send(format!("{auth}\n").as_bytes()).await;
     let r = runtime.response().await;
     assert!(r.success, "{r:?}");
-    assert_eq!(
-        r.data,
-        Some(json!({"principal": "runtime", "agent_id": id}))
-    );
+    let who = data_of::<RuntimeAuthKind>(r);
+    assert_eq!(who.principal, AuthPrincipal::Runtime);
+    assert_eq!(who.agent_id, id);
     runtime
         .send(b"{\"type\":\"agent.list\",\"id\":\"l1\"}\n")
         .await;

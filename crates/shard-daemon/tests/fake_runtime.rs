@@ -544,3 +544,61 @@ async fn activity_overview_is_sanitized_and_reaches_unattached_connections() {
         "{seen:?}"
     );
 }
+
+#[tokio::test]
+async fn archiving_tells_every_client_once_and_stops_the_runtime() {
+    let mut s = start(|_| {}).await;
+    let c1 = Arc::new(Client::connect_daemon(&s.home).await.unwrap());
+    let watcher = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, mut rt) = create(&mut s, &c1, None).await;
+    let c = Arc::clone(&c1);
+    let agent = id.clone();
+    let archive = tokio::spawn(async move {
+        c.call(serde_json::from_value(json!({"type":"agent.archive","agent_id":agent})).unwrap())
+            .await
+    });
+    // The Runtime is stopped: its input ends (an idle agent needs no abort).
+    while tokio::time::timeout(T, rt.commands.next())
+        .await
+        .unwrap()
+        .is_some()
+    {}
+    rt.exit.take().unwrap().send(ExitInfo::default()).unwrap();
+    tokio::time::timeout(T, archive)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    // A client that only watches hears of it, so its list drops the agent without a reload.
+    loop {
+        match tokio::time::timeout(T, watcher.next_event()).await.unwrap() {
+            Some(shard_protocol::IncomingEvent::Known(Event::AgentArchived(e))) => {
+                assert_eq!(e.agent_id, id);
+                break;
+            }
+            Some(_) => {}
+            None => panic!("stream ended"),
+        }
+    }
+    // Archiving again is answered but announced only once.
+    c1.call(serde_json::from_value(json!({"type":"agent.archive","agent_id":id})).unwrap())
+        .await
+        .unwrap();
+    let agents = watcher.list().await.unwrap();
+    assert!(
+        agents
+            .iter()
+            .all(|a| a.agent_id != id || a.archived == Some(true))
+    );
+    while let Ok(Some(ev)) =
+        tokio::time::timeout(Duration::from_millis(300), watcher.next_event()).await
+    {
+        assert!(
+            !matches!(
+                ev,
+                shard_protocol::IncomingEvent::Known(Event::AgentArchived(_))
+            ),
+            "a second agent_archived"
+        );
+    }
+}

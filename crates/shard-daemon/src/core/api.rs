@@ -267,8 +267,16 @@ impl Shared {
         let mut guard = self.lock();
         let st = &mut *guard;
         let entry = st.agents.get_mut(agent_id).ok_or_else(not_found)?;
+        let newly = !entry.manifest.archived;
         entry.manifest.archived = true;
         let manifest = entry.manifest.clone();
+        if newly {
+            st.broadcast(&crate::wire::frame(&shard_protocol::Event::AgentArchived(
+                shard_protocol::orchestrator::AgentArchived {
+                    agent_id: agent_id.to_string(),
+                },
+            )));
+        }
         Ok((
             manifest,
             supervisor::kill_runtime(self, st, agent_id, false),

@@ -160,8 +160,12 @@ impl Wire {
     }
     /// Proves to be `agent_id`'s Runtime with its token (`runtime.auth`).
     pub async fn runtime_auth(&mut self, agent_id: &str, token: &str) -> Response {
-        self.call_json(json!({"type":"runtime.auth","agent_id":agent_id,"token":token}))
-            .await
+        let auth = shard_protocol::orchestrator::RuntimeAuth {
+            id: None,
+            agent_id: agent_id.to_string(),
+            token: token.to_string(),
+        };
+        self.call_json(serde_json::to_value(auth).unwrap()).await
     }
 }
 

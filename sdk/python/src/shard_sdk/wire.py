@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "4c7b749a5631c284216d7aadf509a82977d49df68ec95544de1ee8cb402d5cf4"
+SCHEMA_SHA256 = "9de5570302f70de67919e3bcdff1684c062de1546777cd5b87e925f1523fbaf4"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -111,6 +111,9 @@ RunActor = Literal["parent", "client"]
 
 SteerOutcome = Literal["injected", "conflict"]
 """Outcome of a strict steer."""
+
+AuthPrincipal = Literal["runtime"]
+"""Who a connection is after `runtime.auth`: always `"runtime"`."""
 
 
 class Image(WireObject):
@@ -2574,6 +2577,17 @@ class AgentSpawned(Event):
         return _obj(AgentInfo, self._d.get("info"))
 
 
+class AgentArchived(Event):
+    """`agent_archived`: another client archived the agent, so every list drops it (the session is kept; `agent.list` with archived agents still shows it)."""
+
+    __slots__ = ()
+
+    @property
+    def agent_id(self) -> str:
+        """The agent (payload)."""
+        return self._d.get("agent_id")
+
+
 class AgentExited(Event):
     """`agent_exited`."""
 
@@ -3758,6 +3772,22 @@ class CancelledRun(WireObject):
         return self._d.get("state")
 
 
+class RuntimeAuthData(WireObject):
+    """The data of a successful `runtime.auth`."""
+
+    __slots__ = ()
+
+    @property
+    def principal(self) -> AuthPrincipal:
+        """`"runtime"`."""
+        return self._d.get("principal")
+
+    @property
+    def agent_id(self) -> str:
+        """The agent the connection now acts for."""
+        return self._d.get("agent_id")
+
+
 ContentBlock = Union[ContentBlockText, ContentBlockToolCall, ContentBlockToolResult, ContentBlockThinking, ContentBlockImage]
 """A block of message content."""
 
@@ -3846,6 +3876,7 @@ EVENT_CLASSES: dict[str, type[Event]] = {
     "workspace_retired": WorkspaceEvent,
     "workspace_conflict": WorkspaceConflict,
     "agent_spawned": AgentSpawned,
+    "agent_archived": AgentArchived,
     "agent_exited": AgentExited,
     "agent_status_changed": AgentStatusChanged,
     "agent_activity": AgentActivity,
