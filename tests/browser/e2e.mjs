@@ -641,13 +641,14 @@ test("a saved conversation is drawn exactly as it was live: diffs, code, exit co
   await openAgent(other.page, "saved");
   await prompt(pg).fill("do the four things");
   await prompt(pg).press("Enter");
-  for (const [tool, answer, who] of [["edit", "Allow once", other.page], ["bash", "Allow once", pg], ["bash", "Deny", pg]]) {
-    const dlg = who.getByRole("dialog", { name: "Permission for " + tool });
+  const answered = [["edit", "Allow once", other.page], ["bash", "Allow once", pg], ["bash", "Deny", pg]];
+  for (const [i, [tool, answer, who]] of answered.entries()) {
+    const dlg = /** @type {import("playwright-core").Page} */ (who).getByRole("dialog", { name: "Permission for " + tool });
     await dlg.waitFor();
     await dlg.getByRole("button", { name: answer, exact: true }).click();
-    await dlg.waitFor({ state: "detached" });
-    // Answered elsewhere, it goes from this page too (the next request names another tool).
-    if (who !== pg) await pg.getByRole("dialog", { name: "Permission for " + tool }).waitFor({ state: "detached" });
+    // Each answer is said in both pages before the next request is looked for (two
+    // requests in a row may name the same tool).
+    for (const p of [pg, other.page]) await p.locator(".pane.active .log p.note.resolution").nth(i).waitFor();
   }
   const log = pg.locator(".pane.active .log");
   await log.getByText("Done:").waitFor();
