@@ -9,6 +9,7 @@ import { h, clear } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { renderDescriptor, renderResultContent, renderImage, exitLine } from "./render.js";
 import { subagentCards, reportCard, renderCard, reportNotice } from "./cards.js";
+import { recordedAnswer } from "./dialogs.js";
 
 /** @typedef {import("./protocol").Message} Message */
 /** @typedef {import("./protocol").ContentBlock} ContentBlock */
@@ -47,7 +48,7 @@ export class Conversation {
     /** Bumped by `reset`, so a history page asked for an older window is dropped. */
     this.gen = 0;
     this.loadingOlder = false;
-    /** @type {((before: string) => Promise<{messages: Message[], truncated_before?: string | null, interrupted_after?: string[] | null}>) | null} */
+    /** @type {((before: string) => Promise<{messages: Message[], truncated_before?: string | null, interrupted_after?: string[] | null, permission_answers?: any[] | null}>) | null} */
     this.fetchOlder = null;
     /** The scroll offset at the last scroll event. */
     this.lastTop = 0;
@@ -74,7 +75,7 @@ export class Conversation {
     try {
       const page = await this.fetchOlder(before);
       if (gen !== this.gen) return;
-      this.prepend(page.messages ?? [], page.interrupted_after ?? []);
+      this.prepend(page.messages ?? [], page.interrupted_after ?? [], page.permission_answers ?? []);
       this.truncatedBefore = page.truncated_before ?? null;
     } catch (e) {
       if (gen === this.gen) {
@@ -96,8 +97,9 @@ export class Conversation {
    * Older messages (oldest first) above everything shown, in chunks of their own.
    * @param {Message[]} messages
    * @param {string[]} [interruptedAfter] ids of messages an aborted turn stopped after
+   * @param {any[]} [answers] the page's recorded permission answers
    */
-  prepend(messages, interruptedAfter = []) {
+  prepend(messages, interruptedAfter = [], answers = []) {
     const fresh = messages.filter((m) => m.id && !this.messages.has(m.id));
     if (!fresh.length) return;
     const height = this.el.scrollHeight;
@@ -112,6 +114,7 @@ export class Conversation {
       const v = this.build(m);
       this.messages.set(m.id, v);
       chunk.appendChild(v.el);
+      for (const n of answerNotes(m, answers)) chunk.appendChild(n);
       if (interruptedAfter.includes(m.id)) chunk.appendChild(interruptedNote());
     }
     if (!this.tail && chunk) {
@@ -150,8 +153,9 @@ export class Conversation {
    * @param {number | undefined | null} compactionIndex
    * @param {string | undefined | null} [truncatedBefore]
    * @param {string[] | undefined | null} [interruptedAfter] ids of messages an aborted turn stopped after
+   * @param {any[] | undefined | null} [answers] the window's recorded permission answers
    */
-  reset(messages, compactionIndex, truncatedBefore, interruptedAfter) {
+  reset(messages, compactionIndex, truncatedBefore, interruptedAfter, answers) {
     clear(this.el);
     this.gen++;
     this.loadingOlder = false;
@@ -168,6 +172,7 @@ export class Conversation {
       const v = this.build(m);
       this.messages.set(m.id || "local-" + this.messages.size, v);
       this.add(v.el);
+      for (const n of answerNotes(m, answers ?? [])) this.add(n);
       if (interruptedAfter?.includes(m.id)) this.add(interruptedNote());
     }
     this.follow = true;
@@ -459,6 +464,18 @@ function setArgs(t, args) {
 }
 
 /** The mark an aborted turn leaves, live and after a reload alike. */
+/**
+ * Who answered the permission requests of `m`'s tool calls, as the session recorded it:
+ * the notes a live page added right after the message, in the same words.
+ * @param {Message} m
+ * @param {any[]} answers
+ */
+function answerNotes(m, answers) {
+  if (!answers.length) return [];
+  const calls = new Set(m.content.filter((c) => c.type === "tool_call").map((c) => /** @type {any} */ (c).id));
+  return answers.filter((a) => calls.has(a.tool_call_id)).map((a) => h("p", { class: "note resolution" }, recordedAnswer(a)));
+}
+
 function interruptedNote() {
   return h("p", { class: "note interrupted", role: "status" }, "interrupted");
 }

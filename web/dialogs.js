@@ -98,6 +98,7 @@ export class Requests {
    */
   answer(id, p, answer, label) {
     p.answeredHere = label;
+    rememberAnswered(id);
     setDisabled(p.el, true);
     p.el.classList.add("answering");
     // An answer that never arrived (refused, or the socket dropped) gives the dialog back:
@@ -214,6 +215,43 @@ export class Requests {
  * (`client-N`) or the headless path; it overwrites whatever a client claims.
  * @param {string | null | undefined} source
  */
+/**
+ * What a reloaded conversation says about a permission request the session recorded as
+ * answered (`live_window.permission_answers`, a history page's `permission_answers`): the
+ * words `resolved` said live in another page.
+ * @param {{request_id: string, tool_name: string, label?: string | null, choice_id?: string, decision?: string, source?: string | null}} a
+ */
+export function recordedAnswer(a) {
+  const answer = a.label ?? (a.decision ? LEGACY[a.decision]?.label ?? a.decision : a.choice_id ?? "");
+  const where = answeredHere().includes(a.request_id) ? "here" : whereFrom(a.source);
+  return `Permission for ${a.tool_name}: ${answer ? "“" + answer + "”, " : ""}answered ${where}.`;
+}
+
+/** Where this browser keeps the ids of the requests it answered, so a reload says "here". */
+const ANSWERED_KEY = "shard.answered";
+/** How many answered ids are kept: the newest, enough for any window shown. */
+const ANSWERED_KEPT = 500;
+
+/** @returns {string[]} */
+function answeredHere() {
+  try {
+    const v = JSON.parse(localStorage.getItem(ANSWERED_KEY) ?? "[]");
+    return Array.isArray(v) ? v.filter((x) => typeof x === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+/** @param {string} id */
+function rememberAnswered(id) {
+  try {
+    localStorage.setItem(ANSWERED_KEY, JSON.stringify([...answeredHere(), id].slice(-ANSWERED_KEPT)));
+  } catch {
+    // Storage refused (private mode, full): a reload then names this browser by its id.
+  }
+}
+
+/** @param {string | null | undefined} source */
 function whereFrom(source) {
   if (!source) return "elsewhere";
   // The daemon names the answering connection and, in parentheses, what it is.

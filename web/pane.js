@@ -244,7 +244,7 @@ export class Pane {
         this.setStatus(ev.status);
         this.caps = Array.isArray(ev.capabilities) ? ev.capabilities : [];
         this.mode = ev.mode;
-        this.conv.reset(ev.live_window?.messages ?? [], ev.live_window?.compaction_index, ev.live_window?.truncated_before, ev.live_window?.interrupted_after);
+        this.conv.reset(ev.live_window?.messages ?? [], ev.live_window?.compaction_index, ev.live_window?.truncated_before, ev.live_window?.interrupted_after, ev.live_window?.permission_answers);
         this.requests.live = true;
         this.requests.syncPending(ev.pending_requests ?? []);
         this.setLive(true);

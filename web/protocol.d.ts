@@ -613,6 +613,8 @@ export type LiveWindow = {
   truncated_before?: (string | null);
   /** Additive: ids of the messages after which an aborted turn stopped, so a reloaded conversation says "interrupted" where the live one did. */
   interrupted_after?: (string[] | null);
+  /** Additive: the answers to this window's permission requests, oldest first, so a reloaded conversation says who answered each (docs/protocol.md, "Recorded permission answers"). */
+  permission_answers?: (PermissionAnswered[] | null);
 };
 
 /** One message of the conversation; `id` equals its session entry id (§16 item 4). */
@@ -794,6 +796,26 @@ export type PathListEntry = {
   /** A hint, e.g. the matched line. */
   hint?: (string | null);
 };
+
+/** Additive: a permission request's answer as the session recorded it, so a conversation opened again (a `sync`, a history page) says who answered each request, as clients said it live from `permission_resolved` (docs/protocol.md, "Recorded permission answers"). */
+export type PermissionAnswered = {
+  /** The request answered. */
+  request_id: string;
+  /** The tool call the request was for. */
+  tool_call_id?: (string | null);
+  /** The tool asked about. */
+  tool_name: string;
+  /** The chosen choice's label, when the answer was one of the request's choices. */
+  label?: (string | null);
+  /** Who answered, as `permission_resolved.source` said it. */
+  source?: (string | null);
+} & ({
+  /** The choice picked. */
+  choice_id: string;
+} | {
+  /** The decision. */
+  decision: PermissionDecision;
+});
 
 /** A pending request re-shown in `sync`. */
 export type PendingRequest = (PermissionRequest & {

@@ -623,8 +623,11 @@ test("the render modules draw a tree, an MCP text and images, and never paint an
   await ctx.close();
 });
 
-test("a saved conversation is drawn exactly as it was live: diffs, code, exit codes, refusals, no empty gaps", async () => {
+test("a saved conversation is drawn exactly as it was live: diffs, code, exit codes, refusals, who answered, no empty gaps", async () => {
   const { page: pg, ctx } = await page({ width: 1280, height: 900 });
+  // Another browser answers the first request: both pages must say who answered, live and
+  // after a reload, in the same words and the same place.
+  const other = await page();
   writeFileSync(join(d.work, "saved.rs"), "fn main() {\n    println!(\"hi\");\n}\n");
   const script = d.script("saved", [
     toolTurn("s1", "edit", { path: "saved.rs", old_string: "hi", new_string: "hello" }),
@@ -635,13 +638,17 @@ test("a saved conversation is drawn exactly as it was live: diffs, code, exit co
   ]);
   await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "saved" });
   await openAgent(pg, "saved");
+  await openAgent(other.page, "saved");
   await prompt(pg).fill("do the four things");
   await prompt(pg).press("Enter");
-  for (const [tool, answer] of [["edit", "Allow once"], ["bash", "Allow once"], ["bash", "Deny"]]) {
-    const dlg = pg.getByRole("dialog", { name: "Permission for " + tool });
+  const answered = [["edit", "Allow once", other.page], ["bash", "Allow once", pg], ["bash", "Deny", pg]];
+  for (const [i, [tool, answer, who]] of answered.entries()) {
+    const dlg = /** @type {import("playwright-core").Page} */ (who).getByRole("dialog", { name: "Permission for " + tool });
     await dlg.waitFor();
     await dlg.getByRole("button", { name: answer, exact: true }).click();
-    await dlg.waitFor({ state: "detached" });
+    // Each answer is said in both pages before the next request is looked for (two
+    // requests in a row may name the same tool).
+    for (const p of [pg, other.page]) await p.locator(".pane.active .log p.note.resolution").nth(i).waitFor();
   }
   const log = pg.locator(".pane.active .log");
   await log.getByText("Done:").waitFor();
@@ -650,6 +657,15 @@ test("a saved conversation is drawn exactly as it was live: diffs, code, exit co
    * usage, who answered) are not messages. */
   const drawn = () =>
     log.evaluate((el) => [...el.querySelectorAll("article:not(.empty)")].map((a) => a.outerHTML.replace(/ data-id="[^"]*"/g, "")));
+  /** Each message's place, and after it who answered its requests, in order. */
+  const answers = (/** @type {import("playwright-core").Page} */ p) =>
+    p.locator(".pane.active .log").evaluate((el) => [...el.querySelectorAll("article:not(.empty), p.note.resolution")].map((n) => (n.tagName === "ARTICLE" ? "message" : n.textContent)));
+  await other.page.locator(".pane.active .log").getByText("Done:").waitFor();
+  const liveAnswers = await answers(pg);
+  const otherAnswers = await answers(other.page);
+  assert.equal(liveAnswers.filter((x) => /^Permission for edit: “Allow once”, answered in another browser \(brw-[^)]+\)\.$/.test(x)).length, 1, "the other browser is named: " + liveAnswers);
+  assert.equal(liveAnswers.filter((x) => x.endsWith("answered here.")).length, 2, "this page's answers: " + liveAnswers);
+  assert.equal(otherAnswers.filter((x) => x === "Permission for edit: “Allow once”, answered here.").length, 1, "the other page answered the edit: " + otherAnswers);
   const live = await drawn();
   await pg.screenshot({ path: join(artifacts, "saved-live.png") });
   assert.ok(live.some((x) => x.includes("line-add")), "a diff was drawn");
@@ -666,6 +682,13 @@ test("a saved conversation is drawn exactly as it was live: diffs, code, exit co
   await pg.screenshot({ path: join(artifacts, "saved-reloaded.png") });
   assert.equal(saved.length, live.length, "as many messages");
   for (let i = 0; i < live.length; i++) assert.equal(saved[i], live[i], `message ${i} is drawn the same`);
+  assert.deepEqual(await answers(pg), liveAnswers, "who answered, in the same words and places");
+  await other.page.reload();
+  await other.page.getByText("connected", { exact: true }).waitFor();
+  await openAgent(other.page, "saved");
+  await other.page.locator(".pane.active .log").getByText("Done:").waitFor();
+  assert.deepEqual(await answers(other.page), otherAnswers, "the other page too");
+  await other.ctx.close();
   await ctx.close();
 });
 

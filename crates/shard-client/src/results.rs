@@ -203,6 +203,11 @@ pub fn answered_elsewhere(
         }
         _ => return String::new(),
     };
+    answered_line(&title, &answer, source)
+}
+
+/// `TITLE: “ANSWER”, answered by WHO`, the one wording of who answered a request.
+fn answered_line(title: &str, answer: &str, source: Option<&str>) -> String {
     let who = match source {
         Some(_) => answered_by(source),
         None => "another client".into(),
@@ -212,6 +217,26 @@ pub fn answered_elsewhere(
     } else {
         format!("{title}: “{answer}”, answered by {who}")
     }
+}
+
+/// What a reloaded conversation says about a permission request the session recorded as
+/// answered: the words [`answered_elsewhere`] used live, e.g. `permission for write:
+/// “Allow once”, answered by browser brw-9`.
+pub fn recorded_answer(a: &shard_protocol::PermissionAnswered) -> String {
+    use shard_protocol::PermissionAnswer;
+    let answer = match (&a.label, &a.answer) {
+        (Some(label), _) => label.clone(),
+        (None, PermissionAnswer::Choice { choice_id }) => choice_id.clone(),
+        (None, PermissionAnswer::Decision { decision }) => serde_json::to_value(decision)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+    };
+    answered_line(
+        &format!("permission for {}", a.tool_name),
+        &answer,
+        a.source.as_deref(),
+    )
 }
 
 /// A path list as `ls -p` prints it: one entry a line, directories ending in `/`, a hint
@@ -427,6 +452,26 @@ mod tests {
         assert_eq!(
             answered_elsewhere(&pending, &picked),
             "Colour?: “red”, answered by another client"
+        );
+    }
+
+    #[test]
+    fn a_recorded_answer_says_what_the_live_note_said() {
+        let a: shard_protocol::PermissionAnswered = serde_json::from_value(json!({
+            "request_id": "p1", "tool_call_id": "c1", "tool_name": "write",
+            "choice_id": "allow", "label": "Allow once", "source": "client-5 (browser brw-9)"}))
+        .unwrap();
+        assert_eq!(
+            recorded_answer(&a),
+            "permission for write: “Allow once”, answered by browser brw-9"
+        );
+        let denied: shard_protocol::PermissionAnswered = serde_json::from_value(json!({
+            "request_id": "p1", "tool_name": "write", "decision": "deny",
+            "source": "client-4 (a terminal)"}))
+        .unwrap();
+        assert_eq!(
+            recorded_answer(&denied),
+            "permission for write: “deny”, answered by a terminal"
         );
     }
 

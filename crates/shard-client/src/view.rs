@@ -232,6 +232,13 @@ pub struct AgentView {
     /// Messages after which an aborted turn stopped: clients say "interrupted" there
     /// (from `sync` and history pages, and live from `turn_end.interrupted`).
     pub interrupted: std::collections::HashSet<String>,
+    /// Who answered each permission request of the messages held, by tool call id, as
+    /// the session recorded it (from `sync` and history pages): a reloaded conversation
+    /// says it where the live one did.
+    pub permission_answers: HashMap<String, shard_protocol::PermissionAnswered>,
+    /// Requests this view saw resolved live: their note was already said, so the
+    /// recorded answer is not said again.
+    pub resolved_live: std::collections::HashSet<String>,
     /// Position of each complete message by id: deltas check it per event, so it must
     /// not cost a scan of a long live window.
     index: HashMap<String, usize>,
@@ -297,6 +304,28 @@ impl AgentView {
         self.interrupted.extend(ids.into_iter().flatten().cloned());
     }
 
+    /// Keeps the recorded answers of a `sync` window or a history page.
+    pub fn note_answers(&mut self, answers: Option<&Vec<shard_protocol::PermissionAnswered>>) {
+        for a in answers.into_iter().flatten() {
+            let key = a
+                .tool_call_id
+                .clone()
+                .unwrap_or_else(|| a.request_id.clone());
+            self.permission_answers.insert(key, a.clone());
+        }
+    }
+
+    /// The recorded answer to say after the call `tool_call_id`, unless this view already
+    /// said it live.
+    pub fn recorded_answer(
+        &self,
+        tool_call_id: &str,
+    ) -> Option<&shard_protocol::PermissionAnswered> {
+        self.permission_answers
+            .get(tool_call_id)
+            .filter(|a| !self.resolved_live.contains(&a.request_id))
+    }
+
     /// Applies one event; returns what it changed.
     pub fn apply(&mut self, ev: &Event) -> Vec<Change> {
         let mut changes = Vec::new();
@@ -318,6 +347,8 @@ impl AgentView {
                     self.complete(m);
                 }
                 self.truncated_before = s.live_window.truncated_before.clone();
+                self.permission_answers.clear();
+                self.note_answers(s.live_window.permission_answers.as_ref());
                 self.interrupted = s
                     .live_window
                     .interrupted_after
@@ -456,6 +487,7 @@ impl AgentView {
                 changes.push(Change::RequestAdded(u.request_id.clone()));
             }
             Event::PermissionResolved(r) => {
+                self.resolved_live.insert(r.request_id.clone());
                 self.resolve(&r.request_id, r.source.clone(), &mut changes)
             }
             Event::UiResolved(r) => self.resolve(&r.request_id, None, &mut changes),

@@ -246,3 +246,38 @@ fn a_restated_request_or_message_is_not_duplicated() {
     assert_eq!(v.messages.len(), 4);
     assert_eq!(v.pending.len(), 1);
 }
+
+/// A conversation opened again says who answered each permission request, from the
+/// session's record; a client that said it live does not say it twice.
+#[test]
+fn a_recorded_answer_is_said_after_a_reload_and_not_twice_live() {
+    let a1 = assistant(
+        "ent-a1",
+        "Let me check.",
+        Some(("c1", "bash", json!({"command": "ls"}))),
+    );
+    let u1 = result_msg("ent-u1", "c1", "a.txt\n");
+    let sync = ev(json!({"type": "sync", "status": "idle", "mode": "build",
+        "live_window": {"messages": [a1, u1], "permission_answers": [
+            {"request_id": "perm-1", "tool_call_id": "c1", "tool_name": "bash",
+             "choice_id": "allow", "label": "Allow once", "source": "client-3 (browser brw-7)"}]},
+        "pending_requests": []}));
+    let mut fresh = AgentView::new();
+    fresh.apply(&sync);
+    let said = fresh
+        .recorded_answer("c1")
+        .map(shard_client::results::recorded_answer);
+    assert_eq!(
+        said.as_deref(),
+        Some("permission for bash: “Allow once”, answered by browser brw-7")
+    );
+    assert!(fresh.recorded_answer("c2").is_none());
+
+    let mut live = AgentView::new();
+    live.apply(&ev(
+        json!({"type": "permission_resolved", "request_id": "perm-1",
+        "choice_id": "allow", "source": "client-3 (browser brw-7)"}),
+    ));
+    live.apply(&sync);
+    assert!(live.recorded_answer("c1").is_none(), "said live already");
+}

@@ -288,6 +288,10 @@ pub struct LiveWindow {
     /// conversation says "interrupted" where the live one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_after: Option<Vec<String>>,
+    /// Additive: the answers to this window's permission requests, oldest first, so a
+    /// reloaded conversation says who answered each (docs/protocol.md, "Recorded permission answers").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_answers: Option<Vec<crate::permission::PermissionAnswered>>,
 }
 
 /// A pending request re-shown in `sync`.

@@ -29,7 +29,7 @@ pub use command::{ClientMessage, Command};
 pub use decode::{DecodeError, IncomingEvent, decode_command, decode_event, decode_event_lenient};
 pub use error::{ErrorBody, ErrorCode, ProviderErrorKind};
 pub use event::Event;
-pub use permission::PermissionAnswer;
+pub use permission::{PermissionAnswer, PermissionAnswered};
 pub use table::CommandSpec;
 
 /// The protocol version this build speaks.

@@ -181,6 +181,10 @@ pub struct SessionHistoryData {
     /// Additive: ids of this page's messages after which an aborted turn stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_after: Option<Vec<String>>,
+    /// Additive: the answers to this page's permission requests, oldest first
+    /// (docs/protocol.md, "Recorded permission answers").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_answers: Option<Vec<crate::permission::PermissionAnswered>>,
 }
 
 /// `session.activate`.

@@ -91,6 +91,9 @@ pub enum EntryKind {
     Compaction(CompactionEntry),
     /// A marker rooting a chain: the first entry of a fork names where it came from.
     Checkpoint(CheckpointEntry),
+    /// A permission request was answered: the answer and who gave it, written before the
+    /// call runs so a reloaded conversation says who answered, as it was said live.
+    PermissionAnswer(shard_protocol::PermissionAnswered),
 }
 
 /// Payload of a `checkpoint` entry (docs/protocol.md §9.2 `fork`: the fork-marker row).
@@ -120,6 +123,7 @@ impl EntryKind {
             EntryKind::ReasoningLevelChange { .. } => "reasoning_level_change",
             EntryKind::Compaction(_) => "compaction",
             EntryKind::Checkpoint(_) => "checkpoint",
+            EntryKind::PermissionAnswer(_) => "permission_answer",
         }
     }
 
@@ -161,8 +165,9 @@ pub(crate) const STATE_KINDS: [&str; 4] = [
 ];
 
 /// Every kind this version understands.
-pub(crate) const KNOWN_KINDS: [&str; 6] = [
+pub(crate) const KNOWN_KINDS: [&str; 7] = [
     "message",
+    "permission_answer",
     "checkpoint",
     "mode_change",
     "model_change",

@@ -18,6 +18,8 @@ struct Page {
     truncated_before: Option<String>,
     /// Messages an aborted turn stopped after.
     interrupted: Option<Vec<String>>,
+    /// Answers to the permission requests of this page's tool calls, oldest first.
+    answers: Option<Vec<shard_protocol::PermissionAnswered>>,
     /// Whether the walk met the anchor (always true without one).
     anchored: bool,
     /// The last compaction's entry id, when the walk reached it.
@@ -63,6 +65,7 @@ impl SessionReader {
             compaction_index: self.compaction_index,
             truncated_before: page.truncated_before,
             interrupted_after: page.interrupted,
+            permission_answers: page.answers,
         })
     }
 
@@ -85,6 +88,7 @@ impl SessionReader {
                     messages: Vec::new(),
                     truncated_before: None,
                     interrupted_after: None,
+                    permission_answers: None,
                 });
             }
             return Err(SessionError::NotFound(format!(
@@ -95,6 +99,7 @@ impl SessionReader {
             messages: page.messages,
             truncated_before: page.truncated_before,
             interrupted_after: page.interrupted,
+            permission_answers: page.answers,
         })
     }
 
@@ -133,10 +138,22 @@ impl SessionReader {
             .into_iter()
             .filter(|id| messages.iter().any(|m| &m.id == id))
             .collect();
+        // An answer belongs to the page that holds its call (or its result).
+        let mut answers: Vec<_> = found
+            .answers
+            .into_iter()
+            .filter(|a| {
+                a.tool_call_id
+                    .as_deref()
+                    .is_none_or(|id| messages.iter().any(|m| mentions_call(m, id)))
+            })
+            .collect();
+        answers.reverse();
         Ok(Page {
             messages,
             truncated_before,
             interrupted: (!interrupted.is_empty()).then_some(interrupted),
+            answers: (!answers.is_empty()).then_some(answers),
             anchored: found.anchored,
             summary_id: found.compaction.map(|(id, _)| id),
         })
@@ -162,4 +179,14 @@ impl SessionReader {
         messages.reverse();
         Ok(crate::repair::pair_tool_results(messages))
     }
+}
+
+/// Whether `m` holds the call `id` or its result.
+fn mentions_call(m: &Message, id: &str) -> bool {
+    use shard_protocol::types::ContentBlock;
+    m.content.iter().any(|b| match b {
+        ContentBlock::ToolCall { id: call, .. } => call == id,
+        ContentBlock::ToolResult { tool_call_id, .. } => tool_call_id == id,
+        _ => false,
+    })
 }

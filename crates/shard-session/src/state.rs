@@ -79,7 +79,7 @@ impl SessionState {
             }
             EntryKind::ReasoningLevelChange { level } => self.reasoning_level = Some(level.clone()),
             EntryKind::Compaction(c) => self.compaction_index = Some(c.index),
-            EntryKind::Checkpoint(_) => {}
+            EntryKind::Checkpoint(_) | EntryKind::PermissionAnswer(_) => {}
         }
     }
 

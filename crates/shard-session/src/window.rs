@@ -49,6 +49,8 @@ pub(crate) struct Collected {
     pub anchored: bool,
     /// Ids of collected messages an aborted turn stopped after (newest first).
     pub interrupted: Vec<String>,
+    /// Permission answers met inside the span walked (newest first).
+    pub answers: Vec<shard_protocol::PermissionAnswered>,
 }
 
 /// Walks `[start, end)` backwards collecting message entries until the window's start: the
@@ -71,6 +73,7 @@ pub(crate) fn collect(
         skipped: 0,
         anchored: anchor.is_none(),
         interrupted: Vec::new(),
+        answers: Vec::new(),
     };
     // An interruption marker was met: the next (older) message kept is where it stopped.
     let mut mark = false;
@@ -133,6 +136,7 @@ pub(crate) fn collect(
                     break;
                 }
             }
+            EntryKind::PermissionAnswer(a) if out.anchored => out.answers.push(a),
             EntryKind::Compaction(c) if out.compaction.is_none() => {
                 // A kept entry written after its compaction line (never done by Shard, but
                 // legal) is already among the collected ones: the window ends there.

@@ -1050,3 +1050,50 @@ fn an_interruption_marks_the_message_before_it_and_is_no_message() {
     let reopened = store.open_or_create(&id, &h.cwd).unwrap();
     assert_eq!(reopened.state().message_count, 4);
 }
+
+#[test]
+fn a_permission_answer_is_kept_and_comes_back_with_its_call() {
+    let h = home();
+    let store = SessionStore::new(&h.home);
+    let id = ids::new_id(ids::SESSION);
+    let mut s = store.open_or_create(&id, &h.cwd).unwrap();
+    s.append(user("go")).unwrap();
+    s.append(calling("writing", "c1")).unwrap();
+    let answer: shard_protocol::PermissionAnswered = serde_json::from_value(serde_json::json!({
+        "request_id": "perm-1", "tool_call_id": "c1", "tool_name": "write",
+        "choice_id": "allow", "label": "Allow once", "source": "client-2 (a terminal)"}))
+    .unwrap();
+    s.append(EntryKind::PermissionAnswer(answer.clone()))
+        .unwrap();
+    s.append(tool_result("c1", "written")).unwrap();
+    let next = s.append(user("again")).unwrap();
+    s.append(assistant("done")).unwrap();
+    let w = s.live_window(1 << 20).unwrap();
+    assert_eq!(w.messages.len(), 5, "the answer is no message");
+    assert_eq!(w.permission_answers, Some(vec![answer.clone()]));
+    assert_eq!(
+        s.context_messages().unwrap().len(),
+        5,
+        "nor part of the model's context"
+    );
+    // On disk it is its own kind, with no free-text reason.
+    let lines = raw_lines(&transcript(&s));
+    let rec = lines
+        .iter()
+        .find(|l| l["type"] == "permission_answer")
+        .unwrap();
+    assert_eq!(rec["source"], "client-2 (a terminal)");
+    assert!(rec.get("reason").is_none());
+    // A history page carries the answers of its own calls only.
+    let page = s.reader().unwrap().history(&next.id, 1 << 20).unwrap();
+    assert_eq!(page.permission_answers, Some(vec![answer.clone()]));
+    // A page that holds neither the call nor its result has none.
+    let first = s.live_window(1 << 20).unwrap().messages[1].id.clone();
+    let older = s.reader().unwrap().history(&first, 1 << 20).unwrap();
+    assert_eq!(older.permission_answers, None);
+    drop(s);
+    // Reopened, the record is still there.
+    let reopened = store.open_or_create(&id, &h.cwd).unwrap();
+    let w = reopened.live_window(1 << 20).unwrap();
+    assert_eq!(w.permission_answers, Some(vec![answer]));
+}

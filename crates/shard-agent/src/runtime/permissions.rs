@@ -6,8 +6,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 use shard_gate::gate::{Ask, Call, Decision};
+use shard_protocol::event::PermissionRequest;
 use shard_protocol::event::{Event, PermissionResolved};
 use shard_protocol::types::AgentStatus;
+use shard_protocol::{PermissionAnswer, PermissionAnswered};
+use shard_session::EntryKind;
 
 use super::Runtime;
 use super::serve::sleep_until;
@@ -108,6 +111,15 @@ impl Runtime {
             .take()
             .unwrap_or_else(Answer::no_responder);
         let pending = self.toolbox.pending.take();
+        // Durable before it is shown, like the request: a reloaded conversation says who
+        // answered, as clients said it live.
+        if let Err(e) = self
+            .conv
+            .session
+            .append(EntryKind::PermissionAnswer(answered(&request, &answer)))
+        {
+            tracing::error!(error = %e, "could not record the permission answer");
+        }
         self.emit(Event::PermissionResolved(PermissionResolved {
             agent_id: None,
             request_id: request.request_id.clone(),
@@ -124,5 +136,27 @@ impl Runtime {
             tracing::error!(error = %e, "could not persist the grant");
         }
         answer.gate(tool)
+    }
+}
+
+/// The session's record of `answer` to `request`: the answer as given, the chosen
+/// choice's label and who gave it; never the free-text reason.
+fn answered(request: &PermissionRequest, answer: &Answer) -> PermissionAnswered {
+    let label = match &answer.form {
+        PermissionAnswer::Choice { choice_id } => request
+            .choices
+            .iter()
+            .flatten()
+            .find(|c| &c.id == choice_id)
+            .map(|c| c.label.clone()),
+        PermissionAnswer::Decision { .. } => None,
+    };
+    PermissionAnswered {
+        request_id: request.request_id.clone(),
+        tool_call_id: request.tool_call_id.clone(),
+        tool_name: request.tool_name.clone(),
+        answer: answer.form.clone(),
+        label,
+        source: answer.source.clone(),
     }
 }

@@ -184,6 +184,7 @@ impl App {
         page: shard_protocol::responses::SessionHistoryData,
     ) {
         self.view.mark_interrupted(page.interrupted_after.as_ref());
+        self.view.note_answers(page.permission_answers.as_ref());
         let added = self
             .view
             .prepend_history(before, page.messages, page.truncated_before);

@@ -182,6 +182,29 @@ pub fn tail_lines(
                 l
             }
         };
+        // Outside the cache: who answered a call's permission request, as the session
+        // recorded it (a reloaded conversation says it where the live one did).
+        let recorded: Vec<String> = m
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall { id, .. } => view.recorded_answer(id),
+                _ => None,
+            })
+            .map(|a| strip(&shard_client::results::recorded_answer(a)))
+            .collect();
+        if !recorded.is_empty() {
+            let blank = lines.last().is_some_and(|l| l.width() == 0);
+            if blank {
+                lines.pop();
+            }
+            let said = recorded
+                .into_iter()
+                .map(|r| Line::styled(r, theme.dim()))
+                .collect();
+            lines.extend(wrap_all(said, w));
+            lines.push(Line::default());
+        }
         // Outside the cache: a turn may be marked interrupted after its message was drawn.
         if view.interrupted.contains(&m.id) {
             let blank = lines.last().is_some_and(|l| l.width() == 0);

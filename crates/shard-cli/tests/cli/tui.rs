@@ -522,6 +522,20 @@ fn a_prompt_typed_in_one_client_appears_in_the_other_before_the_answer() {
         s.contains("permission for write: “Allow once”, answered by a terminal"),
         "{s}"
     );
+    // A client that opens the conversation afterwards says it too, from the session's
+    // record, once, between the call and the answer's turn.
+    t.window("third", &sb, &["attach", &agent], 100, 24);
+    let s = t.wait_in("third", "the reopened conversation", |s| {
+        s.contains("the file is written")
+    });
+    let note = "permission for write: “Allow once”, answered by a terminal";
+    assert_eq!(s.matches(note).count(), 1, "{s}");
+    let (at, written) = (
+        s.find(note).unwrap(),
+        s.find("the file is written").unwrap(),
+    );
+    assert!(at < written, "{s}");
+    assert!(s.find("f.txt").is_some_and(|call| call < at), "{s}");
 }
 
 #[test]

@@ -357,7 +357,8 @@ pub fn event() -> impl Strategy<Value = Event> {
                         messages,
                         compaction_index: epoch,
                         truncated_before: None,
-                        interrupted_after: None
+                        interrupted_after: None,
+                        permission_answers: None
                     },
                     pending_requests: vec![
                         PendingRequest::Permission(Box::new(p)),

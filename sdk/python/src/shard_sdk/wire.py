@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "bd139976195bcacfd3e53ae55e0c2ec5fa86da67db0c6616e86c894b5880c0df"
+SCHEMA_SHA256 = "96876189e48d0701c28a932461a66485986d3edb16d4dae114f18b4497f4c43d"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -985,6 +985,11 @@ class LiveWindow(WireObject):
         """Additive: ids of the messages after which an aborted turn stopped, so a reloaded conversation says "interrupted" where the live one did."""
         return self._d.get("interrupted_after")
 
+    @property
+    def permission_answers(self) -> list[PermissionAnswered] | None:
+        """Additive: the answers to this window's permission requests, oldest first, so a reloaded conversation says who answered each (docs/protocol.md, "Recorded permission answers")."""
+        return _list(lambda x: _obj(PermissionAnswered, x), self._d.get("permission_answers"))
+
 
 class Message(WireObject):
     """One message of the conversation; `id` equals its session entry id (§16 item 4)."""
@@ -1477,6 +1482,47 @@ class PathListEntry(WireObject):
     def hint(self) -> str | None:
         """A hint, e.g. the matched line."""
         return self._d.get("hint")
+
+
+class PermissionAnswered(WireObject):
+    """Additive: a permission request's answer as the session recorded it, so a conversation opened again (a `sync`, a history page) says who answered each request, as clients said it live from `permission_resolved` (docs/protocol.md, "Recorded permission answers")."""
+
+    __slots__ = ()
+
+    @property
+    def request_id(self) -> str:
+        """The request answered."""
+        return self._d.get("request_id")
+
+    @property
+    def tool_call_id(self) -> str | None:
+        """The tool call the request was for."""
+        return self._d.get("tool_call_id")
+
+    @property
+    def tool_name(self) -> str:
+        """The tool asked about."""
+        return self._d.get("tool_name")
+
+    @property
+    def label(self) -> str | None:
+        """The chosen choice's label, when the answer was one of the request's choices."""
+        return self._d.get("label")
+
+    @property
+    def source(self) -> str | None:
+        """Who answered, as `permission_resolved.source` said it."""
+        return self._d.get("source")
+
+    @property
+    def choice_id(self) -> str | None:
+        """The choice picked."""
+        return self._d.get("choice_id")
+
+    @property
+    def decision(self) -> PermissionDecision | None:
+        """The decision."""
+        return self._d.get("decision")
 
 
 class PermissionDetail(WireObject):
