@@ -85,7 +85,7 @@ impl Shared {
         let st = &mut *guard;
         st.conns.remove(&conn);
         for e in st.agents.values_mut() {
-            e.attachments.remove(&conn);
+            e.remove_attachment(conn);
             for p in &mut e.pending {
                 p.delivered_to.remove(&conn);
             }
@@ -184,7 +184,7 @@ impl Shared {
         let removed = st
             .agents
             .get_mut(agent_id)
-            .and_then(|e| e.attachments.remove(&conn))
+            .and_then(|e| e.remove_attachment(conn))
             .is_some();
         if !removed {
             return Err(ProtocolError::new(
@@ -321,13 +321,21 @@ impl Shared {
         let mut guard = self.lock();
         let st = &mut *guard;
         let entry = st.agents.get_mut(&a.agent_id).ok_or_else(not_found)?;
+        let outbox = st
+            .conns
+            .get(&conn)
+            .map(|c| Arc::clone(&c.outbox))
+            .ok_or_else(|| {
+                ProtocolError::new(ErrorCode::InternalError, "the connection is closing")
+            })?;
         // Reserve: from here on events are held back for this client until its sync.
-        entry.attachments.insert(
+        entry.insert_attachment(
             conn,
             Attachment {
                 role: a.role.unwrap_or_default(),
                 awaiting_sync: true,
                 attach_reply: Some(slot.defer()?),
+                outbox,
             },
         );
         if let Some(rt) = entry.rt.as_mut()
@@ -349,7 +357,7 @@ impl Shared {
             let responder = st
                 .agents
                 .get_mut(&a.agent_id)
-                .and_then(|e| e.attachments.remove(&conn))
+                .and_then(|e| e.remove_attachment(conn))
                 .and_then(|att| att.attach_reply);
             if let Some(r) = responder {
                 r.fail(ProtocolError::new(ErrorCode::RuntimeStartFailed, e));
@@ -371,12 +379,14 @@ impl Shared {
             .and_then(|a| st.agents.get_mut(a))
             .ok_or_else(detached)?;
         let att = entry.attachments.get_mut(&conn).ok_or_else(detached)?;
-        let rt = entry
-            .rt
-            .as_mut()
-            .filter(|rt| rt.ready && !rt.stopping)
-            .ok_or_else(not_running)?;
+        if !entry.rt.as_ref().is_some_and(|rt| rt.ready && !rt.stopping) {
+            return Err(not_running());
+        }
         att.awaiting_sync = true;
+        entry.refresh_fanout();
+        let Some(rt) = entry.rt.as_mut() else {
+            return Err(not_running());
+        };
         match send_to_runtime(
             self,
             rt,
