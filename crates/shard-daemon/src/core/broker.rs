@@ -160,7 +160,7 @@ pub(crate) fn on_runtime_line(
         if need.is_none_or(|p| f.phase == p) {
             let out = match &incoming {
                 IncomingEvent::Known(ev) => frame_for(tagged.as_ref(), ev, agent_id),
-                IncomingEvent::Unknown { .. } => tag(line, agent_id),
+                IncomingEvent::Unknown { .. } => tagged.unwrap_or_else(|| tag(line, agent_id)),
             };
             f.deliver(&out);
             return;
