@@ -124,12 +124,11 @@ impl Shared {
     /// `agent.list` / `agent.status`: agents by creation time.
     pub(crate) fn list_agents(&self, one: Option<&str>) -> Vec<AgentInfo> {
         let st = self.lock();
-        let mut v: Vec<_> = st
-            .agents
-            .values()
-            .filter(|e| one.is_none_or(|a| e.manifest.agent_id == a))
-            .map(AgentEntry::info)
-            .collect();
+        let mut v: Vec<_> = match one {
+            // One agent is a map lookup, not a pass over thousands.
+            Some(a) => st.agents.get(a).map(AgentEntry::info).into_iter().collect(),
+            None => st.agents.values().map(AgentEntry::info).collect(),
+        };
         v.sort_by(|a, b| {
             a.created_at
                 .cmp(&b.created_at)

@@ -444,8 +444,10 @@ pub(crate) fn close_stdin(st: &mut State, agent_id: &str) {
 fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut s: Sync) {
     // Delegated requests of descendants whose nearest interactive ancestor is this agent.
     let mut delegated: Vec<(String, String, serde_json::Value)> = Vec::new();
+    // Most agents have no open request: that test comes first, so a sync costs no id
+    // comparison per registered agent.
     for (id, e) in &st.agents {
-        if id == agent_id {
+        if e.pending.is_empty() || id == agent_id {
             continue;
         }
         for p in e.pending.iter().filter(|p| !p.answered) {
