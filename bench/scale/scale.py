@@ -9,11 +9,13 @@ Scenarios:
   fds N            live agents, then descriptors the daemon holds (/proc/<pid>/fd)
   creates N        N creates one after another (Runtimes reaped when idle); median of the
                    last 100 against the first 100
-  sync S           start -> sync of one new agent with 0 and with S sessions on disk
+  sync S           start -> sync of one new agent with 0 and with S sessions on disk (two
+                   daemons measured in alternation, the sessions flushed to disk first)
   list N           agent.list p99 with N agents registered (manifests written to disk)
   attach N         attach -> sync p99 with N agents registered (cold: the Runtime starts;
                    warm: it is live)
   stream A         total message_delta/s with A agents streaming, one client each; daemon CPU
+                   in all and per thread (how the broker's work spreads over the cores)
   rss A C          daemon peak and after-burst RSS, A agents streaming to C clients each
   ulimit N         N live agents with the daemon under `ulimit -n 1024`
 Each run uses a fresh SHARD_HOME under /tmp and ends the daemon it started (by pid).
@@ -114,6 +116,17 @@ class Daemon:
         f = open(f"/proc/{self.p.pid}/stat").read().rsplit(")", 1)[1].split()
         return (int(f[11]) + int(f[12])) / TICK
 
+    def threads_cpu(self):
+        """CPU seconds of each of the daemon's threads, by thread id."""
+        out = {}
+        for t in os.listdir(f"/proc/{self.p.pid}/task"):
+            try:
+                f = open(f"/proc/{self.p.pid}/task/{t}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            out[t] = (int(f[11]) + int(f[12])) / TICK
+        return out
+
     def status(self, key):
         for l in open(f"/proc/{self.p.pid}/status"):
             if l.startswith(key + ":"):
@@ -205,24 +218,42 @@ def start_to_sync(d, runs):
     return out
 
 
-def sync(s):
+def sync(s, runs=40):
+    """Two daemons side by side, one on an empty home and one on `s` sessions, measured in
+    alternation so load drift on a shared machine hits both halves alike. The sessions are
+    written and flushed to disk (`sync`) before any timing: a Runtime's first `fsync`
+    otherwise waits for the journal to commit the thousands of files just made."""
     header(f"sync {s}")
-    res = {}
-    for count in (0, s):
-        d = Daemon(["--idle-runtime-timeout", "1"])
-        try:
-            d.create()  # one real session to copy, and a warm binary
-            if count:
-                d.close(keep_home=True)
-                fake_sessions(d.home, d.home, count)
-                d = Daemon(["--idle-runtime-timeout", "1"], home=d.home)
-                d.create()  # warm-up
-            res[count] = start_to_sync(d, 30)
-        finally:
-            d.close()
-    a, b = median(res[0]), median(res[s])
-    print(f"create (start -> sync) median with 0 sessions {a:.1f} ms, with {s} {b:.1f} ms, "
-          f"ratio {b / a:.2f}; p99 {pct(res[0], 99):.1f} / {pct(res[s], 99):.1f} ms")
+    empty = Daemon(["--idle-runtime-timeout", "1"])
+    full = None
+    try:
+        empty.create()  # a warm binary
+        seed = Daemon(["--idle-runtime-timeout", "1"])
+        seed.create()  # one real session to copy
+        seed.close(keep_home=True)
+        t = time.perf_counter()
+        fake_sessions(seed.home, seed.home, s)
+        written = time.perf_counter() - t
+        t = time.perf_counter()
+        os.sync()
+        flushed = time.perf_counter() - t
+        full = Daemon(["--idle-runtime-timeout", "1"], home=seed.home)
+        full.create()  # warm-up
+        res = {0: [], s: []}
+        for i in range(runs):
+            pair = [(0, empty), (s, full)] if i % 2 == 0 else [(s, full), (0, empty)]
+            for count, d in pair:
+                res[count] += start_to_sync(d, 1)
+        a, b = median(res[0]), median(res[s])
+        print(f"{s} sessions written in {written:.1f} s, flushed in {flushed:.1f} s; daemon ready "
+              f"in {empty.ready_s * 1000:.0f} / {full.ready_s * 1000:.0f} ms")
+        print(f"create (start -> sync), alternating, {runs} each: median with 0 sessions {a:.1f} ms, "
+              f"with {s} {b:.1f} ms, ratio {b / a:.2f}; p99 {pct(res[0], 99):.1f} / "
+              f"{pct(res[s], 99):.1f} ms")
+    finally:
+        empty.close()
+        if full:
+            full.close()
 
 
 def fake_agents(home, n):
@@ -320,7 +351,7 @@ def stream_round(d, agents, clients_per_agent, deltas, sample=None):
     drv = d.connect()
     for i, aid in enumerate(agents):
         drv.call({"type": "agent.attach", "id": f"da{i}", "agent_id": aid, "role": "interactive"})
-    cpu0, t0 = d.cpu_s(), time.perf_counter()
+    cpu0, t0, th0 = d.cpu_s(), time.perf_counter(), d.threads_cpu()
     for i, aid in enumerate(agents):
         drv.send({"type": "prompt", "id": f"p{i}", "agent_id": aid, "message": "go"})
     # The driver's copy of the stream is read and discarded, so it costs no backlog.
@@ -361,6 +392,10 @@ def stream_round(d, agents, clients_per_agent, deltas, sample=None):
             last_sample = time.perf_counter()
     wall = time.perf_counter() - t0
     cpu = d.cpu_s() - cpu0
+    th1 = d.threads_cpu()
+    # The threads that did the work, busiest first, as shares of one core.
+    busy = sorted(((th1[t] - th0.get(t, 0)) / wall for t in th1), reverse=True)
+    stream_round.threads = [b for b in busy if b >= 0.01]
     total = sum(st["deltas"] for st in conns)
     for st in conns:
         st["c"].s.close()
@@ -375,9 +410,10 @@ def stream(a):
         model = flood_script(d.home, 20000)
         agents = [d.create(model=model) for _ in range(a)]
         total, wall, cpu, _, dropped = stream_round(d, agents, 1, 20000)
+        threads = " + ".join(f"{b * 100:.0f}%" for b in stream_round.threads)
         print(f"agents={a} clients=1 each ({dropped} dropped): {total} deltas in {wall:.2f} s = "
               f"{total / wall / 1e6:.3f} M deltas/s; daemon CPU {cpu:.2f} s "
-              f"({cpu / wall * 100:.0f}% of one core)")
+              f"({cpu / wall * 100:.0f}% of one core; threads over 1%: {threads})")
     finally:
         d.close()
 

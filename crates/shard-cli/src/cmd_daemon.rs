@@ -82,9 +82,9 @@ pub struct KillArgs {
     force: bool,
 }
 
-fn multi_thread() -> Result<tokio::runtime::Runtime, ExitCode> {
+fn multi_thread(workers: usize) -> Result<tokio::runtime::Runtime, ExitCode> {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .map_err(|e| {
@@ -103,7 +103,11 @@ fn home() -> Result<PathBuf, ExitCode> {
 /// Runs `shard daemon`.
 pub fn daemon(args: DaemonArgs) -> ExitCode {
     common::init_logging();
-    let (home, rt) = match (home(), multi_thread()) {
+    // One worker per CPU: each Runtime's reader delivers its agent's stream on whichever
+    // worker is free, so the broker's work spreads over every core (docs/decisions.md
+    // "Broker across the cores").
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+    let (home, rt) = match (home(), multi_thread(workers)) {
         (Ok(h), Ok(r)) => (h, r),
         (Err(c), _) | (_, Err(c)) => return c,
     };
@@ -274,7 +278,7 @@ where
     Fut: std::future::Future<Output = ExitCode>,
 {
     common::init_logging();
-    let (home, rt) = match (home(), multi_thread()) {
+    let (home, rt) = match (home(), multi_thread(2)) {
         (Ok(h), Ok(r)) => (h, r),
         (Err(c), _) | (_, Err(c)) => return c,
     };

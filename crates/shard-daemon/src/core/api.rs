@@ -94,7 +94,7 @@ impl Shared {
         let st = &mut *guard;
         st.conns.remove(&conn);
         for e in st.agents.values_mut() {
-            e.attachments.remove(&conn);
+            e.remove_attachment(conn);
             for p in &mut e.pending {
                 p.delivered_to.remove(&conn);
             }
@@ -133,12 +133,11 @@ impl Shared {
     /// `agent.list` / `agent.status`: agents by creation time.
     pub(crate) fn list_agents(&self, one: Option<&str>) -> Vec<AgentInfo> {
         let st = self.lock();
-        let mut v: Vec<_> = st
-            .agents
-            .values()
-            .filter(|e| one.is_none_or(|a| e.manifest.agent_id == a))
-            .map(AgentEntry::info)
-            .collect();
+        let mut v: Vec<_> = match one {
+            // One agent is a map lookup, not a pass over thousands.
+            Some(a) => st.agents.get(a).map(AgentEntry::info).into_iter().collect(),
+            None => st.agents.values().map(AgentEntry::info).collect(),
+        };
         v.sort_by(|a, b| {
             a.created_at
                 .cmp(&b.created_at)
@@ -193,7 +192,7 @@ impl Shared {
         let removed = st
             .agents
             .get_mut(agent_id)
-            .and_then(|e| e.attachments.remove(&conn))
+            .and_then(|e| e.remove_attachment(conn))
             .is_some();
         if !removed {
             return Err(ProtocolError::new(
@@ -338,13 +337,21 @@ impl Shared {
         let mut guard = self.lock();
         let st = &mut *guard;
         let entry = st.agents.get_mut(&a.agent_id).ok_or_else(not_found)?;
+        let outbox = st
+            .conns
+            .get(&conn)
+            .map(|c| Arc::clone(&c.outbox))
+            .ok_or_else(|| {
+                ProtocolError::new(ErrorCode::InternalError, "the connection is closing")
+            })?;
         // Reserve: from here on events are held back for this client until its sync.
-        entry.attachments.insert(
+        entry.insert_attachment(
             conn,
             Attachment {
                 role: a.role.unwrap_or_default(),
                 awaiting_sync: true,
                 attach_reply: Some(slot.defer()?),
+                outbox,
             },
         );
         if let Some(rt) = entry.rt.as_mut()
@@ -366,7 +373,7 @@ impl Shared {
             let responder = st
                 .agents
                 .get_mut(&a.agent_id)
-                .and_then(|e| e.attachments.remove(&conn))
+                .and_then(|e| e.remove_attachment(conn))
                 .and_then(|att| att.attach_reply);
             if let Some(r) = responder {
                 r.fail(ProtocolError::new(ErrorCode::RuntimeStartFailed, e));
@@ -388,12 +395,14 @@ impl Shared {
             .and_then(|a| st.agents.get_mut(a))
             .ok_or_else(detached)?;
         let att = entry.attachments.get_mut(&conn).ok_or_else(detached)?;
-        let rt = entry
-            .rt
-            .as_mut()
-            .filter(|rt| rt.ready && !rt.stopping)
-            .ok_or_else(not_running)?;
+        if !entry.rt.as_ref().is_some_and(|rt| rt.ready && !rt.stopping) {
+            return Err(not_running());
+        }
         att.awaiting_sync = true;
+        entry.refresh_fanout();
+        let Some(rt) = entry.rt.as_mut() else {
+            return Err(not_running());
+        };
         match send_to_runtime(
             self,
             rt,

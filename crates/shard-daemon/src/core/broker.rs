@@ -19,7 +19,7 @@ use shard_protocol::{Event, IncomingEvent, decode_event_lenient, ids};
 
 use super::deliver::{close_stdin, fan_out, push, send_to_runtime};
 use super::requests;
-use super::state::{Inflight, LiveRuntime, PendingKind, Shared, State};
+use super::state::{Fanout, Inflight, LiveRuntime, PendingKind, Shared, State, lock_fanout};
 use crate::wire::frame;
 
 /// Adds `"agent_id"` to a Runtime line without re-encoding it: ids are validated base32,
@@ -50,8 +50,63 @@ fn flush_queued(shared: &Shared, rt: &mut LiveRuntime) {
     }
 }
 
-/// Handles one line from the Runtime generation `epoch` of `agent_id`.
-pub(crate) fn on_runtime_line(shared: &Arc<Shared>, agent_id: &str, epoch: u64, line: &[u8]) {
+/// The activity phase a delta of this kind puts its agent in.
+fn delta_phase(kind: DeltaKind) -> ActivityPhase {
+    if kind == DeltaKind::Thinking {
+        ActivityPhase::Thinking
+    } else {
+        ActivityPhase::Streaming
+    }
+}
+
+/// Lines that change no registry state: `Some(None)` when the line is only delivered,
+/// `Some(Some(p))` when it is only delivered as long as the agent's phase already is `p`,
+/// `None` when the registry must see it. Every variant named here has its own arm in
+/// [`on_runtime_line`]'s match; the rest reach its last arm, which only delivers.
+fn delivery_only(incoming: &IncomingEvent) -> Option<Option<ActivityPhase>> {
+    let IncomingEvent::Known(ev) = incoming else {
+        return Some(None);
+    };
+    match ev {
+        Event::MessageDelta(d) => Some(Some(delta_phase(d.kind))),
+        Event::Hello(_)
+        | Event::Sync(_)
+        | Event::Response(_)
+        | Event::PermissionRequest(_)
+        | Event::UiRequest(_)
+        | Event::PermissionResolved(_)
+        | Event::UiResolved(_)
+        | Event::Status(_)
+        | Event::ToolCall(_)
+        | Event::Usage(_)
+        | Event::ModeChanged(_)
+        | Event::Error(_) => None,
+        _ => Some(None),
+    }
+}
+
+/// The frame a Runtime event becomes: the line itself tagged with the agent's id when
+/// that is all it lacks, else the event re-encoded with its routing id.
+fn frame_for(tagged: Option<&Bytes>, ev: &Event, agent_id: &str) -> Bytes {
+    if let Some(t) = tagged {
+        t.clone()
+    } else {
+        let mut ev = ev.clone();
+        ev.set_routing_agent_id(Some(agent_id.to_string()));
+        frame(&ev)
+    }
+}
+
+/// Handles one line from the Runtime generation `epoch` of `agent_id`. Called only by
+/// that generation's reader task, one line after the other, so the agent's events reach
+/// each client in the Runtime's order whichever worker thread runs the task.
+pub(crate) fn on_runtime_line(
+    shared: &Arc<Shared>,
+    fanout: &std::sync::Mutex<Fanout>,
+    agent_id: &str,
+    epoch: u64,
+    line: &[u8],
+) {
     let incoming = match decode_event_lenient(line) {
         Ok(e) => e,
         Err(e) => {
@@ -59,12 +114,28 @@ pub(crate) fn on_runtime_line(shared: &Arc<Shared>, agent_id: &str, epoch: u64, 
             return;
         }
     };
-    // The frame most lines become is made before the lock is taken: the lock serializes
-    // every agent's output, so only the pushes happen under it.
+    // The frame most lines become is made before any lock is taken.
     let tagged = match &incoming {
         IncomingEvent::Known(ev) if !(ev.is_per_agent() && ev.routing_agent_id().is_none()) => None,
         _ => Some(tag(line, agent_id)),
     };
+    // Streamed output (deltas, tool output, …) takes only this agent's fan-out lock: the
+    // agents' readers deliver in parallel, and the registry lock is left to lines that
+    // change its state (docs/decisions.md "Broker across the cores").
+    if let Some(need) = delivery_only(&incoming) {
+        let f = lock_fanout(fanout);
+        if f.epoch != Some(epoch) {
+            return;
+        }
+        if need.is_none_or(|p| f.phase == p) {
+            let out = match &incoming {
+                IncomingEvent::Known(ev) => frame_for(tagged.as_ref(), ev, agent_id),
+                IncomingEvent::Unknown { .. } => tagged.unwrap_or_else(|| tag(line, agent_id)),
+            };
+            f.deliver(&out);
+            return;
+        }
+    }
     let mut guard = shared.lock();
     let st = &mut *guard;
     let Some(entry) = st.agents.get(agent_id) else {
@@ -82,15 +153,7 @@ pub(crate) fn on_runtime_line(shared: &Arc<Shared>, agent_id: &str, epoch: u64, 
             return;
         }
     };
-    let make = |ev: &Event| -> Bytes {
-        if let Some(t) = &tagged {
-            t.clone()
-        } else {
-            let mut ev = ev.clone();
-            ev.set_routing_agent_id(Some(agent_id.to_string()));
-            frame(&ev)
-        }
-    };
+    let make = |ev: &Event| -> Bytes { frame_for(tagged.as_ref(), ev, agent_id) };
     match event {
         Event::Hello(h) => {
             if let Some(rt) = st.agents.get_mut(agent_id).and_then(|e| e.rt.as_mut()) {
@@ -133,12 +196,7 @@ pub(crate) fn on_runtime_line(shared: &Arc<Shared>, agent_id: &str, epoch: u64, 
             on_status(st, agent_id, s.status, None);
         }
         Event::MessageDelta(ref d) => {
-            let phase = if d.kind == DeltaKind::Thinking {
-                ActivityPhase::Thinking
-            } else {
-                ActivityPhase::Streaming
-            };
-            set_phase(st, agent_id, phase, None);
+            set_phase(st, agent_id, delta_phase(d.kind), None);
             fan_out(st, agent_id, &make(&event));
         }
         Event::ToolCall(ref t) => {
@@ -212,10 +270,13 @@ pub(crate) fn set_phase(
     let Some(entry) = st.agents.get_mut(agent_id) else {
         return;
     };
-    if entry.phase == phase && tool.is_none() {
-        return;
+    {
+        let mut f = entry.fanout();
+        if f.phase == phase && tool.is_none() {
+            return;
+        }
+        f.phase = phase;
     }
-    entry.phase = phase;
     let ev = Event::AgentActivity(AgentActivity {
         agent_id: agent_id.to_string(),
         timestamp: ids::now_millis(),
@@ -265,7 +326,7 @@ pub(crate) fn on_status(
         st.broadcast(&frame(&ev));
         let phase = match status {
             AgentStatus::Idle => ActivityPhase::Idle,
-            AgentStatus::Streaming => match entry.phase {
+            AgentStatus::Streaming => match entry.fanout().phase {
                 p @ (ActivityPhase::Thinking | ActivityPhase::Streaming | ActivityPhase::Tool) => p,
                 _ => ActivityPhase::Streaming,
             },
@@ -280,8 +341,10 @@ pub(crate) fn on_status(
 fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut s: Sync) {
     // Delegated requests of descendants whose nearest interactive ancestor is this agent.
     let mut delegated: Vec<(String, String, serde_json::Value)> = Vec::new();
+    // Most agents have no open request: that test comes first, so a sync costs no id
+    // comparison per registered agent.
     for (id, e) in &st.agents {
-        if id == agent_id {
+        if e.pending.is_empty() || id == agent_id {
             continue;
         }
         for p in e.pending.iter().filter(|p| !p.answered) {
@@ -360,6 +423,7 @@ fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut
             interactive_served.push(*conn);
         }
     }
+    entry.refresh_fanout();
     for (child, rid, _) in &delegated {
         if let Some(p) = st
             .agents

@@ -43,14 +43,10 @@ pub(crate) fn send_to_runtime(
 }
 
 /// Sends a frame to every attachment of an agent that is past its handshake.
+/// The agent's fan-out holds exactly those queues (`core::state::Fanout`).
 pub(crate) fn fan_out(st: &State, agent_id: &str, frame: &Bytes) {
-    let Some(entry) = st.agents.get(agent_id) else {
-        return;
-    };
-    for (conn, att) in &entry.attachments {
-        if !att.awaiting_sync {
-            push(&st.conns, *conn, frame);
-        }
+    if let Some(entry) = st.agents.get(agent_id) {
+        entry.fanout().deliver(frame);
     }
 }
 

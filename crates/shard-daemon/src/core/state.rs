@@ -91,6 +91,44 @@ pub(crate) struct Attachment {
     pub(super) awaiting_sync: bool,
     /// The `agent.attach` response still owed, sent right before the sync.
     pub(super) attach_reply: Option<Responder>,
+    /// The client's queue, so the agent's [`Fanout`] can be rebuilt without the
+    /// connection table.
+    pub(super) outbox: Arc<Outbox>,
+}
+
+/// What a Runtime's reader needs for every streamed line: which generation is live, the
+/// activity phase last broadcast, and the queues of the attachments past their handshake.
+/// The registry (under its lock) is its only writer and keeps it in step with
+/// `AgentEntry::attachments`, `rt` and `phase`; a reader delivering a line that changes
+/// nothing else takes only this agent's lock, so the readers of different agents push to
+/// their clients in parallel on the runtime's worker threads. Lock order: registry, then
+/// a fan-out, never the other way round.
+pub(crate) struct Fanout {
+    /// The Runtime generation whose lines are delivered (`None`: none is live).
+    pub(super) epoch: Option<u64>,
+    /// The activity phase last broadcast for the agent.
+    pub(super) phase: ActivityPhase,
+    /// The queues of the attachments that have had their `sync`.
+    targets: Vec<Arc<Outbox>>,
+}
+
+impl Default for Fanout {
+    fn default() -> Self {
+        Fanout {
+            epoch: None,
+            phase: ActivityPhase::Idle,
+            targets: Vec::new(),
+        }
+    }
+}
+
+impl Fanout {
+    /// Queues `frame` for every attachment past its handshake.
+    pub(super) fn deliver(&self, frame: &Bytes) {
+        for o in &self.targets {
+            o.push(frame.clone());
+        }
+    }
 }
 
 /// What a pending request accepts as an answer.
@@ -123,7 +161,8 @@ pub(crate) struct AgentEntry {
     pub(super) runtime_state: RuntimeState,
     pub(super) mode: Option<String>,
     pub(super) usage: Option<Usage>,
-    pub(super) phase: ActivityPhase,
+    /// Shared with the Runtime's reader task (see [`Fanout`]).
+    pub(super) fanout: Arc<Mutex<Fanout>>,
     pub(super) last_epoch: Option<u64>,
     pub(super) rt: Option<LiveRuntime>,
     pub(super) attachments: HashMap<ConnId, Attachment>,
@@ -141,7 +180,7 @@ impl AgentEntry {
             runtime_state: RuntimeState::Stopped,
             mode: None,
             usage: None,
-            phase: ActivityPhase::Idle,
+            fanout: Arc::default(),
             last_epoch: None,
             rt: None,
             attachments: HashMap::new(),
@@ -161,7 +200,7 @@ impl AgentEntry {
             runtime_state,
             mode,
             usage,
-            phase: _,
+            fanout: _,
             last_epoch: _,
             rt: _,
             attachments: _,
@@ -236,6 +275,38 @@ impl AgentEntry {
         }
     }
 
+    /// This agent's fan-out, locked (registry lock held first, or by its reader alone).
+    pub(super) fn fanout(&self) -> MutexGuard<'_, Fanout> {
+        lock_fanout(&self.fanout)
+    }
+
+    /// Adds (or replaces) an attachment, keeping the fan-out in step.
+    pub(super) fn insert_attachment(&mut self, conn: ConnId, att: Attachment) {
+        self.attachments.insert(conn, att);
+        self.refresh_fanout();
+    }
+
+    /// Removes an attachment, keeping the fan-out in step.
+    pub(super) fn remove_attachment(&mut self, conn: ConnId) -> Option<Attachment> {
+        let att = self.attachments.remove(&conn);
+        if att.is_some() {
+            self.refresh_fanout();
+        }
+        att
+    }
+
+    /// Rebuilds the fan-out's targets from the attachments; called after every change of
+    /// an attachment's handshake state.
+    pub(super) fn refresh_fanout(&self) {
+        let targets = self
+            .attachments
+            .values()
+            .filter(|a| !a.awaiting_sync)
+            .map(|a| Arc::clone(&a.outbox))
+            .collect();
+        self.fanout().targets = targets;
+    }
+
     pub fn interactive_conns(&self) -> Vec<ConnId> {
         self.attachments
             .iter()
@@ -243,6 +314,11 @@ impl AgentEntry {
             .map(|(c, _)| *c)
             .collect()
     }
+}
+
+/// Locks a fan-out; a poisoned lock is taken over (every write leaves it consistent).
+pub(super) fn lock_fanout(f: &Mutex<Fanout>) -> MutexGuard<'_, Fanout> {
+    f.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// One client connection (or in-process subscriber).

@@ -82,12 +82,13 @@ impl Shared {
                 let entry = st.agents.get_mut(id).ok_or_else(|| {
                     ProtocolError::new(shard_protocol::ErrorCode::NotFound, "no such agent")
                 })?;
-                entry.attachments.insert(
+                entry.insert_attachment(
                     conn,
                     Attachment {
                         role: AttachRole::Observer,
                         awaiting_sync: false,
                         attach_reply: None,
+                        outbox: Arc::clone(&outbox),
                     },
                 );
             }

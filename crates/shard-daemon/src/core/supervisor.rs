@@ -92,6 +92,7 @@ pub(super) fn begin_start(
         token_hash,
         start_slot: None,
     });
+    entry.fanout().epoch = Some(epoch);
     entry.runtime_state = RuntimeState::Starting;
     let spec = launch_spec(&shared.cfg, &entry.manifest, epoch, token);
     let ev = Event::AgentStatusChanged(AgentStatusChanged {
@@ -216,16 +217,18 @@ async fn run_generation(
         stdout,
         exit,
     } = launched;
-    let kill_now = {
+    let (kill_now, fanout) = {
         let mut st = shared.lock();
-        match st.agents.get_mut(&agent_id).and_then(|e| e.rt.as_mut()) {
+        let fanout = st.agents.get(&agent_id).map(|e| Arc::clone(&e.fanout));
+        let kill_now = match st.agents.get_mut(&agent_id).and_then(|e| e.rt.as_mut()) {
             Some(rt) if rt.epoch == epoch => {
                 rt.pid = pid;
                 rt.start_slot = slot.take();
                 rt.killed
             }
             _ => true,
-        }
+        };
+        (kill_now, fanout.unwrap_or_default())
     };
     if kill_now {
         signal(pid, Signal::SIGKILL);
@@ -262,7 +265,9 @@ async fn run_generation(
         async move {
             while let Some(item) = lines.next().await {
                 match item {
-                    Ok(Ok(line)) => broker::on_runtime_line(&shared, &agent_id, epoch, &line),
+                    Ok(Ok(line)) => {
+                        broker::on_runtime_line(&shared, &fanout, &agent_id, epoch, &line)
+                    }
                     Ok(Err(e)) => {
                         tracing::warn!(agent_id, error = %e, "runtime line dropped");
                         // A response too long to carry still answers its command, so no
@@ -380,6 +385,7 @@ pub(crate) fn on_exit(
     let Some(rt) = entry.rt.take_if(|rt| rt.epoch == epoch) else {
         return;
     };
+    entry.fanout().epoch = None;
     let was_ready = rt.ready;
     let clean = launch_error.is_none() && rt.stopping && exit.is_clean() && !rt.killed;
     // A deliberate `agent.kill` (or forced shutdown) stops the agent; it did not fail
@@ -432,7 +438,7 @@ pub(crate) fn on_exit(
             .filter_map(|(c, a)| a.attach_reply.take().map(|r| (*c, r)))
             .collect();
         for (c, responder) in failed {
-            entry.attachments.remove(&c);
+            entry.remove_attachment(c);
             responder.fail(ProtocolError::new(
                 ErrorCode::RuntimeStartFailed,
                 format!("the agent's runtime failed to start: {reason}"),
@@ -479,7 +485,7 @@ pub(crate) fn on_exit(
             AgentStatus::Error
         };
     }
-    entry.phase = shard_protocol::event::ActivityPhase::Idle;
+    entry.fanout().phase = shard_protocol::event::ActivityPhase::Idle;
     let status = entry.status;
     let runtime_state = entry.runtime_state;
     for (f, targets) in sends {
