@@ -102,7 +102,11 @@ def main():
     env = dict(os.environ, SHARD_HOME=home, ANTHROPIC_API_KEY="sk-bench", ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}")
     env.pop("OPENAI_API_KEY", None)
     walls, cpus, rss, to_first, to_exit, pipes_closed = [], [], [], [], [], []
-    timefile = os.path.join(tmp, "time.txt")
+    # GNU time writes its figures to this file after shard exits and before the driver's
+    # wait returns: on a busy disk that write can wait for the file system's journal, which
+    # would count as shard's exit. On tmpfs it cannot.
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tmp
+    timefile = os.path.join(tempfile.mkdtemp(prefix="shard-e2e-time-", dir=shm), "time.txt")
     for _ in range(RUNS):
         wrap = os.environ.get("SHARD_BENCH_WRAP", "").split()
         # GNU time measures the shard process itself: getrusage(RUSAGE_CHILDREN) here would
@@ -146,6 +150,7 @@ def main():
     print(f"first_request_bytes={first_request_sizes[0]}")
     server.shutdown()
     shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(os.path.dirname(timefile), ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ impl Session {
     /// the disk. Everything was written to the kernel before this returns, so a next start
     /// finds it however far the helper got; a meta that describes bytes a power cut took
     /// back is refused on open (the transcript is scanned instead). Without the helper
-    /// program the sync happens in line, as [`Session::write_meta`] does.
+    /// program the sync happens in line, after the meta.
     pub fn finish_detached(&mut self) -> Result<(), SessionError> {
         self.finish_detached_with(SYNC_PROGRAMS)
     }
@@ -64,27 +64,33 @@ impl Session {
         if synced && self.meta_len == Some(len) {
             return Ok(());
         }
-        if !synced {
-            let mut paths = vec![self.transcript_path()];
-            if !self.dirs_synced {
-                paths.push(self.dir.clone());
-                paths.extend(self.dir.parent().map(Path::to_path_buf));
-            }
-            let spawned = programs
-                .iter()
-                .map(Path::new)
-                .filter(|p| p.is_file())
-                .find_map(|p| spawn_sync(p, &paths).ok());
-            match spawned {
-                Some(child) => {
-                    reap(child);
-                    self.handed_len = Some(len);
-                }
-                // `write_meta` syncs first.
-                None => return self.write_meta(),
-            }
+        // The meta first: its rename joins the journal commit that the helper's sync
+        // makes, and none of our file system operations competes with that commit on the
+        // way out.
+        if self.meta_len != Some(len) {
+            self.write_meta_unsynced()?;
         }
-        self.write_meta_unsynced()
+        if synced {
+            return Ok(());
+        }
+        let mut paths = vec![self.transcript_path()];
+        if !self.dirs_synced {
+            paths.push(self.dir.clone());
+            paths.extend(self.dir.parent().map(Path::to_path_buf));
+        }
+        let spawned = programs
+            .iter()
+            .map(Path::new)
+            .filter(|p| p.is_file())
+            .find_map(|p| spawn_sync(p, &paths).ok());
+        match spawned {
+            Some(child) => {
+                reap(child);
+                self.handed_len = Some(len);
+                Ok(())
+            }
+            None => self.sync_data(),
+        }
     }
 }
 
