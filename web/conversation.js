@@ -321,10 +321,13 @@ export class Conversation {
    */
   fillResult(t, render, content, isError, exit, ms, images) {
     clear(t.result);
+    // What only the running call had (its start-time preview, the read-only mark) is not
+    // in the session: a finished call looks the same live and after a reload.
+    clear(t.preview);
+    t.el.classList.remove("read-only");
     t.el.classList.add("done");
     t.el.classList.toggle("failed", !!isError);
     if (render) {
-      clear(t.preview);
       t.result.appendChild(renderDescriptor(render));
     } else if (content) {
       const cards = !isError && content.kind === "text" ? subagentCards(t.name, String(content.text)) : null;
@@ -362,7 +365,9 @@ export class Conversation {
     const shown = blocks.filter((b) => b.el.childNodes.length || b.kind !== "other");
     const report = blocks.some((b) => b.el.classList.contains("report"));
     const el = h("article", { class: "msg role-" + m.role + (report ? " notice" : "") }, shown.length && !report && !m.content.every((c) => c.type === "tool_result") ? h("div", { class: "who" }, m.role === "user" ? "you" : "assistant") : null, blocks.map((b) => b.el));
-    if (!el.childNodes.length) el.classList.add("empty");
+    // A message of only results drawn under their calls (a saved turn's tool results)
+    // shows nothing of its own: no empty box between the messages around it.
+    if (blocks.every((b) => b.el.hidden)) el.classList.add("empty");
     return { el, blocks };
   }
 

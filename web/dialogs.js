@@ -136,10 +136,13 @@ export class Requests {
       "section",
       { class: "request permission", role: "dialog", "aria-labelledby": headId, tabindex: "-1" },
       h("h3", { id: headId }, title),
-      r.prompt ? h("p", { class: "request-prompt" }, String(r.prompt)) : null,
+      promptNodes(prompt),
       details.length
         ? h("dl", { class: "details" }, details.map((/** @type {any} */ d) => [d.label ? h("dt", {}, String(d.label)) : null, h("dd", { class: "fmt-" + (d.format ?? "text") }, detailValue(d))]))
-        : h("pre", { class: "plain" }, JSON.stringify(r.input, null, 2)),
+        : // The raw input only when the request says nothing else about the call.
+          Array.isArray(r.details) && r.details.length
+          ? null
+          : h("pre", { class: "plain" }, JSON.stringify(r.input, null, 2)),
       h("div", { class: "choices" }, buttons),
     );
     p.el.addEventListener("keydown", (e) => {
@@ -219,6 +222,39 @@ function whereFrom(source) {
   if (/^client-/.test(source)) return "in another client (" + source + ")";
   if (source.startsWith("headless")) return "by the headless policy (" + source + ")";
   return "from " + source;
+}
+
+/**
+ * A permission prompt as paragraphs and command blocks. The Runtime marks each line of a
+ * command with `  │ ` so a terminal sets it apart; here those lines are a preformatted
+ * block and the bar, which would be a stray glyph on a page, is not drawn.
+ * @param {string} prompt
+ */
+function promptNodes(prompt) {
+  /** @type {HTMLElement[]} */
+  const out = [];
+  /** @type {string[]} */
+  let text = [];
+  /** @type {string[] | null} */
+  let command = null;
+  const flush = () => {
+    if (text.length && text.some((l) => l.trim())) out.push(h("p", { class: "request-prompt" }, text.join("\n")));
+    text = [];
+    if (command) out.push(h("pre", { class: "request-command" }, command.join("\n")));
+    command = null;
+  };
+  for (const line of prompt ? prompt.split("\n") : []) {
+    const m = /^\s*│ ?(.*)$/.exec(line);
+    if (m) {
+      if (!command) flush();
+      (command ??= []).push(m[1]);
+    } else {
+      if (command) flush();
+      text.push(line);
+    }
+  }
+  flush();
+  return out;
 }
 
 /**

@@ -8,7 +8,7 @@ import { Pane } from "./pane.js";
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
-const ORCHESTRATOR = new Set(["agent_spawned", "agent_exited", "agent_status_changed", "agent_activity", "workspace_created", "workspace_attached", "workspace_retired", "workspace_conflict"]);
+const ORCHESTRATOR = new Set(["agent_spawned", "agent_archived", "agent_exited", "agent_status_changed", "agent_activity", "workspace_created", "workspace_attached", "workspace_retired", "workspace_conflict"]);
 const WORKSPACE_CHANGES = new Set(["workspace_created", "workspace_attached", "workspace_retired"]);
 
 class App {
@@ -81,6 +81,7 @@ class App {
       if (ev.type === "agent_spawned") this.overview.upsert(ev.info);
       else if (ev.type === "agent_activity") this.overview.update(ev.agent_id, { activity: { phase: ev.phase, tool_name: ev.tool_name }, status: ev.status });
       else if (ev.type === "agent_status_changed") this.overview.update(ev.agent_id, { status: ev.status, runtime_state: ev.runtime_state });
+      else if (ev.type === "agent_archived") this.overview.remove(ev.agent_id);
       else if (ev.type === "agent_exited") this.overview.update(ev.agent_id, { runtime_state: "failed" });
       return;
     }

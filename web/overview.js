@@ -98,6 +98,15 @@ export class Overview {
     this.paint();
   }
 
+  /**
+   * Drops an agent another client archived (`agent_archived`); its directory stays among
+   * the recent ones.
+   * @param {string} id
+   */
+  remove(id) {
+    if (this.agents.delete(id)) this.paint();
+  }
+
   /** @param {import("./protocol").WorkspaceListData} data `workspace.list` */
   setWorkspaces(data) {
     this.workspaceOf = new Map();

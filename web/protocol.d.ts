@@ -572,6 +572,8 @@ export type Event = (Hello & {
   type: "workspace_conflict";
 } | AgentSpawned & {
   type: "agent_spawned";
+} | AgentArchived & {
+  type: "agent_archived";
 } | AgentExited & {
   type: "agent_exited";
 } | AgentStatusChanged & {
@@ -1304,6 +1306,12 @@ export type AgentSpawned = {
   info: AgentInfo;
 };
 
+/** `agent_archived`: another client archived the agent, so every list drops it (the session is kept; `agent.list` with archived agents still shows it). */
+export type AgentArchived = {
+  /** The agent (payload). */
+  agent_id: string;
+};
+
 /** `agent_exited`. */
 export type AgentExited = {
   /** The agent (payload). */
@@ -1693,14 +1701,14 @@ export type CreatedRun = {
   display_name?: (string | null);
 };
 
-/** `subagent.wait`. */
+/** `subagent.wait`. The fields are in the order the daemon has always sent them. */
 export type SubagentWaitData = {
-  /** The wait timed out. */
-  timed_out: boolean;
   /** Aggregate state. */
   aggregate_state: AggregateState;
   /** Every run, in order. */
   runs: RunSnapshot[];
+  /** The wait timed out. */
+  timed_out: boolean;
 };
 
 /** Aggregate state of `subagent.wait`: a job state or `"mixed"`. */
@@ -1867,7 +1875,7 @@ export type JobSnapshot = {
 export type SubagentStopData = {
   /** Runs cancelled. */
   cancelled: CancelledRun[];
-  /** Job. */
+  /** Job; `null` when the handle named an agent with no run to stop (the daemon has always sent the key). */
   job_id?: (string | null);
 };
 
@@ -1880,3 +1888,14 @@ export type CancelledRun = {
   /** State after cancellation. */
   state: RunState;
 };
+
+/** The data of a successful `runtime.auth`. */
+export type RuntimeAuthData = {
+  /** `"runtime"`. */
+  principal: AuthPrincipal;
+  /** The agent the connection now acts for. */
+  agent_id: string;
+};
+
+/** Who a connection is after `runtime.auth`: always `"runtime"`. */
+export type AuthPrincipal = ("runtime");

@@ -4,8 +4,8 @@
 // tests/browser/e2e.mjs. Screenshots go to $SHARD_ARTIFACTS (default target/browser-artifacts).
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { copyFileSync, mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Daemon, launch, enrolledPage, createAgent, textTurn, toolTurn, T } from "./lib.mjs";
 
@@ -58,6 +58,38 @@ async function page(size) {
 async function openAgent(pg, name) {
   await pg.getByRole("button", { name: new RegExp("^" + name) }).first().click();
   await pg.locator(".pane.active .status").filter({ hasText: /idle|streaming|waiting/ }).waitFor();
+}
+
+/**
+ * `shard attach AGENT` in line mode on the test daemon, its stdout read line by line.
+ * @param {string} agent
+ */
+function attachLines(agent) {
+  const child = spawn(bin, ["attach", agent], { env: { ...process.env, SHARD_HOME: d.home }, stdio: ["pipe", "pipe", "ignore"] });
+  /** @type {string[]} */
+  const lines = [];
+  let buf = "";
+  child.stdout.on("data", (chunk) => {
+    buf += chunk;
+    const parts = buf.split("\n");
+    buf = parts.pop() ?? "";
+    lines.push(...parts);
+  });
+  return {
+    lines,
+    /** @param {(l: string) => boolean} ok @param {string} what */
+    until: async (ok, what) => {
+      try {
+        return /** @type {string} */ (await until(async () => lines.find(ok), (l) => l !== undefined, what));
+      } catch (e) {
+        throw new Error((e instanceof Error ? e.message : String(e)) + "; its lines: " + JSON.stringify(lines));
+      }
+    },
+    stop: () => {
+      child.stdin.end();
+      if (child.exitCode === null) child.kill("SIGTERM");
+    },
+  };
 }
 
 /** @param {import("playwright-core").Page} pg */
@@ -127,9 +159,12 @@ test("a permission answered in one browser context disappears in the other", asy
   const a = await page();
   const b = await page();
   const script = d.script("perm", [toolTurn("w1", "write", { path: "notes.txt", content: "alpha\nbeta\n" }), textTurn("Written.")]);
-  await createAgent(a.page, { cwd: d.work, provider: "scripted", model: script, name: "writer" });
+  const writer = await createAgent(a.page, { cwd: d.work, provider: "scripted", model: script, name: "writer" });
   await openAgent(a.page, "writer");
   await openAgent(b.page, "writer");
+  // A terminal attached too (`shard attach` in line mode): it must name the browser that answers.
+  const term = attachLines(writer);
+  await term.until((l) => l.startsWith("attached to"), "shard attach is attached");
   await prompt(a.page).fill("write the notes");
   await prompt(a.page).press("Enter");
   const dlgA = a.page.getByRole("dialog", { name: "Permission for write" });
@@ -149,8 +184,13 @@ test("a permission answered in one browser context disappears in the other", asy
   await dlgB.getByRole("button", { name: allow, exact: true }).click();
   await dlgA.waitFor({ state: "detached" });
   await dlgB.waitFor({ state: "detached" });
-  await a.page.locator(".pane.active .log").getByText(/answered in another browser \(brw-[^)]+\)/).waitFor();
+  const named = await a.page.locator(".pane.active .log").getByText(/answered in another browser \(brw-[^)]+\)/).textContent();
   await b.page.locator(".pane.active .log").getByText(/answered here/).waitFor();
+  const brw = /\((brw-[^)]+)\)/.exec(named ?? "")?.[1];
+  assert.ok(brw, "the browser is named: " + named);
+  const said = await term.until((l) => l.includes("answered by"), "the terminal says who answered");
+  assert.equal(said, `[permission for write: “${allow}”, answered by browser ${brw}]`);
+  term.stop();
   await a.page.locator(".pane.active .log figure.diff .line-add", { hasText: "+alpha" }).waitFor();
   await a.page.locator(".pane.active .log").getByText("Written.").waitFor();
   // The call's header is a short title, the JSON only on hover.
@@ -486,9 +526,77 @@ test("each result kind is drawn as a person reads it, live and after a reload al
   await ctx.close();
 });
 
-test("a tree result is drawn like tree and an MCP result shows its text and images", async () => {
-  // No built-in tool answers with a tree and an MCP server is not at hand here: the same
-  // modules the conversation uses draw the two kinds into this page's DOM.
+test("an MCP server's tree and images reach the browser through a real Runtime, live and after a reload", async () => {
+  // A daemon of its own whose config.toml names the MCP test server (python3, standard
+  // library only): its `tree` tool answers with a directory tree as structured content,
+  // its `screenshot` tool with text and images.
+  const python = (() => {
+    try {
+      execFileSync("python3", ["--version"]);
+      return true;
+    } catch (_e) {
+      return false;
+    }
+  })();
+  if (!python) {
+    console.log("# skipped: python3 is not installed (the MCP test server needs it)");
+    return;
+  }
+  const own = new Daemon(bin);
+  /** @type {import("playwright-core").BrowserContext | null} */
+  let closeLater = null;
+  try {
+    // Inside the workspace: servers run in the tool sandbox, which hides the host's /tmp.
+    const srv = join(own.work, ".srv");
+    mkdirSync(srv, { recursive: true });
+    copyFileSync(join(import.meta.dirname, "../../crates/shard-mcp/tests/servers/mcp_test_server.py"), join(srv, "server.py"));
+    writeFileSync(join(own.home, "config.toml"), `[mcp]\nstartup_timeout = 120\n\n[mcp.servers.t]\ncommand = "python3"\nargs = ["${join(srv, "server.py")}"]\nread_only = true\n`);
+    await own.start();
+    const script = own.script("mcp", [toolTurn("t1", "mcp__t__tree", {}), toolTurn("t2", "mcp__t__screenshot", {}), toolTurn("t3", "mcp__t__picture", {}), textTurn("seen both")]);
+    const { page: pg, ctx } = await enrolledPage(browser, own);
+    closeLater = ctx;
+    pg.setDefaultTimeout(T);
+    pg.on("pageerror", (e) => problems.push("pageerror: " + e.message));
+    await createAgent(pg, { cwd: own.work, provider: "scripted", model: script, name: "mcp" });
+    await openAgent(pg, "mcp");
+    await prompt(pg).fill("look");
+    await prompt(pg).press("Enter");
+    const log = pg.locator(".pane.active .log");
+    await log.getByText("seen both").waitFor();
+    const check = async (/** @type {string} */ when) => {
+      const tree = log.locator(".tool", { hasText: "mcp__t__tree" }).locator("ul.tree");
+      await tree.waitFor();
+      const drawn = await tree.evaluate((t) => ({
+        dirs: [...t.querySelectorAll("li.path-dir")].map((e) => e.firstChild?.textContent),
+        nested: [...t.querySelectorAll("li.path-dir li.path-dir li.path-file")].map((e) => e.textContent),
+      }));
+      assert.deepEqual(drawn.dirs, ["src", "util"], when + ": the directories");
+      assert.deepEqual(drawn.nested, ["mod.rs"], when + ": children nest under their directory");
+      // Text and images: the caption as text, each image painted (or named when it
+      // cannot be decoded), an image type the model does not take described in the text.
+      const pic = log.locator(".tool", { hasText: "mcp__t__picture" });
+      await pic.getByText("A dot").waitFor();
+      await until(() => pic.locator("canvas.image[role=img]").evaluate((c) => /** @type {HTMLCanvasElement} */ (c).width), (w) => w === 1, when + ": the PNG is painted");
+      const shot = log.locator(".tool", { hasText: "mcp__t__screenshot" });
+      await shot.getByText("Page title: Example").waitFor();
+      assert.ok((await shot.innerText()).includes("[image: image/tiff, not shown:"), when + ": the TIFF is described");
+      const chips = await shot.locator(".chip").allInnerTexts();
+      assert.deepEqual(chips.map((c) => c.replace(/,.*/, "")), ["image (image/png", "image (image/gif"], when + ": both images named: " + chips);
+    };
+    await check("live");
+    await pg.screenshot({ path: join(artifacts, "mcp-tree-images.png") });
+    await pg.reload();
+    await pg.getByText("connected", { exact: true }).waitFor();
+    await openAgent(pg, "mcp");
+    await check("after a reload");
+  } finally {
+    await closeLater?.close();
+    await own.cleanup();
+  }
+});
+
+test("the render modules draw a tree, an MCP text and images, and never paint an SVG", async () => {
+  // The same modules the conversation uses, on inputs no server here sends (an SVG).
   const { page: pg, ctx } = await page();
   const drawn = await pg.evaluate(async () => {
     const r = await import("/app/render.js");
@@ -512,6 +620,162 @@ test("a tree result is drawn like tree and an MCP result shows its text and imag
   assert.equal(drawn.text, "Page title: Example");
   assert.match(drawn.img, /^CANVAS image \(image\/png, /);
   assert.match(drawn.svg, /^SPAN image \(image\/svg\+xml/, "an SVG is never painted");
+  await ctx.close();
+});
+
+test("a saved conversation is drawn exactly as it was live: diffs, code, exit codes, refusals, no empty gaps", async () => {
+  const { page: pg, ctx } = await page({ width: 1280, height: 900 });
+  writeFileSync(join(d.work, "saved.rs"), "fn main() {\n    println!(\"hi\");\n}\n");
+  const script = d.script("saved", [
+    toolTurn("s1", "edit", { path: "saved.rs", old_string: "hi", new_string: "hello" }),
+    toolTurn("s2", "read", { path: "saved.rs" }),
+    toolTurn("s3", "bash", { command: "echo out; exit 3" }),
+    toolTurn("s4", "bash", { command: "echo refused-one" }),
+    textTurn("Done:\n\n```rust\nfn main() {}\n```\n"),
+  ]);
+  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "saved" });
+  await openAgent(pg, "saved");
+  await prompt(pg).fill("do the four things");
+  await prompt(pg).press("Enter");
+  for (const [tool, answer] of [["edit", "Allow once"], ["bash", "Allow once"], ["bash", "Deny"]]) {
+    const dlg = pg.getByRole("dialog", { name: "Permission for " + tool });
+    await dlg.waitFor();
+    await dlg.getByRole("button", { name: answer, exact: true }).click();
+    await dlg.waitFor({ state: "detached" });
+  }
+  const log = pg.locator(".pane.active .log");
+  await log.getByText("Done:").waitFor();
+  await pg.locator(".pane.active .status").filter({ hasText: "idle" }).waitFor();
+  /** The messages as drawn (the ids the page keeps aside); the client's own notes (turn
+   * usage, who answered) are not messages. */
+  const drawn = () =>
+    log.evaluate((el) => [...el.querySelectorAll("article:not(.empty)")].map((a) => a.outerHTML.replace(/ data-id="[^"]*"/g, "")));
+  const live = await drawn();
+  await pg.screenshot({ path: join(artifacts, "saved-live.png") });
+  assert.ok(live.some((x) => x.includes("line-add")), "a diff was drawn");
+  assert.ok(live.some((x) => /exit 3/.test(x)), "an exit code was drawn");
+  assert.ok(live.some((x) => x.includes("tok-keyword")), "code was highlighted");
+  assert.ok(live.some((x) => x.includes("refused-one")), "the refused call is shown");
+  const empty = await log.evaluate((el) => [...el.querySelectorAll("article")].filter((a) => !(a.textContent ?? "").trim() && !a.querySelector("canvas, [role=img]")).length);
+  assert.equal(empty, 0, "no empty message boxes");
+  await pg.reload();
+  await pg.getByText("connected", { exact: true }).waitFor();
+  await openAgent(pg, "saved");
+  await pg.locator(".pane.active .log").getByText("Done:").waitFor();
+  const saved = await drawn();
+  await pg.screenshot({ path: join(artifacts, "saved-reloaded.png") });
+  assert.equal(saved.length, live.length, "as many messages");
+  for (let i = 0; i < live.length; i++) assert.equal(saved[i], live[i], `message ${i} is drawn the same`);
+  await ctx.close();
+});
+
+/**
+ * What a dialog shows, as a person reads it: its visible words (aria-hidden keycaps listed
+ * apart), every pseudo-element's generated content, and every text node that is only
+ * symbols outside a labelled element (a glyph with no word to explain it).
+ * @param {import("playwright-core").Locator} dlg
+ */
+async function dialogText(dlg) {
+  return dlg.evaluate((root) => {
+    /** @type {string[]} */
+    const words = [];
+    /** @type {string[]} */
+    const keycaps = [];
+    /** @type {string[]} */
+    const pseudo = [];
+    /** @type {string[]} */
+    const glyphs = [];
+    const walk = (/** @type {Node} */ n) => {
+      if (n.nodeType === Node.TEXT_NODE) {
+        const t = (n.textContent ?? "").trim();
+        if (!t) return;
+        const el = /** @type {Element} */ (n.parentElement);
+        if (el.closest("[aria-hidden=true]")) keycaps.push(t);
+        else words.push(t);
+        // A key name in <kbd> or an element with its own label is meant; the dialog's
+        // own label explains none of its symbols. Box-drawing bars are terminal furniture.
+        const labelled = el.closest("[aria-label], [aria-hidden=true], kbd");
+        const explained = labelled && labelled !== root;
+        if ((!/[\p{L}\p{N}]/u.test(t) && !explained) || /[\u2500-\u257f]/.test(t)) glyphs.push(t);
+        return;
+      }
+      if (n.nodeType !== Node.ELEMENT_NODE) return;
+      const el = /** @type {Element} */ (n);
+      for (const which of ["::before", "::after"]) {
+        const c = getComputedStyle(el, which).content;
+        if (c && c !== "none" && c !== "normal") pseudo.push(el.tagName.toLowerCase() + which + " " + c);
+      }
+      if (getComputedStyle(el).display === "list-item" && getComputedStyle(el).listStyleType !== "none") pseudo.push(el.tagName.toLowerCase() + "::marker");
+      for (const k of el.childNodes) walk(k);
+    };
+    walk(root);
+    return { words, keycaps, pseudo, glyphs };
+  });
+}
+
+test("every dialog shows exactly its words: no stray glyph, icon or leftover text", async () => {
+  const { page: pg, ctx } = await page();
+  const script = d.script("glyphs", [
+    toolTurn("g1", "bash", { command: "echo hi" }),
+    toolTurn("g2", "ask_user", { question: "Which colour?", kind: "select", options: ["red", "blue"] }),
+    toolTurn("g3", "ask_user", { question: "Proceed?", kind: "confirm" }),
+    toolTurn("g4", "ask_user", { question: "Your name?", kind: "input" }),
+    textTurn("All asked."),
+  ]);
+  await createAgent(pg, { cwd: d.work, provider: "scripted", model: script, name: "glyphs" });
+  await openAgent(pg, "glyphs");
+  await prompt(pg).fill("ask everything");
+  await prompt(pg).press("Enter");
+  /** @type {Record<string, {words: string[], keycaps: string[], pseudo: string[], glyphs: string[]}>} */
+  const seen = {};
+  const perm = pg.getByRole("dialog", { name: "Permission for bash" });
+  await perm.waitFor();
+  seen.permission = await dialogText(perm);
+  const keys = await perm.locator("button").evaluateAll((bs) => bs.map((b) => [b.getAttribute("aria-label"), /** @type {HTMLElement} */ (b).dataset.key ?? null, b.querySelector("kbd")?.textContent ?? null]));
+  for (const [label, key, cap] of keys) assert.equal(cap, key, `the keycap of ${label} is its accelerator`);
+  await pg.screenshot({ path: join(artifacts, "dialog-permission.png") });
+  await perm.getByRole("button", { name: "Allow once", exact: true }).click();
+  const asks = pg.getByRole("dialog", { name: "The agent asks" });
+  await asks.getByText("Which colour?").waitFor();
+  seen.select = await dialogText(asks);
+  await asks.getByRole("button", { name: "blue", exact: true }).click();
+  await asks.getByText("Proceed?").waitFor();
+  seen.confirm = await dialogText(asks);
+  await asks.getByRole("button", { name: "Yes", exact: true }).click();
+  await asks.getByText("Your name?").waitFor();
+  seen.input = await dialogText(asks);
+  await asks.getByRole("textbox", { name: "Answer" }).fill("Ada");
+  await asks.getByRole("button", { name: "Answer", exact: true }).click();
+  await pg.locator(".pane.active .log").getByText("All asked.").waitFor();
+  await pg.getByRole("button", { name: "New agent", exact: true }).click();
+  const create = pg.getByRole("dialog", { name: "Create an agent" });
+  await create.waitFor();
+  seen.create = await dialogText(create);
+  await pg.screenshot({ path: join(artifacts, "dialog-create.png") });
+  await create.getByRole("button", { name: "Cancel", exact: true }).click();
+  await pg.locator("#help-btn").click();
+  const help = pg.getByRole("dialog", { name: "Keyboard shortcuts" });
+  await help.waitFor();
+  seen.help = await dialogText(help);
+  await pg.screenshot({ path: join(artifacts, "dialog-help.png") });
+  await help.getByRole("button", { name: "Close", exact: true }).click();
+  if (process.env.SHARD_E2E_SHOW) console.log(JSON.stringify(seen, null, 1));
+  for (const [name, v] of Object.entries(seen)) {
+    assert.deepEqual(v.pseudo, [], name + ": no generated content");
+    assert.deepEqual(v.glyphs, [], name + ": no glyph without a word");
+  }
+  const pw = seen.permission.words;
+  assert.deepEqual(pw.slice(0, 3), ["Permission for bash", "Allow bash to run this command?", "echo hi"], "the question, then the command once, as a block");
+  assert.match(pw[3], /^"Always allow this command signature" would allow: /);
+  assert.deepEqual(pw.slice(4), ["Allow once", "Always allow exactly this", "Always allow this command signature", "Deny"]);
+  assert.equal(pw.filter((w) => w.includes("echo hi")).length, 1, "the command is shown once: " + JSON.stringify(pw));
+  assert.deepEqual(seen.permission.keycaps, ["y", "a", "s", "n"]);
+  assert.deepEqual(seen.select.words, ["The agent asks", "Which colour?", "red", "blue", "Dismiss"]);
+  assert.deepEqual(seen.confirm.words, ["The agent asks", "Proceed?", "Yes", "No"]);
+  assert.deepEqual(seen.input.words, ["The agent asks", "Your name?", "Answer", "Dismiss"]);
+  assert.deepEqual(seen.create.words, ["Create an agent", "Directory", "Name", "Model", "Provider", "Mode", "Create", "Cancel"]);
+  assert.equal(seen.help.words[0], "Keyboard shortcuts");
+  assert.equal(seen.help.words.at(-1), "Close");
   await ctx.close();
 });
 
@@ -675,9 +939,10 @@ test("the overview on a wide screen", async () => {
 
 let failed = 0;
 try {
-  // SHARD_E2E_ONLY=words runs only the tests whose name contains them (while developing).
-  const only = process.env.SHARD_E2E_ONLY;
-  for (const [name, fn] of tests.filter(([n]) => !only || n.includes(only))) {
+  // SHARD_E2E_ONLY=words runs only the tests whose name contains them, `|` between
+  // alternatives (while developing).
+  const only = process.env.SHARD_E2E_ONLY?.split("|");
+  for (const [name, fn] of tests.filter(([n]) => !only || only.some((o) => n.includes(o)))) {
     const t0 = Date.now();
     try {
       await fn();

@@ -2,6 +2,8 @@
 //! (`ui_request` / `ui_response` / `ui_resolved`). It is the Runtime's own tool because
 //! it needs the Runtime's UI plumbing, which extensions use the same way.
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -10,8 +12,6 @@ use shard_protocol::event::UiRequest;
 use shard_protocol::types::{NotifyType, UiKind};
 use shard_tools::{ToolContext, ToolOutput, TypedTool};
 use tokio::sync::{mpsc, oneshot};
-
-use crate::runtime::Internal;
 
 /// A UI request from a tool or an extension, answered through the Runtime.
 #[derive(Debug)]
@@ -22,16 +22,39 @@ pub struct UiAsk {
     pub reply: oneshot::Sender<Value>,
 }
 
+/// Where a [`UiHandle`]'s requests go: the Runtime's internal queue
+/// (`runtime/inbox.rs` implements this for it). A trait, so that this module, which the
+/// Runtime uses, never names the Runtime back.
+pub(crate) trait UiQueue: Send + Sync {
+    /// Queues `ask`; false when the Runtime is gone.
+    fn send(&self, ask: UiAsk) -> BoxFuture<'_, bool>;
+}
+
+/// A plain channel of requests is a queue too (a Runtime-less tool list, tests).
+impl UiQueue for mpsc::Sender<UiAsk> {
+    fn send(&self, ask: UiAsk) -> BoxFuture<'_, bool> {
+        Box::pin(async move { mpsc::Sender::send(self, ask).await.is_ok() })
+    }
+}
+
 /// A cloneable handle for asking the user something.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct UiHandle {
-    tx: mpsc::Sender<Internal>,
+    tx: Arc<dyn UiQueue>,
+}
+
+impl std::fmt::Debug for UiHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UiHandle").finish_non_exhaustive()
+    }
 }
 
 impl UiHandle {
-    /// A handle that feeds the Runtime's internal queue.
-    pub(crate) fn new(tx: mpsc::Sender<Internal>) -> Self {
-        UiHandle { tx }
+    /// A handle that feeds `queue` (the Runtime's internal queue).
+    pub(crate) fn new(queue: impl UiQueue + 'static) -> Self {
+        UiHandle {
+            tx: Arc::new(queue),
+        }
     }
 
     /// Shows a notification. Returns once the Runtime has emitted it (so it comes before
@@ -39,12 +62,7 @@ impl UiHandle {
     /// of the turn) resolves the request later.
     pub async fn notify(&self, request: UiRequest) {
         let (reply, shown) = oneshot::channel();
-        if self
-            .tx
-            .send(Internal::Ui(UiAsk { request, reply }))
-            .await
-            .is_ok()
-        {
+        if self.tx.send(UiAsk { request, reply }).await {
             let _ = shown.await;
         }
     }
@@ -52,12 +70,7 @@ impl UiHandle {
     /// Asks and waits for the answer; `Value::Null` when nobody can answer.
     pub async fn ask(&self, request: UiRequest) -> Value {
         let (reply, rx) = oneshot::channel();
-        if self
-            .tx
-            .send(Internal::Ui(UiAsk { request, reply }))
-            .await
-            .is_err()
-        {
+        if !self.tx.send(UiAsk { request, reply }).await {
             return Value::Null;
         }
         rx.await.unwrap_or(Value::Null)

@@ -8,13 +8,14 @@ use std::path::PathBuf;
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use shard_protocol::command::{
     SubagentCreate, SubagentRelaunch, SubagentStatus, SubagentSteer, SubagentStop, SubagentTask,
     SubagentWait, WaitMode,
 };
 use shard_protocol::definitions::DefinitionSummary;
 use shard_protocol::jobs::JobStrategy;
+use shard_protocol::orchestrator::RuntimeAuth;
 use shard_protocol::{ClientMessage, Command};
 use shard_tools::{Tool, ToolContext, ToolOutput, Typed, TypedTool};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -219,8 +220,12 @@ impl SubagentTool {
             .map_err(|e| format!("cannot reach the daemon: {e}"))?;
         let (r, mut w) = stream.into_split();
         let mut lines = BufReader::new(r).lines();
-        let auth = json!({"type": "runtime.auth", "id": "auth", "agent_id": self.agent_id,
-                          "token": self.token});
+        let auth = serde_json::to_value(RuntimeAuth {
+            id: Some("auth".into()),
+            agent_id: self.agent_id.clone(),
+            token: self.token.clone(),
+        })
+        .map_err(|e| format!("cannot encode runtime.auth: {e}"))?;
         let command = serde_json::to_value(ClientMessage::new("call", command))
             .map_err(|e| format!("cannot encode the command: {e}"))?;
         for (id, msg) in [("auth", auth), ("call", command)] {
@@ -357,6 +362,8 @@ impl Tool for Subagent {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn def(name: &str, description: Option<&str>) -> DefinitionSummary {

@@ -13,7 +13,7 @@ use shard_protocol::definitions::{BUILT_IN, BUILT_IN_DESCRIPTION, DefinitionSumm
 use shard_tools::Tool;
 use tokio::sync::mpsc;
 
-use crate::ask::{AskUser, UiHandle};
+use crate::ask::{AskUser, UiAsk, UiHandle};
 use crate::subagent::{Subagent, SubagentTool};
 
 /// Most bytes the offered tools may take in any provider format's `tools` array.
@@ -34,7 +34,7 @@ pub struct FormatBytes {
 /// The tools a Runtime started now would offer, in order (`subagent` describing only the
 /// built-in `general` definition, as in a project without definition files).
 pub fn offered_tools(with_subagent: bool) -> Vec<Arc<dyn Tool>> {
-    let (tx, _rx) = mpsc::channel(1);
+    let (tx, _rx) = mpsc::channel::<UiAsk>(1);
     let subagent = with_subagent.then(|| {
         let general = DefinitionSummary {
             name: BUILT_IN.to_string(),

@@ -62,6 +62,7 @@ pub fn attach(args: AttachArgs) -> ExitCode {
             view: AgentView::new(),
             sanitizer: Sanitizer::new(),
             mid_line: false,
+            answered_here: Default::default(),
         };
         let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
         loop {
@@ -91,13 +92,32 @@ struct Screen {
     view: AgentView,
     sanitizer: Sanitizer,
     mid_line: bool,
+    /// Requests answered from this terminal: their resolution is not someone else's.
+    answered_here: std::collections::HashSet<String>,
 }
 
 impl Screen {
     fn show(&mut self, c: &Client, ev: &Event) {
+        // The request as shown, read before the view drops it, to say who answered it.
+        let resolving = match ev {
+            Event::PermissionResolved(r) => self.view.pending_request(&r.request_id).cloned(),
+            Event::UiResolved(r) => self.view.pending_request(&r.request_id).cloned(),
+            _ => None,
+        };
         let changes = self.view.apply(ev);
         let mut out = std::io::stdout().lock();
         for change in changes {
+            if let Change::RequestResolved { request_id, .. } = &change {
+                let here = self.answered_here.remove(request_id);
+                let text = match &resolving {
+                    // A notice was shown and dismissed: its resolution says nothing new.
+                    Some(Pending::Ui(u)) if u.kind == UiKind::Notify => continue,
+                    Some(p) if !here => strip(&results::answered_elsewhere(p, ev)),
+                    _ => format!("request {request_id} answered here"),
+                };
+                self.line(&mut out, &format!("[{text}]"));
+                continue;
+            }
             // A notice needs no answer: an interactive client shows it and dismisses it,
             // so it does not take the next typed line.
             if let Change::RequestAdded(id) = &change
@@ -117,6 +137,8 @@ impl Screen {
                 });
                 self.line(&mut out, text.trim_end());
                 let _ = c.send(&shard_protocol::ClientMessage { id: None, command });
+                // Shown and dismissed: a typed line must answer the next real request.
+                self.view.pending.retain(|p| p.request_id() != id);
                 continue;
             }
             self.change(&mut out, change);
@@ -210,7 +232,15 @@ impl Screen {
                     if r.is_error { "error: " } else { "" }
                 );
                 let shaped = results::structured_lines(t);
-                self.line(out, if shaped.is_empty() { &text } else { "<-" });
+                // Text with images beside it (an MCP screenshot) keeps its text line, as
+                // `shard run` prints it; a listing, tree or card stands under a bare `<-`.
+                let text_beside_images = !first.trim().is_empty() && shaped.len() == r.images.len();
+                let head = if shaped.is_empty() || text_beside_images {
+                    &text
+                } else {
+                    "<-"
+                };
+                self.line(out, head);
                 for l in shaped {
                     self.line(out, &format!("   {}", strip(&l)));
                 }
@@ -239,13 +269,6 @@ impl Screen {
                 Some(Pending::Ui(u)) => self.show_ui(out, &u),
                 None => {}
             },
-            Change::RequestResolved { request_id, source } => {
-                let text = format!(
-                    "[request {request_id} answered by {}]",
-                    strip(&results::answered_by(source.as_deref()))
-                );
-                self.line(out, &text);
-            }
             Change::Error(e) => {
                 self.line(out, &format!("[error {}] {}", e.code, strip(&e.message)));
             }
@@ -380,6 +403,11 @@ impl Screen {
                 streaming_behavior: (self.view.status.is_some_and(|s| s != AgentStatus::Idle))
                     .then_some(StreamingBehavior::FollowUp),
             }),
+        };
+        match &command {
+            Command::PermissionResponse(r) => self.answered_here.insert(r.request_id.clone()),
+            Command::UiResponse(r) => self.answered_here.insert(r.request_id.clone()),
+            _ => false,
         };
         let _ = c.send(&shard_protocol::ClientMessage { id: None, command });
     }

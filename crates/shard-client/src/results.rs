@@ -162,6 +162,58 @@ pub fn answered_by(source: Option<&str>) -> String {
     }
 }
 
+/// What a client says when a request it showed was answered by someone else: the request,
+/// the answer given and who gave it, e.g. `permission for write: “Allow once”, answered by
+/// browser brw-9`. `pending` is the request as it was shown (read before the resolution
+/// removes it from the view); `resolved` is the `permission_resolved` / `ui_resolved`.
+pub fn answered_elsewhere(
+    pending: &crate::view::Pending,
+    resolved: &shard_protocol::Event,
+) -> String {
+    use shard_protocol::{Event, PermissionAnswer};
+    let (title, answer, source) = match (pending, resolved) {
+        (crate::view::Pending::Permission(p), Event::PermissionResolved(r)) => {
+            let answer = match &r.answer {
+                PermissionAnswer::Choice { choice_id } => p
+                    .choices
+                    .iter()
+                    .flatten()
+                    .find(|c| &c.id == choice_id)
+                    .map(|c| c.label.clone())
+                    .unwrap_or_else(|| choice_id.clone()),
+                PermissionAnswer::Decision { decision } => serde_json::to_value(decision)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+            };
+            (
+                format!("permission for {}", p.tool_name),
+                answer,
+                r.source.as_deref(),
+            )
+        }
+        (crate::view::Pending::Ui(u), Event::UiResolved(r)) => {
+            let answer = match &r.value {
+                Value::Null => "dismissed".to_string(),
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let title = u.title.clone().unwrap_or_else(|| "question".into());
+            (title, answer, None)
+        }
+        _ => return String::new(),
+    };
+    let who = match source {
+        Some(_) => answered_by(source),
+        None => "another client".into(),
+    };
+    if answer.is_empty() {
+        format!("{title}: answered by {who}")
+    } else {
+        format!("{title}: “{answer}”, answered by {who}")
+    }
+}
+
 /// A path list as `ls -p` prints it: one entry a line, directories ending in `/`, a hint
 /// (size, match count) after two spaces.
 pub fn path_list_lines(paths: &[PathListEntry]) -> Vec<String> {
@@ -339,6 +391,43 @@ mod tests {
         assert_eq!(answered_by(Some("client-6")), "client-6");
         assert_eq!(answered_by(Some("headless")), "headless");
         assert_eq!(answered_by(None), "a client");
+    }
+
+    #[test]
+    fn an_answer_given_elsewhere_names_the_request_the_answer_and_who() {
+        let ev = |v: Value| -> shard_protocol::Event { serde_json::from_value(v).unwrap() };
+        let perm = ev(json!({"type": "permission_request", "request_id": "p1",
+            "tool_name": "write", "input": {}, "prompt": "Allow write?", "options": ["allow", "deny"],
+            "choices": [{"id": "allow", "label": "Allow once", "intent": "allow"}]}));
+        let shard_protocol::Event::PermissionRequest(p) = perm else {
+            panic!()
+        };
+        let pending = crate::view::Pending::Permission(p);
+        let by_browser = ev(json!({"type": "permission_resolved", "request_id": "p1",
+            "choice_id": "allow", "source": "client-5 (browser brw-9)"}));
+        assert_eq!(
+            answered_elsewhere(&pending, &by_browser),
+            "permission for write: “Allow once”, answered by browser brw-9"
+        );
+        let denied = ev(json!({"type": "permission_resolved", "request_id": "p1",
+            "decision": "deny", "source": "client-4 (a terminal)"}));
+        assert_eq!(
+            answered_elsewhere(&pending, &denied),
+            "permission for write: “deny”, answered by a terminal"
+        );
+        let ui = ev(
+            json!({"type": "ui_request", "request_id": "u1", "kind": "select",
+            "title": "Colour?", "options": ["red"]}),
+        );
+        let shard_protocol::Event::UiRequest(u) = ui else {
+            panic!()
+        };
+        let pending = crate::view::Pending::Ui(u);
+        let picked = ev(json!({"type": "ui_resolved", "request_id": "u1", "value": "red"}));
+        assert_eq!(
+            answered_elsewhere(&pending, &picked),
+            "Colour?: “red”, answered by another client"
+        );
     }
 
     #[test]

@@ -104,7 +104,7 @@ pub(crate) fn dispatch(
         | Command::WorkspaceList(_)
         | Command::WorkspaceStatus(_)
         | Command::WorkspaceRetire(_) => {
-            return crate::workspaces::dispatch(&svc.workspaces, command);
+            return crate::workspaces::handlers::dispatch(&svc.workspaces, command);
         }
         Command::AgentList(q) => list(core, &q, slot),
         Command::AgentStatus(q) => {
@@ -146,12 +146,15 @@ pub(crate) fn dispatch(
         }
         Command::AgentCreate(c) => {
             let core = Arc::clone(core);
-            return Handled::Later(Box::pin(
-                async move { crate::create::create(&core, *c).await },
-            ));
+            return Handled::Later(Box::pin(async move {
+                let created = crate::create::create(&core, *c).await?;
+                Reply::data::<kind::AgentCreate>(&created)
+            }));
         }
         Command::AgentAttach(a) => core.attach(conn, a, slot),
-        Command::AgentDetach(r) => core.detach(conn, &r.agent_id).map(|()| Reply::Done(None)),
+        Command::AgentDetach(r) => core
+            .detach(conn, &r.agent_id)
+            .map(|()| Reply::empty::<kind::AgentDetach>()),
         Command::AgentTerminate(r) => core
             .terminate(&r.agent_id)
             .and_then(|deferred| Reply::data::<kind::AgentTerminate>(&TerminateData { deferred })),
@@ -165,7 +168,7 @@ pub(crate) fn dispatch(
                 if let Some(rx) = wait {
                     let _ = tokio::time::timeout(bound, rx).await;
                 }
-                Ok(Reply::Done(None))
+                Ok(Reply::empty::<kind::AgentKill>())
             }));
         }
         Command::AgentArchive(r) => {
@@ -185,12 +188,12 @@ pub(crate) fn dispatch(
                 if let Some(rx) = wait {
                     let _ = tokio::time::timeout(bound, rx).await;
                 }
-                Ok(Reply::Done(None))
+                Ok(Reply::empty::<kind::AgentArchive>())
             }));
         }
         Command::DaemonShutdown(s) => {
             if let Ok(r) = slot.defer() {
-                r.ok(None);
+                r.answer::<kind::DaemonShutdown>(&());
             }
             begin_shutdown(core, s.force.unwrap_or(false));
             Ok(Reply::Deferred)

@@ -9,7 +9,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde::Deserialize;
 use shard_protocol::event::{ErrorEvent, Hello};
-use shard_protocol::{ErrorCode, Event, LineError, PROTOCOL_VERSION, decode_command};
+use shard_protocol::orchestrator::{AuthPrincipal, RuntimeAuth, RuntimeAuthData, RuntimeAuthKind};
+use shard_protocol::{CommandSpec, ErrorCode, Event, LineError, PROTOCOL_VERSION, decode_command};
 
 use crate::commands::{self, Services};
 use crate::core::Shared;
@@ -23,17 +24,7 @@ use crate::wire::frame;
 const WRITER_DRAIN: Duration = Duration::from_secs(2);
 
 /// The wire type of the Runtime claim (docs/daemon.md "Connection identity").
-pub(crate) const RUNTIME_AUTH: &str = "runtime.auth";
-
-/// `{"type":"runtime.auth","id":…,"agent_id":…,"token":…}`: a Runtime proving who it is
-/// with the `SHARD_AGENT_TOKEN` it was started with.
-#[derive(Deserialize)]
-struct RuntimeAuth {
-    #[serde(default)]
-    id: Option<String>,
-    agent_id: String,
-    token: String,
-}
+pub(crate) const RUNTIME_AUTH: &str = RuntimeAuthKind::TYPE;
 
 /// Writes one fatal `error` line to a connection that is refused, then closes it.
 pub(crate) async fn refuse(mut out: Box<dyn FrameSink>, code: ErrorCode, message: String) {
@@ -224,9 +215,10 @@ fn runtime_auth(shared: &Shared, conn_id: u64, outbox: &Arc<Outbox>, line: &[u8]
                 agent_id: auth.agent_id.clone(),
             },
         );
-        responder.ok(Some(serde_json::json!({
-            "principal": "runtime", "agent_id": auth.agent_id
-        })));
+        responder.answer::<RuntimeAuthKind>(&RuntimeAuthData {
+            principal: AuthPrincipal::Runtime,
+            agent_id: auth.agent_id,
+        });
         true
     } else {
         tracing::warn!(

@@ -13,13 +13,19 @@ use shard_protocol::{ErrorCode, ids};
 
 use crate::core::Shared;
 use crate::manifest::{AgentManifest, MANIFEST_VERSION};
-use crate::reply::{ProtocolError, Reply};
+use crate::reply::ProtocolError;
 
 fn invalid(msg: impl Into<String>) -> ProtocolError {
     ProtocolError::new(ErrorCode::InvalidRequest, msg)
 }
 
-pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply, ProtocolError> {
+/// `agent.create`, typed: the created agent, or why not (a created agent whose Runtime
+/// failed to start is an error naming it in its data). Workspaces create their agents
+/// through this too, and read the id from the typed answer.
+pub(crate) async fn create(
+    shared: &Arc<Shared>,
+    c: AgentCreate,
+) -> Result<AgentCreated, ProtocolError> {
     let refused = c.daemon_only_fields();
     if !refused.is_empty() {
         return Err(invalid(format!(
@@ -135,7 +141,7 @@ pub(crate) async fn create(shared: &Arc<Shared>, c: AgentCreate) -> Result<Reply
         return Err(out_of_descriptors());
     }
     match result {
-        Ok(()) => Reply::data::<kind::AgentCreate>(&created),
+        Ok(()) => Ok(created),
         // The agent exists: the error names it in its data, as a success would.
         Err(e) => Err(ProtocolError::new(
             ErrorCode::RuntimeStartFailed,

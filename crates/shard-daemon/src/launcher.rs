@@ -12,8 +12,9 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-/// Everything a Runtime generation is started with.
-#[derive(Debug, Clone)]
+/// Everything a Runtime generation is started with. Its `Debug` leaves the per-Runtime
+/// token out, so a spec in a log or a panic message carries no secret.
+#[derive(Clone)]
 pub struct LaunchSpec {
     /// Durable agent id.
     pub agent_id: String,
@@ -49,6 +50,29 @@ pub struct LaunchSpec {
     pub epoch: u64,
     /// The `[hosts.NAME]` the Runtime runs on; `None`: this machine.
     pub host: Option<String>,
+}
+
+impl std::fmt::Debug for LaunchSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LaunchSpec")
+            .field("agent_id", &self.agent_id)
+            .field("parent_agent_id", &self.parent_agent_id)
+            .field("session_id", &self.session_id)
+            .field("cwd", &self.cwd)
+            .field("provider", &self.provider)
+            .field("model", &self.model)
+            .field("mode", &self.mode)
+            .field("script", &self.script)
+            .field("tools", &self.tools)
+            .field("system_prompt_file", &self.system_prompt_file)
+            .field("mcp_servers", &self.mcp_servers)
+            .field("home", &self.home)
+            .field("daemon_sock", &self.daemon_sock)
+            .field("token", &"<redacted>")
+            .field("epoch", &self.epoch)
+            .field("host", &self.host)
+            .finish()
+    }
 }
 
 /// How a Runtime process ended.
@@ -382,5 +406,38 @@ pub(crate) async fn wait_exit(mut child: tokio::process::Child) -> ExitInfo {
             tracing::warn!(error = %e, "waiting for a runtime failed");
             ExitInfo::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_in_a_log_never_shows_its_token() {
+        let spec = LaunchSpec {
+            agent_id: "agt_1".into(),
+            parent_agent_id: None,
+            session_id: "ses_1".into(),
+            cwd: PathBuf::from("/w"),
+            provider: None,
+            model: None,
+            mode: None,
+            script: None,
+            tools: None,
+            system_prompt_file: None,
+            mcp_servers: Vec::new(),
+            home: PathBuf::from("/h"),
+            daemon_sock: PathBuf::from("/h/daemon.sock"),
+            token: "tok-5ecret-value".into(),
+            epoch: 3,
+            host: None,
+        };
+        let shown = format!("{spec:?}");
+        assert!(!shown.contains("tok-5ecret-value"), "{shown}");
+        assert!(
+            shown.contains("agt_1") && shown.contains("<redacted>"),
+            "{shown}"
+        );
     }
 }

@@ -56,6 +56,13 @@ impl Reply {
             .map(Reply::Done)
             .map_err(|e| encode_failed(K::TYPE, &e))
     }
+
+    /// A success without data, for command `K` whose response type is `()`: the command
+    /// table checks that `K` answers nothing.
+    #[allow(clippy::extra_unused_type_parameters)] // `K` is the check: it names the command.
+    pub fn empty<K: CommandSpec<Response = ()>>() -> Reply {
+        Reply::Done(None)
+    }
 }
 
 /// The error for a response that could not be encoded.
@@ -104,6 +111,15 @@ impl Responder {
     pub fn ok(mut self, data: Option<serde_json::Value>) {
         let ev = Event::ok(self.id.take(), self.command, data);
         self.push(ev);
+    }
+
+    /// Answers command `K` with its typed response (the command table); one that cannot
+    /// be encoded is answered as an `INTERNAL_ERROR`, never as a success without its data.
+    pub fn answer<K: CommandSpec>(self, data: &K::Response) {
+        match K::encode_response(data) {
+            Ok(data) => self.ok(data),
+            Err(e) => self.fail(encode_failed(K::TYPE, &e)),
+        }
     }
 
     /// Answers with success and `data` already encoded as a JSON value: a large answer

@@ -8,52 +8,13 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use serde_json::{Value, json};
+use serde_json::json;
 use shard_client::Client;
 use shard_daemon::{ExitInfo, Topic};
-use shard_protocol::Event;
-use shard_protocol::command::{AgentCreate, AttachRole};
+use shard_protocol::command::{AgentCreate, AttachRole, Command, SessionListQuery, kind};
+use shard_protocol::orchestrator::{AuthPrincipal, RuntimeAuthKind};
 use shard_protocol::types::RuntimeState;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
-
-/// A raw socket client: lines in, JSON values out.
-struct Raw {
-    lines: tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
-    w: tokio::net::unix::OwnedWriteHalf,
-}
-
-impl Raw {
-    async fn connect(home: &std::path::Path) -> Raw {
-        let s = UnixStream::connect(home.join("daemon.sock")).await.unwrap();
-        let (r, w) = s.into_split();
-        Raw {
-            lines: BufReader::new(r).lines(),
-            w,
-        }
-    }
-    async fn send(&mut self, bytes: &[u8]) {
-        self.w.write_all(bytes).await.unwrap();
-        self.w.flush().await.unwrap();
-    }
-    /// The next line, or `None` at end of stream.
-    async fn line(&mut self) -> Option<Value> {
-        let l = tokio::time::timeout(T, self.lines.next_line())
-            .await
-            .expect("a line in time")
-            .ok()??;
-        Some(serde_json::from_str(&l).unwrap())
-    }
-    /// The next `response`, skipping events.
-    async fn response(&mut self) -> Value {
-        loop {
-            let v = self.line().await.expect("a response before the end");
-            if v["type"] == "response" {
-                return v;
-            }
-        }
-    }
-}
+use shard_protocol::{ErrorCode, Event};
 
 fn create_req(s: &Setup) -> AgentCreate {
     serde_json::from_value(json!({"cwd": s.home.to_str().unwrap()})).unwrap()
@@ -79,7 +40,7 @@ async fn agent_list_is_answered_while_a_create_waits_for_its_runtime() {
     // Per-agent commands for the starting agent are queued, not a blocked read loop:
     // a later `agent.list` on the same connection is answered before the Runtime is ready.
     let id = agents[0].agent_id.clone();
-    let mut raw = Raw::connect(&s.home).await;
+    let mut raw = Wire::connect(&s.home).await;
     let lines = [
         json!({"type":"agent.attach","id":"at","agent_id":id,"role":"interactive"}),
         json!({"type":"prompt","id":"pr","agent_id":id,"message":"hi"}),
@@ -88,7 +49,11 @@ async fn agent_list_is_answered_while_a_create_waits_for_its_runtime() {
     let batch: String = lines.iter().map(|l| format!("{l}\n")).collect();
     raw.send(batch.as_bytes()).await;
     let first = raw.response().await;
-    assert_eq!(first["id"], "ls", "the list is answered first: {first}");
+    assert_eq!(
+        first.id.as_deref(),
+        Some("ls"),
+        "the list is answered first: {first:?}"
+    );
     rt.ready().await;
     let created = tokio::time::timeout(T, pending)
         .await
@@ -96,15 +61,14 @@ async fn agent_list_is_answered_while_a_create_waits_for_its_runtime() {
         .unwrap()
         .unwrap();
     assert_eq!(created, id);
-    assert_eq!(raw.response().await["id"], "at");
+    assert_eq!(raw.response().await.id.as_deref(), Some("at"));
     // The queued prompt reaches the Runtime once it is ready.
-    let cmd = rt.next_command().await;
-    assert_eq!(cmd["type"], "prompt", "{cmd}");
-    rt.emit(json!({"type":"response","id":cmd["id"],"command":"prompt","success":true}))
-        .await;
+    let cmd = rt.next_cmd().await;
+    assert!(matches!(cmd.command, Command::Prompt(_)), "{cmd:?}");
+    rt.answer(&cmd, None).await;
     let r = raw.response().await;
-    assert_eq!(r["id"], "pr");
-    assert_eq!(r["success"], true);
+    assert_eq!(r.id.as_deref(), Some("pr"));
+    assert!(r.success, "{r:?}");
 }
 
 #[tokio::test]
@@ -112,25 +76,20 @@ async fn connections_over_the_cap_are_refused_and_the_daemon_stays_healthy() {
     let s = start(|c| c.max_connections = 2).await;
     let c1 = Client::connect_daemon(&s.home).await.unwrap();
     let c2 = Client::connect_daemon(&s.home).await.unwrap();
-    let mut third = Raw::connect(&s.home).await;
-    let refusal = third.line().await.expect("one error line");
-    assert_eq!(refusal["type"], "error");
-    assert_eq!(refusal["code"], "TOO_MANY_CONNECTIONS");
-    assert!(
-        refusal["message"]
-            .as_str()
-            .unwrap()
-            .contains("--max-connections")
-    );
+    let mut third = Wire::connect(&s.home).await;
+    let Some(Event::Error(refusal)) = third.line().await else {
+        panic!("one error line: {:?}", third.raw);
+    };
+    assert_eq!(refusal.code.as_str(), "TOO_MANY_CONNECTIONS");
+    assert!(refusal.message.contains("--max-connections"), "{refusal:?}");
     assert!(third.line().await.is_none(), "then the connection closes");
     // The daemon is healthy: the others are served, and a freed slot is usable again.
     assert!(c1.list().await.unwrap().is_empty());
     drop(c2);
     let deadline = std::time::Instant::now() + T;
     loop {
-        let mut again = Raw::connect(&s.home).await;
-        let first = again.line().await.unwrap();
-        if first["type"] == "hello" {
+        let mut again = Wire::connect(&s.home).await;
+        if let Some(Event::Hello(_)) = again.line().await {
             break;
         }
         assert!(std::time::Instant::now() < deadline, "slot never freed");
@@ -143,8 +102,7 @@ async fn a_runtime_claim_needs_the_runtimes_token() {
     let mut s = start(|_| {}).await;
     let c = Client::connect_daemon(&s.home).await.unwrap();
     let (id, rt) = create(&mut s, &c, None).await;
-    let mut liar = Raw::connect(&s.home).await;
-    assert_eq!(liar.line().await.unwrap()["type"], "hello");
+    let mut liar = Wire::hello(&s.home).await;
     liar.send(
         format!(
             "{}\n",
@@ -154,38 +112,35 @@ async fn a_runtime_claim_needs_the_runtimes_token() {
     )
     .await;
     let r = liar.response().await;
-    assert_eq!(r["id"], "a1");
-    assert_eq!(r["success"], false);
-    assert_eq!(r["error"]["code"], "PERMISSION_DENIED");
+    assert_eq!(r.id.as_deref(), Some("a1"));
+    assert_eq!(code_of(&r), ErrorCode::PermissionDenied);
     assert!(
         liar.line().await.is_none(),
         "a false claim closes the connection"
     );
     // The daemon keeps only the token's hash; the Runtime's real token is accepted.
-    let mut runtime = Raw::connect(&s.home).await;
-    let hello = runtime.line().await.unwrap();
-    assert!(
-        hello["capabilities"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("runtime-auth"))
-    );
+    let mut runtime = Wire::connect(&s.home).await;
+    let Some(Event::Hello(hello)) = runtime.line().await else {
+        panic!("a hello first: {:?}", runtime.raw);
+    };
+    assert!(hello.capabilities.iter().any(|c| c == "runtime-auth"));
     let auth = json!({"type":"runtime.auth","id":"a2","agent_id":id,"token":rt.spec.token});
     runtime.send(format!("{auth}\n").as_bytes()).await;
     let r = runtime.response().await;
-    assert_eq!(r["success"], true, "{r}");
-    assert_eq!(r["data"]["principal"], "runtime");
+    assert!(r.success, "{r:?}");
+    let who = data_of::<RuntimeAuthKind>(r);
+    assert_eq!(who.principal, AuthPrincipal::Runtime);
+    assert_eq!(who.agent_id, id);
     runtime
         .send(b"{\"type\":\"agent.list\",\"id\":\"l1\"}\n")
         .await;
-    assert_eq!(runtime.response().await["id"], "l1");
+    assert_eq!(runtime.response().await.id.as_deref(), Some("l1"));
 }
 
 #[tokio::test]
 async fn an_oversized_line_is_refused_with_its_id_and_the_connection_keeps_working() {
     let s = start(|c| c.max_line = 4096).await;
-    let mut raw = Raw::connect(&s.home).await;
-    assert_eq!(raw.line().await.unwrap()["type"], "hello");
+    let mut raw = Wire::hello(&s.home).await;
     let big = format!(
         "{{\"id\":\"big\",\"type\":\"agent.list\",\"pad\":\"{}\"}}\n",
         "a".repeat(100_000)
@@ -194,12 +149,12 @@ async fn an_oversized_line_is_refused_with_its_id_and_the_connection_keeps_worki
     raw.send(b"{\"id\":\"after\",\"type\":\"agent.list\"}\n")
         .await;
     let r = raw.response().await;
-    assert_eq!(r["id"], "big");
-    assert_eq!(r["error"]["code"], "INVALID_REQUEST");
-    assert!(r["error"]["message"].as_str().unwrap().contains("4096"));
+    assert_eq!(r.id.as_deref(), Some("big"));
+    assert_eq!(code_of(&r), ErrorCode::InvalidRequest);
+    assert!(r.error.unwrap().message.contains("4096"));
     let r = raw.response().await;
-    assert_eq!(r["id"], "after");
-    assert_eq!(r["success"], true);
+    assert_eq!(r.id.as_deref(), Some("after"));
+    assert!(r.success, "{r:?}");
 }
 
 #[tokio::test]
@@ -246,10 +201,9 @@ async fn a_headless_timeout_is_also_a_timeout_error_event() {
     let watcher = Client::connect_daemon(&s.home).await.unwrap();
     let f = watcher.attach(&id, AttachRole::Observer);
     tokio::pin!(f);
-    let cmd = tokio::select! { c = rt.next_command() => c, _ = &mut f => panic!("no sync yet") };
+    let cmd = tokio::select! { c = rt.next_cmd() => c, _ = &mut f => panic!("no sync yet") };
     rt.emit(sync_json("idle")).await;
-    rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
-        .await;
+    rt.answer(&cmd, None).await;
     let (_, mut events) = f.await.unwrap();
     assert!(matches!(next(&mut events).await, Event::Sync(_)));
     rt.emit(
@@ -257,9 +211,11 @@ async fn a_headless_timeout_is_also_a_timeout_error_event() {
         "input":{"command":"ls"},"prompt":"run ls?","options":["allow","deny"]}),
     )
     .await;
-    let fwd = rt.next_command().await;
-    assert_eq!(fwd["type"], "permission_response");
-    assert_eq!(fwd["source"], "headless_timeout");
+    let fwd = rt.next_cmd().await;
+    let Command::PermissionResponse(answer) = &fwd.command else {
+        panic!("a permission_response: {fwd:?}");
+    };
+    assert_eq!(answer.source.as_deref(), Some("headless_timeout"));
     loop {
         if let Event::Error(e) = next(&mut events).await {
             assert_eq!(e.code.as_str(), "TIMEOUT");
@@ -276,24 +232,21 @@ async fn a_runtime_answer_over_the_line_limit_still_answers_the_client() {
     let (id, mut rt) = create(&mut s, &c, None).await;
     let f = c.attach(&id, AttachRole::Interactive);
     tokio::pin!(f);
-    let cmd = tokio::select! { c = rt.next_command() => c, _ = &mut f => panic!("no sync yet") };
+    let cmd = tokio::select! { c = rt.next_cmd() => c, _ = &mut f => panic!("no sync yet") };
     rt.emit(sync_json("idle")).await;
-    rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
-        .await;
+    rt.answer(&cmd, None).await;
     f.await.unwrap();
     let ask = json!({"type":"list_modes","agent_id":id});
     let pending = c.request(serde_json::from_value(ask).unwrap());
     tokio::pin!(pending);
     let fwd =
-        tokio::select! { c = rt.next_command() => c, _ = &mut pending => panic!("answered early") };
-    rt.emit(
-        json!({"id":fwd["id"],"type":"response","command":"list_modes","success":true,
-        "data":{"pad":"x".repeat(10_000)}}),
-    )
-    .await;
+        tokio::select! { c = rt.next_cmd() => c, _ = &mut pending => panic!("answered early") };
+    // An answer longer than the line limit.
+    rt.answer(&fwd, Some(json!({"pad": "x".repeat(10_000)})))
+        .await;
     let r = tokio::time::timeout(T, pending).await.unwrap().unwrap();
     assert!(!r.success);
-    assert_eq!(r.error.unwrap().code.as_str(), "INTERNAL_ERROR");
+    assert_eq!(code_of(&r), ErrorCode::InternalError);
 }
 
 #[tokio::test]
@@ -317,25 +270,30 @@ async fn session_list_lists_a_cwds_sessions_newest_first_with_forks() {
     let forked = store.fork(&old.reader().unwrap(), &at.id).unwrap();
     drop(old);
 
-    let mut raw = Raw::connect(&s.home).await;
-    let line = json!({"type":"session.list","id":"sl","cwd":cwd.to_str().unwrap()});
-    raw.send(format!("{line}\n").as_bytes()).await;
-    let r = raw.response().await;
-    assert_eq!(r["success"], true, "{r}");
-    let sessions = r["data"]["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 2, "{r}");
-    assert_eq!(sessions[0]["session_id"], json!(forked.session_id));
+    let mut raw = Wire::hello(&s.home).await;
+    let list = |cwd: &str| {
+        Command::SessionList(SessionListQuery {
+            cwd: cwd.to_string(),
+        })
+    };
+    let listed = raw
+        .ok::<kind::SessionList>(list(cwd.to_str().unwrap()))
+        .await;
+    let sessions = &listed.sessions;
+    assert_eq!(sessions.len(), 2, "{listed:?}");
+    assert_eq!(sessions[0].session_id, forked.session_id);
     assert_eq!(
-        sessions[0]["forked_from"]["source_session_id"],
-        json!(old_id)
+        sessions[0]
+            .forked_from
+            .as_ref()
+            .map(|f| f.source_session_id.as_str()),
+        Some(old_id.as_str())
     );
-    assert_eq!(sessions[1]["title"], "the first prompt");
-    assert_eq!(sessions[1]["message_count"], 1);
+    assert_eq!(sessions[1].title, "the first prompt");
+    assert_eq!(sessions[1].message_count, Some(1));
 
-    let other = json!({"type":"session.list","id":"s2","cwd":"/nowhere"});
-    raw.send(format!("{other}\n").as_bytes()).await;
-    let r = raw.response().await;
-    assert_eq!(r["data"]["sessions"], json!([]));
+    let none = raw.ok::<kind::SessionList>(list("/nowhere")).await;
+    assert!(none.sessions.is_empty(), "{none:?}");
 }
 
 /// Runtime starts beyond `max_concurrent_starts` wait for a slot, which a generation holds
@@ -440,7 +398,7 @@ async fn a_start_killed_while_waiting_for_a_slot_is_never_launched() {
     .expect("two agents starting");
     // One connection handles its lines in order, and a kill is recorded when its line is
     // handled: once the list after it is answered, the kill is in, before the slot frees.
-    let mut raw = Raw::connect(&s.home).await;
+    let mut raw = Wire::connect(&s.home).await;
     let batch = format!(
         "{}\n{}\n",
         json!({"type":"agent.kill","id":"k","agent_id":waiting}),
@@ -449,13 +407,14 @@ async fn a_start_killed_while_waiting_for_a_slot_is_never_launched() {
     raw.send(batch.as_bytes()).await;
     let listed = raw.response().await;
     assert_eq!(
-        listed["id"], "ls",
+        listed.id.as_deref(),
+        Some("ls"),
         "the list answers before the waiting kill"
     );
     first.ready().await;
     let killed = raw.response().await;
-    assert_eq!(killed["id"], "k");
-    assert_eq!(killed["success"], true, "{killed}");
+    assert_eq!(killed.id.as_deref(), Some("k"));
+    data_of::<kind::AgentKill>(killed);
     assert!(
         s.runtimes.try_recv().is_err(),
         "the killed generation was launched"

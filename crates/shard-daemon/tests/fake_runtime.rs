@@ -12,8 +12,9 @@ use futures::StreamExt;
 use serde_json::json;
 use shard_client::Client;
 use shard_daemon::ExitInfo;
-use shard_protocol::Event;
-use shard_protocol::command::{AgentCreate, AttachRole};
+use shard_protocol::command::{AgentCreate, AttachRole, Command, kind};
+use shard_protocol::types::PermissionDecision;
+use shard_protocol::{CommandSpec, Event, PermissionAnswer};
 
 #[tokio::test]
 async fn attach_handshake_sends_sync_then_only_later_events() {
@@ -24,11 +25,10 @@ async fn attach_handshake_sends_sync_then_only_later_events() {
     let f = c1.attach(&id, AttachRole::Interactive);
     tokio::pin!(f);
     // c1's attach: the daemon asks the Runtime for a sync.
-    let cmd = tokio::select! { c = rt.next_command() => c, _ = &mut f => panic!("no sync yet") };
-    assert_eq!(cmd["type"], "request_sync");
+    let cmd = tokio::select! { c = rt.next_cmd() => c, _ = &mut f => panic!("no sync yet") };
+    assert!(matches!(cmd.command, Command::RequestSync(_)), "{cmd:?}");
     rt.emit(sync_json("streaming")).await;
-    rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
-        .await;
+    rt.answer(&cmd, None).await;
     let (_, mut e1) = tokio::time::timeout(T, f).await.unwrap().unwrap();
     assert!(matches!(next(&mut e1).await, Event::Sync(_)));
 
@@ -38,8 +38,8 @@ async fn attach_handshake_sends_sync_then_only_later_events() {
         let r = c2.attach(&id2, AttachRole::Interactive).await;
         (c2, r)
     });
-    let cmd = rt.next_command().await;
-    assert_eq!(cmd["type"], "request_sync");
+    let cmd = rt.next_cmd().await;
+    assert!(matches!(cmd.command, Command::RequestSync(_)), "{cmd:?}");
     // Events before the snapshot are covered by it; events after it must all arrive once.
     for i in 0..5 {
         rt.emit(delta(i)).await;
@@ -48,8 +48,7 @@ async fn attach_handshake_sends_sync_then_only_later_events() {
     for i in 5..10 {
         rt.emit(delta(i)).await;
     }
-    rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
-        .await;
+    rt.answer(&cmd, None).await;
     for i in 10..15 {
         rt.emit(delta(i)).await;
     }
@@ -81,7 +80,7 @@ async fn late_attacher_sees_sync_first_then_each_event_once() {
     let c2b = Arc::clone(&c2);
     let id2 = id.clone();
     let attach = tokio::spawn(async move { c2b.attach(&id2, AttachRole::Observer).await });
-    let cmd = rt.next_command().await;
+    let cmd = rt.next_cmd().await;
     for i in 0..3 {
         rt.emit(delta(i)).await;
     }
@@ -89,8 +88,7 @@ async fn late_attacher_sees_sync_first_then_each_event_once() {
     for i in 3..6 {
         rt.emit(delta(i)).await;
     }
-    rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
-        .await;
+    rt.answer(&cmd, None).await;
     let (data, mut e2) = attach.await.unwrap().unwrap();
     assert_eq!(data.info.agent_id, id);
     match next(&mut e2).await {
@@ -140,20 +138,23 @@ async fn command_ids_are_rewritten_and_mapped_back() {
     m["id"] = json!("1");
     c1.send(&serde_json::from_value(m.clone()).unwrap())
         .unwrap();
-    let a = rt.next_command().await;
-    assert_ne!(a["id"], "1");
-    assert!(
-        a.get("agent_id").is_none(),
+    let a = rt.next_cmd().await;
+    assert_ne!(a.id.as_deref(), Some("1"));
+    assert_eq!(
+        a.command.routing_agent_id(),
+        None,
         "routing id stripped for the Runtime"
     );
-    rt.emit(json!({"type":"response","id":a["id"],"command":"list_modes","success":true,"data":{"modes":[],"active":"first"}})).await;
+    rt.answer(&a, Some(json!({"modes":[],"active":"first"})))
+        .await;
     // c1 gets its response with its own id back.
     loop {
         if let Some(shard_protocol::IncomingEvent::Known(Event::Response(r))) =
             c1.next_event().await
         {
             assert_eq!(r.id.as_deref(), Some("1"));
-            assert_eq!(r.data.unwrap()["active"], "first");
+            let modes = kind::ListModes::decode_response(r.data).unwrap();
+            assert_eq!(modes.active, "first");
             break;
         }
     }
@@ -169,11 +170,9 @@ async fn permission_first_valid_answer_wins_and_everyone_sees_resolved() {
     for c in [&c1, &*c2] {
         let f = c.attach(&id, AttachRole::Interactive);
         tokio::pin!(f);
-        let cmd =
-            tokio::select! { c = rt.next_command() => c, _ = &mut f => panic!("no sync yet") };
+        let cmd = tokio::select! { c = rt.next_cmd() => c, _ = &mut f => panic!("no sync yet") };
         rt.emit(sync_json("idle")).await;
-        rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
-            .await;
+        rt.answer(&cmd, None).await;
         evs.push(f.await.unwrap().1);
     }
     for e in &mut evs {
@@ -196,19 +195,25 @@ async fn permission_first_valid_answer_wins_and_everyone_sees_resolved() {
         let a = answer("once");
         async move { c2.request(a).await }
     });
-    let fwd = rt.next_command().await;
-    assert_eq!(fwd["type"], "permission_response");
-    assert_eq!(fwd["choice_id"], "once");
-    assert!(fwd["source"].as_str().unwrap().starts_with("client-"));
+    let fwd = rt.next_cmd().await;
+    let Command::PermissionResponse(forwarded) = &fwd.command else {
+        panic!("a permission_response: {fwd:?}");
+    };
+    assert_eq!(
+        forwarded.answer,
+        PermissionAnswer::Choice {
+            choice_id: "once".into()
+        },
+        "{fwd:?}"
+    );
+    let source = forwarded.source.clone().unwrap();
+    assert!(source.starts_with("client-"), "{source}");
     // A late answer from the first client is dropped silently.
     let late = c1.request(answer("no")).await.unwrap();
     assert!(late.success);
-    rt.emit(
-        json!({"type":"response","id":fwd["id"],"command":"permission_response","success":true}),
-    )
-    .await;
+    rt.answer(&fwd, None).await;
     assert!(r2.await.unwrap().unwrap().success);
-    rt.emit(json!({"type":"permission_resolved","request_id":"req-1","choice_id":"once","source":fwd["source"]})).await;
+    rt.emit(json!({"type":"permission_resolved","request_id":"req-1","choice_id":"once","source":source})).await;
     for e in &mut evs {
         match next(e).await {
             Event::PermissionResolved(p) => assert_eq!(p.request_id, "req-1"),
@@ -231,10 +236,18 @@ async fn no_responder_means_headless_deny_and_crash_reports_exit() {
         "prompt":"?","options":["allow","deny"]}),
     )
     .await;
-    let fwd = rt.next_command().await;
-    assert_eq!(fwd["type"], "permission_response");
-    assert_eq!(fwd["decision"], "deny");
-    assert_eq!(fwd["source"], "headless");
+    let fwd = rt.next_cmd().await;
+    let Command::PermissionResponse(answer) = &fwd.command else {
+        panic!("a permission_response: {fwd:?}");
+    };
+    assert_eq!(
+        answer.answer,
+        PermissionAnswer::Decision {
+            decision: PermissionDecision::Deny
+        },
+        "{fwd:?}"
+    );
+    assert_eq!(answer.source.as_deref(), Some("headless"));
     rt.exit
         .take()
         .unwrap()
@@ -274,9 +287,11 @@ async fn queued_request_times_out_headlessly() {
     let (_id, mut rt) = create(&mut s, &c1, Some("queue")).await;
     rt.emit(json!({"type":"ui_request","request_id":"req-u","kind":"confirm","title":"ok?"}))
         .await;
-    let fwd = rt.next_command().await;
-    assert_eq!(fwd["type"], "ui_response");
-    assert!(fwd["value"].is_null());
+    let fwd = rt.next_cmd().await;
+    let Command::UiResponse(answer) = &fwd.command else {
+        panic!("a ui_response: {fwd:?}");
+    };
+    assert!(answer.value.is_none(), "{fwd:?}");
 }
 
 #[tokio::test]
@@ -333,7 +348,7 @@ async fn terminate_closes_stdin_at_once_when_idle_and_defers_when_active() {
         .call(serde_json::from_value(term.clone()).unwrap())
         .await
         .unwrap();
-    assert_eq!(r.unwrap()["deferred"], true);
+    assert!(kind::AgentTerminate::decode_response(r).unwrap().deferred);
     rt.emit(json!({"type":"status","status":"idle"})).await;
     let end = tokio::time::timeout(T, rt.commands.next()).await.unwrap();
     assert!(end.is_none(), "stdin closed once inactive, got {end:?}");
@@ -364,7 +379,7 @@ async fn terminate_closes_stdin_at_once_when_idle_and_defers_when_active() {
         .call(serde_json::from_value(term).unwrap())
         .await
         .unwrap();
-    assert_eq!(r.unwrap()["deferred"], false);
+    assert!(!kind::AgentTerminate::decode_response(r).unwrap().deferred);
 }
 
 #[tokio::test]
@@ -377,8 +392,8 @@ async fn kill_aborts_then_ends_input_and_answers_after_the_exit() {
         c.call(serde_json::from_value(json!({"type":"agent.kill","agent_id":id})).unwrap())
             .await
     });
-    let abort = rt.next_command().await;
-    assert_eq!(abort["type"], "abort");
+    let abort = rt.next_cmd().await;
+    assert!(matches!(abort.command, Command::Abort(_)), "{abort:?}");
     let end = tokio::time::timeout(T, rt.commands.next()).await.unwrap();
     assert!(end.is_none(), "end of input after the abort, got {end:?}");
     assert!(
@@ -451,7 +466,10 @@ async fn start_failure_keeps_identity_and_adoption_is_checked() {
     let err = r.error.unwrap();
     assert_eq!(err.code.as_str(), "RUNTIME_START_FAILED");
     assert!(err.message.contains("broken"), "{}", err.message);
-    let id = err.data.unwrap()["agent_id"].as_str().unwrap().to_string();
+    // The error's data is the success's, naming the agent that was created.
+    let id = kind::AgentCreate::decode_response(err.data)
+        .unwrap()
+        .agent_id;
     assert_eq!(c.list().await.unwrap()[0].agent_id, id);
     // Retry: an attach starts a new generation.
     let f = c.attach(&id, AttachRole::Observer);
@@ -525,4 +543,62 @@ async fn activity_overview_is_sanitized_and_reaches_unattached_connections() {
         seen.contains(&shard_protocol::event::ActivityPhase::Streaming),
         "{seen:?}"
     );
+}
+
+#[tokio::test]
+async fn archiving_tells_every_client_once_and_stops_the_runtime() {
+    let mut s = start(|_| {}).await;
+    let c1 = Arc::new(Client::connect_daemon(&s.home).await.unwrap());
+    let watcher = Client::connect_daemon(&s.home).await.unwrap();
+    let (id, mut rt) = create(&mut s, &c1, None).await;
+    let c = Arc::clone(&c1);
+    let agent = id.clone();
+    let archive = tokio::spawn(async move {
+        c.call(serde_json::from_value(json!({"type":"agent.archive","agent_id":agent})).unwrap())
+            .await
+    });
+    // The Runtime is stopped: its input ends (an idle agent needs no abort).
+    while tokio::time::timeout(T, rt.commands.next())
+        .await
+        .unwrap()
+        .is_some()
+    {}
+    rt.exit.take().unwrap().send(ExitInfo::default()).unwrap();
+    tokio::time::timeout(T, archive)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    // A client that only watches hears of it, so its list drops the agent without a reload.
+    loop {
+        match tokio::time::timeout(T, watcher.next_event()).await.unwrap() {
+            Some(shard_protocol::IncomingEvent::Known(Event::AgentArchived(e))) => {
+                assert_eq!(e.agent_id, id);
+                break;
+            }
+            Some(_) => {}
+            None => panic!("stream ended"),
+        }
+    }
+    // Archiving again is answered but announced only once.
+    c1.call(serde_json::from_value(json!({"type":"agent.archive","agent_id":id})).unwrap())
+        .await
+        .unwrap();
+    let agents = watcher.list().await.unwrap();
+    assert!(
+        agents
+            .iter()
+            .all(|a| a.agent_id != id || a.archived == Some(true))
+    );
+    while let Ok(Some(ev)) =
+        tokio::time::timeout(Duration::from_millis(300), watcher.next_event()).await
+    {
+        assert!(
+            !matches!(
+                ev,
+                shard_protocol::IncomingEvent::Known(Event::AgentArchived(_))
+            ),
+            "a second agent_archived"
+        );
+    }
 }

@@ -1,105 +1,150 @@
 //! Subagent jobs against fake Runtimes: `runtime.auth` as the parent's
 //! identity, create/wait/status/stop, the child's prompt and events, the completion
 //! report to the parent, durability across a daemon restart, and task-text privacy.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The parent's side speaks typed commands and reads typed responses and events
+//! (`common::Wire`); the fake Runtimes write their lines by hand, as a Runtime would.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
 use common::*;
 use serde_json::{Value, json};
 use shard_client::Client;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
+use shard_protocol::command::{
+    AgentAttach, AgentTarget, AttachRole, ClientMessage, Command, Prompt, Steer, StreamingBehavior,
+    SubagentCreate, SubagentRelaunch, SubagentStatus, SubagentSteer, SubagentStop, SubagentTask,
+    SubagentWait, WaitMode, kind,
+};
+use shard_protocol::jobs::{JobState, JobStrategy, RunActionKind, RunActor, RunState};
+use shard_protocol::responses::{AggregateState, MixedTag, SteerOutcome, SubagentWaitData};
+use shard_protocol::{ErrorCode, Event};
+use tokio::io::AsyncWriteExt;
 
 const TASK: &str = "PRIVATE-TASK-7f3a: summarise the repository";
 
-/// A raw socket client: lines in, JSON values out; events are kept for later checks.
-struct Raw {
-    lines: tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
-    w: tokio::net::unix::OwnedWriteHalf,
-    seen: Vec<Value>,
-    n: u32,
-}
-
-impl Raw {
-    async fn connect(home: &std::path::Path) -> Raw {
-        let s = UnixStream::connect(home.join("daemon.sock")).await.unwrap();
-        let (r, w) = s.into_split();
-        let mut raw = Raw {
-            lines: BufReader::new(r).lines(),
-            w,
-            seen: Vec::new(),
-            n: 0,
-        };
-        assert_eq!(raw.line().await.unwrap()["type"], "hello");
-        raw
+/// Waits on `wire` for a `subagent_run_changed` of `run_id` to `state`.
+async fn run_changed(wire: &mut Wire, run_id: &str, state: RunState) {
+    let is_it = |ev: &Event| matches!(ev, Event::SubagentRunChanged(c) if c.run_id == run_id && c.state == state);
+    if wire.seen.iter().any(is_it) {
+        return;
     }
-    async fn line(&mut self) -> Option<Value> {
-        let l = tokio::time::timeout(T, self.lines.next_line())
-            .await
-            .expect("a line in time")
-            .ok()??;
-        let v: Value = serde_json::from_str(&l).unwrap();
-        self.seen.push(v.clone());
-        Some(v)
-    }
-    /// Sends a command with a fresh id and returns its response.
-    async fn call(&mut self, mut cmd: Value) -> Value {
-        self.n += 1;
-        let id = format!("c{}", self.n);
-        cmd["id"] = json!(id);
-        self.w
-            .write_all(format!("{cmd}\n").as_bytes())
-            .await
-            .unwrap();
-        loop {
-            let v = self.line().await.expect("a response before the end");
-            if v["type"] == "response" && v["id"] == id {
-                return v;
-            }
-        }
-    }
-    /// Waits for a `subagent_run_changed` to `state` for `run_id`.
-    async fn run_changed(&mut self, run_id: &str, state: &str) {
-        if self.seen.iter().any(|v| is_change(v, run_id, state)) {
+    loop {
+        let ev = wire.line().await.expect("an event");
+        if is_it(&ev) {
             return;
         }
-        loop {
-            let v = self.line().await.expect("an event");
-            if is_change(&v, run_id, state) {
-                return;
-            }
-        }
     }
 }
 
-fn is_change(v: &Value, run_id: &str, state: &str) -> bool {
-    v["type"] == "subagent_run_changed" && v["run_id"] == run_id && v["state"] == state
+/// One task under the default definition.
+fn create_one(pid: &str, task: &str) -> Command {
+    Command::SubagentCreate(SubagentCreate {
+        parent_agent_id: pid.to_string(),
+        task: Some(task.to_string()),
+        ..Default::default()
+    })
+}
+
+/// `tasks` (definition name, task) run by `strategy`.
+fn create_many(pid: &str, tasks: &[(&str, String)], strategy: JobStrategy) -> Command {
+    Command::SubagentCreate(SubagentCreate {
+        parent_agent_id: pid.to_string(),
+        tasks: Some(
+            tasks
+                .iter()
+                .map(|(name, task)| SubagentTask {
+                    name: name.to_string(),
+                    task: task.clone(),
+                })
+                .collect(),
+        ),
+        strategy: Some(strategy),
+        ..Default::default()
+    })
+}
+
+fn wait(pid: &str, handles: &[&str], mode: Option<WaitMode>, timeout: Option<f64>) -> Command {
+    Command::SubagentWait(SubagentWait {
+        parent_agent_id: pid.to_string(),
+        handles: handles.iter().map(|h| h.to_string()).collect(),
+        mode,
+        timeout,
+    })
+}
+
+fn stop(pid: &str, handle: &str) -> Command {
+    Command::SubagentStop(SubagentStop {
+        parent_agent_id: pid.to_string(),
+        handle: handle.to_string(),
+    })
+}
+
+fn status(pid: &str, targets: Option<&[&str]>) -> Command {
+    Command::SubagentStatus(SubagentStatus {
+        parent_agent_id: pid.to_string(),
+        targets: targets.map(|t| t.iter().map(|h| h.to_string()).collect()),
+    })
+}
+
+fn relaunch(pid: &str, target: &str, task: &str) -> Command {
+    Command::SubagentRelaunch(SubagentRelaunch {
+        parent_agent_id: pid.to_string(),
+        target: target.to_string(),
+        task: task.to_string(),
+    })
+}
+
+fn prompt(agent_id: &str, message: &str) -> Command {
+    Command::Prompt(Prompt {
+        agent_id: Some(agent_id.to_string()),
+        message: message.to_string(),
+        images: None,
+        streaming_behavior: None,
+    })
+}
+
+/// The states of a wait's runs, in order.
+fn states(w: &SubagentWaitData) -> Vec<RunState> {
+    w.runs.iter().map(|r| r.state).collect()
 }
 
 /// A parent agent and an authenticated Runtime connection acting for it.
-async fn parent(s: &mut Setup) -> (String, Fake, Raw, Client) {
+async fn parent(s: &mut Setup) -> (String, Fake, Wire, Client) {
     let c = Client::connect_daemon(&s.home).await.unwrap();
     let (id, rt) = create(s, &c, None).await;
-    let mut raw = Raw::connect(&s.home).await;
-    let auth = json!({"type":"runtime.auth","agent_id":id,"token":rt.spec.token});
-    let r = raw.call(auth).await;
-    assert_eq!(r["success"], true, "{r}");
-    (id, rt, raw, c)
+    let mut wire = Wire::hello(&s.home).await;
+    let r = wire.runtime_auth(&id, &rt.spec.token).await;
+    assert!(r.success, "{r:?}");
+    (id, rt, wire, c)
+}
+
+/// The prompt a command is, or the test fails.
+fn as_prompt(cmd: &ClientMessage) -> &Prompt {
+    match &cmd.command {
+        Command::Prompt(p) => p,
+        other => panic!("expected a prompt, got {other:?}"),
+    }
+}
+
+/// The strict steer a command is, or the test fails.
+fn as_steer(cmd: &ClientMessage) -> &Steer {
+    match &cmd.command {
+        Command::Steer(s) => s,
+        other => panic!("expected a steer, got {other:?}"),
+    }
 }
 
 /// The next child Runtime: ready, and the prompt it was sent (answered `accepted`).
-async fn child(s: &mut Setup) -> (Fake, Value) {
+async fn child(s: &mut Setup) -> (Fake, Prompt) {
     let mut rt = tokio::time::timeout(T, s.runtimes.recv())
         .await
         .unwrap()
         .unwrap();
     rt.ready().await;
-    let cmd = rt.next_command().await;
-    assert_eq!(cmd["type"], "prompt", "{cmd}");
-    rt.emit(json!({"type":"response","id":cmd["id"],"command":"prompt","success":true}))
-        .await;
-    (rt, cmd)
+    let cmd = rt.next_cmd().await;
+    let p = as_prompt(&cmd).clone();
+    rt.answer(&cmd, None).await;
+    (rt, p)
 }
 
 /// Plays one turn that ends with `text`.
@@ -133,64 +178,59 @@ fn grep_home(home: &std::path::Path, needle: &str) -> Vec<std::path::PathBuf> {
 #[tokio::test]
 async fn a_single_job_runs_reports_and_stays_private() {
     let mut s = start(|_| {}).await;
-    let (pid, mut prt, mut raw, _c) = parent(&mut s).await;
-    let r = raw
-        .call(json!({"type":"subagent.create","parent_agent_id":pid,"task":TASK}))
+    let (pid, mut prt, mut wire, _c) = parent(&mut s).await;
+    let created = wire
+        .ok::<kind::SubagentCreate>(create_one(&pid, TASK))
         .await;
-    assert_eq!(r["success"], true, "{r}");
-    let run = &r["data"]["runs"][0];
-    assert_eq!(run["state"], "queued");
-    assert_eq!(run["alias"], "general");
-    let run_id = run["run_id"].as_str().unwrap().to_string();
-    let job_id = r["data"]["job_id"].as_str().unwrap().to_string();
+    let run = &created.runs[0];
+    assert_eq!(run.state, RunState::Queued);
+    assert_eq!(run.alias, "general");
+    let run_id = run.run_id.clone();
+    let job_id = created.job_id.clone();
     // Committed before the answer.
     assert!(s.home.join(format!("jobs/{job_id}.json")).exists());
 
-    let (mut crt, prompt) = child(&mut s).await;
-    assert_eq!(prompt["message"], TASK);
+    let (mut crt, task) = child(&mut s).await;
+    assert_eq!(task.message, TASK);
     assert_eq!(crt.spec.parent_agent_id.as_deref(), Some(pid.as_str()));
-    raw.run_changed(&run_id, "active").await;
+    run_changed(&mut wire, &run_id, RunState::Active).await;
     // A direct prompt to a leased child is refused (the lease guard).
-    let mut other = Raw::connect(&s.home).await;
-    let p = other
-        .call(json!({"type":"prompt","agent_id":crt.spec.agent_id,"message":"hi"}))
-        .await;
-    assert_eq!(p["error"]["code"], "CONFLICT", "{p}");
+    let mut other = Wire::hello(&s.home).await;
+    let refused = other.fails(prompt(&crt.spec.agent_id, "hi")).await;
+    assert_eq!(refused, ErrorCode::Conflict);
     finish_turn(&mut crt, "the summary").await;
-    raw.run_changed(&run_id, "completed").await;
+    run_changed(&mut wire, &run_id, RunState::Completed).await;
 
     // The parent gets the completion report as a prompt (it is idle).
-    let report = prt.next_command().await;
-    assert_eq!(report["type"], "prompt", "{report}");
-    let text = report["message"].as_str().unwrap();
+    let report = prt.next_cmd().await;
+    let text = &as_prompt(&report).message;
     assert!(
         text.contains("the summary") && text.contains("completed"),
         "{text}"
     );
     assert!(!text.contains(TASK));
-    prt.emit(json!({"type":"response","id":report["id"],"command":"prompt","success":true}))
-        .await;
+    prt.answer(&report, None).await;
 
-    let w = raw
-        .call(
-            json!({"type":"subagent.wait","parent_agent_id":pid,"handles":["GENERAL"],"timeout":0}),
-        )
+    let w = wire
+        .ok::<kind::SubagentWait>(wait(&pid, &["GENERAL"], None, Some(0.0)))
         .await;
-    assert_eq!(w["data"]["timed_out"], false, "{w}");
-    assert_eq!(w["data"]["aggregate_state"], "completed");
-    assert_eq!(w["data"]["runs"][0]["final_text"], "the summary");
-    assert_eq!(w["data"]["runs"][0]["usage"]["input"], 10);
+    assert!(!w.timed_out, "{w:?}");
+    assert_eq!(
+        w.aggregate_state,
+        AggregateState::State(JobState::Completed)
+    );
+    assert_eq!(w.runs[0].final_text.as_deref(), Some("the summary"));
+    assert_eq!(w.runs[0].usage.as_ref().map(|u| u.input), Some(10));
 
-    let st = raw
-        .call(json!({"type":"subagent.status","parent_agent_id":pid}))
-        .await;
-    assert_eq!(st["data"]["jobs"][0]["job_id"], job_id.as_str());
-    assert_eq!(st["data"]["jobs"][0]["state"], "completed");
-    assert_eq!(st["data"]["agents"][0]["alias"], "general");
+    let st = wire.ok::<kind::SubagentStatus>(status(&pid, None)).await;
+    let jobs = st.jobs.expect("jobs when no targets are named");
+    assert_eq!(jobs[0].job_id, job_id);
+    assert_eq!(jobs[0].state, JobState::Completed);
+    assert_eq!(st.agents[0].alias.as_deref(), Some("general"));
 
     // Task text: in the job record only, never on the wire.
-    for v in raw.seen.iter().chain(other.seen.iter()) {
-        assert!(!v.to_string().contains(TASK), "task text leaked: {v}");
+    for line in wire.raw.iter().chain(other.raw.iter()) {
+        assert!(!line.contains(TASK), "task text leaked: {line}");
     }
     let hits = grep_home(&s.home, TASK);
     assert!(
@@ -199,48 +239,131 @@ async fn a_single_job_runs_reports_and_stays_private() {
     );
 }
 
+/// The checked-in schema's definition `name`, as a schema of its own.
+fn schema_of(name: &str) -> jsonschema::Validator {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schema/protocol.schema.json"
+    );
+    let schema: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let one = json!({
+        "$schema": schema["$schema"],
+        "$ref": format!("#/$defs/{name}"),
+        "$defs": schema["$defs"],
+    });
+    jsonschema::validator_for(&one).unwrap()
+}
+
+/// The `data` of the last response `wire` read, exactly as it was sent, after checking it
+/// against the schema's definition `def` and that the typed response of `K` encodes to
+/// the same bytes.
+fn wire_data<K: shard_protocol::CommandSpec>(wire: &Wire, def: &str) -> String {
+    let line: Value = serde_json::from_str(wire.raw.last().unwrap()).unwrap();
+    let data = line["data"].clone();
+    let errors: Vec<String> = schema_of(def)
+        .iter_errors(&data)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{def}: {errors:?} in {data}");
+    let sent = serde_json::to_string(&data).unwrap();
+    let typed = K::decode_response(Some(data)).unwrap();
+    assert_eq!(
+        serde_json::to_string(&typed).unwrap(),
+        sent,
+        "the typed {def} encodes other bytes than the daemon sent"
+    );
+    sent
+}
+
+#[tokio::test]
+async fn wait_and_stop_answer_the_documented_shape_with_the_bytes_they_always_had() {
+    let mut s = start(|_| {}).await;
+    let (pid, _prt, mut wire, _c) = parent(&mut s).await;
+    let created = wire
+        .ok::<kind::SubagentCreate>(create_one(&pid, "look"))
+        .await;
+    let (mut k, _) = child(&mut s).await;
+    let run_id = created.runs[0].run_id.clone();
+    k.emit(json!({"type":"turn_start","turn_id":"turn-1"}))
+        .await;
+    run_changed(&mut wire, &run_id, RunState::Active).await;
+
+    // A poll while the run is active: the keys in the order the daemon always sent.
+    wire.ok::<kind::SubagentWait>(wait(&pid, &[&run_id], None, Some(0.0)))
+        .await;
+    let sent = wire_data::<kind::SubagentWait>(&wire, "SubagentWaitData");
+    assert!(
+        sent.starts_with(r#"{"aggregate_state":"running","runs":[{"job_id":"#),
+        "{sent}"
+    );
+    assert!(sent.ends_with(r#"],"timed_out":true}"#), "{sent}");
+
+    // Stopping the job cancels the run: its agent is named.
+    let stopped = wire
+        .ok::<kind::SubagentStop>(stop(&pid, &created.job_id))
+        .await;
+    let sent = wire_data::<kind::SubagentStop>(&wire, "SubagentStopData");
+    assert_eq!(stopped.cancelled.len(), 1, "{sent}");
+    let head = format!(
+        r#"{{"cancelled":[{{"run_id":"{run_id}","agent_id":"{}","state":"#,
+        k.spec.agent_id
+    );
+    assert!(sent.starts_with(&head), "{sent}");
+    let tail = format!(r#"}}],"job_id":"{}"}}"#, created.job_id);
+    assert!(sent.ends_with(&tail), "{sent}");
+    let abort = k.next_cmd().await;
+    assert!(matches!(abort.command, Command::Abort(_)), "{abort:?}");
+    k.answer(&abort, None).await;
+    k.emit(json!({"type":"turn_end","turn_id":"turn-1"})).await;
+    run_changed(&mut wire, &run_id, RunState::Cancelled).await;
+
+    // Stopping an agent with nothing left to stop: `job_id` is sent as null.
+    wire.ok::<kind::SubagentStop>(stop(&pid, "general")).await;
+    let sent = wire_data::<kind::SubagentStop>(&wire, "SubagentStopData");
+    assert_eq!(sent, r#"{"cancelled":[],"job_id":null}"#);
+}
+
 #[tokio::test]
 async fn only_the_parents_authenticated_runtime_may_act_for_it() {
     let mut s = start(|_| {}).await;
-    let (pid, _prt, mut raw, _c) = parent(&mut s).await;
+    let (pid, _prt, mut wire, _c) = parent(&mut s).await;
     // A plain client.
-    let mut plain = Raw::connect(&s.home).await;
-    let r = plain
-        .call(json!({"type":"subagent.create","parent_agent_id":pid,"task":TASK}))
-        .await;
-    assert_eq!(r["error"]["code"], "PERMISSION_DENIED", "{r}");
-    let r = plain
-        .call(json!({"type":"subagent.status","parent_agent_id":pid}))
-        .await;
-    assert_eq!(r["error"]["code"], "PERMISSION_DENIED");
+    let mut plain = Wire::hello(&s.home).await;
+    assert_eq!(
+        plain.fails(create_one(&pid, TASK)).await,
+        ErrorCode::PermissionDenied
+    );
+    assert_eq!(
+        plain.fails(status(&pid, None)).await,
+        ErrorCode::PermissionDenied
+    );
     // The parent's runtime naming another parent (a forged parent_agent_id).
     let c = Client::connect_daemon(&s.home).await.unwrap();
-    let (other_id, _ort) = create(&mut s, &c, None).await;
-    let r = raw
-        .call(json!({"type":"subagent.create","parent_agent_id":other_id,"task":TASK}))
-        .await;
-    assert_eq!(r["error"]["code"], "PERMISSION_DENIED", "{r}");
+    let (other_id, ort) = create(&mut s, &c, None).await;
+    assert_eq!(
+        wire.fails(create_one(&other_id, TASK)).await,
+        ErrorCode::PermissionDenied
+    );
     // Another parent's job is NOT_FOUND, whatever handle names it.
-    let mine = raw
-        .call(json!({"type":"subagent.create","parent_agent_id":pid,"name":"general","task":TASK}))
+    let mine = wire
+        .ok::<kind::SubagentCreate>(create_one(&pid, TASK))
         .await;
-    let job_id = mine["data"]["job_id"].clone();
-    let mut other_raw = Raw::connect(&s.home).await;
-    let orth = _ort.spec.token.clone();
-    let auth = json!({"type":"runtime.auth","agent_id":other_id,"token":orth});
-    assert_eq!(other_raw.call(auth).await["success"], true);
-    for h in [job_id.clone(), json!("general")] {
-        let r = other_raw
-            .call(json!({"type":"subagent.stop","parent_agent_id":other_id,"handle":h}))
-            .await;
-        assert_eq!(r["error"]["code"], "NOT_FOUND", "{r}");
+    let mut other_wire = Wire::hello(&s.home).await;
+    let auth = other_wire.runtime_auth(&other_id, &ort.spec.token).await;
+    assert!(auth.success, "{auth:?}");
+    for h in [mine.job_id.as_str(), "general"] {
+        assert_eq!(
+            other_wire.fails(stop(&other_id, h)).await,
+            ErrorCode::NotFound
+        );
     }
 }
 
 #[tokio::test]
 async fn create_is_validated_whole_before_side_effects() {
     let mut s = start(|c| c.launch_limits.max_tasks = 2).await;
-    let (pid, _prt, mut raw, _c) = parent(&mut s).await;
+    let (pid, _prt, mut wire, _c) = parent(&mut s).await;
+    // Hand-made requests: some do not even decode as a `subagent.create`.
     let bad = [
         json!({"tasks":[{"name":"general","task":"a"}]}),
         json!({"tasks":[], "strategy":"parallel"}),
@@ -256,8 +379,8 @@ async fn create_is_validated_whole_before_side_effects() {
         let mut cmd = b.clone();
         cmd["type"] = json!("subagent.create");
         cmd["parent_agent_id"] = json!(pid);
-        let r = raw.call(cmd).await;
-        assert_eq!(r["error"]["code"], "INVALID_REQUEST", "{b} → {r}");
+        let r = wire.call_json(cmd).await;
+        assert_eq!(code_of(&r), ErrorCode::InvalidRequest, "{b} → {r:?}");
     }
     assert_eq!(std::fs::read_dir(s.home.join("jobs")).unwrap().count(), 0);
 }
@@ -265,33 +388,20 @@ async fn create_is_validated_whole_before_side_effects() {
 #[tokio::test]
 async fn a_parallel_batch_with_one_failure_and_a_stopped_chain() {
     let mut s = start(|_| {}).await;
-    let (pid, _prt, mut raw, _c) = parent(&mut s).await;
-    let tasks: Vec<Value> = (0..4)
-        .map(|i| json!({"name":"general","task":format!("part {i}")}))
-        .collect();
-    let r = raw
-        .call(json!({"type":"subagent.create","parent_agent_id":pid,"tasks":tasks,"strategy":"parallel"}))
+    let (pid, _prt, mut wire, _c) = parent(&mut s).await;
+    let tasks: Vec<_> = (0..4).map(|i| ("general", format!("part {i}"))).collect();
+    let r = wire
+        .ok::<kind::SubagentCreate>(create_many(&pid, &tasks, JobStrategy::Parallel))
         .await;
-    assert_eq!(r["success"], true, "{r}");
-    let aliases: Vec<_> = r["data"]["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["alias"].as_str().unwrap().to_string())
-        .collect();
+    let aliases: Vec<_> = r.runs.iter().map(|r| r.alias.as_str()).collect();
     assert_eq!(aliases, ["general", "general-2", "general-3", "general-4"]);
-    let job_id = r["data"]["job_id"].as_str().unwrap().to_string();
     let mut kids = Vec::new();
     for _ in 0..4 {
         kids.push(child(&mut s).await);
     }
     // Children start concurrently: which one is "part 2" is known by its prompt.
     for (k, p) in kids.iter_mut() {
-        let i = p["message"]
-            .as_str()
-            .unwrap()
-            .trim_start_matches("part ")
-            .to_string();
+        let i = p.message.trim_start_matches("part ").to_string();
         if i == "2" {
             k.emit(json!({"type":"turn_start","turn_id":"turn-1"}))
                 .await;
@@ -302,114 +412,90 @@ async fn a_parallel_batch_with_one_failure_and_a_stopped_chain() {
             finish_turn(k, &format!("ok {i}")).await;
         }
     }
-    let w = raw
-        .call(json!({"type":"subagent.wait","parent_agent_id":pid,"handles":[job_id]}))
+    let w = wire
+        .ok::<kind::SubagentWait>(wait(&pid, &[&r.job_id], None, None))
         .await;
-    assert_eq!(w["data"]["timed_out"], false);
-    assert_eq!(w["data"]["aggregate_state"], "mixed");
-    let states: Vec<_> = w["data"]["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["state"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(states, ["completed", "completed", "failed", "completed"]);
+    assert!(!w.timed_out);
+    assert_eq!(w.aggregate_state, AggregateState::Mixed(MixedTag::Mixed));
+    use RunState::{Cancelled, Completed, Failed};
+    assert_eq!(states(&w), [Completed, Completed, Failed, Completed]);
 
     // A chain: step 1's final text reaches step 2; stopping step 2 cancels step 3.
-    let tasks: Vec<Value> = (0..3)
-        .map(|i| json!({"name":"general","task":format!("step {i}")}))
-        .collect();
-    let r = raw
-        .call(json!({"type":"subagent.create","parent_agent_id":pid,"tasks":tasks,"strategy":"chain"}))
+    let tasks: Vec<_> = (0..3).map(|i| ("general", format!("step {i}"))).collect();
+    let r = wire
+        .ok::<kind::SubagentCreate>(create_many(&pid, &tasks, JobStrategy::Chain))
         .await;
-    let runs = r["data"]["runs"].as_array().unwrap().clone();
     let (mut k1, p1) = child(&mut s).await;
-    assert_eq!(p1["message"], "step 0");
+    assert_eq!(p1.message, "step 0");
     // wait with timeout 0 while step 1 runs: a poll.
-    let w = raw
-        .call(json!({"type":"subagent.wait","parent_agent_id":pid,"handles":[runs[0]["run_id"]],"timeout":0}))
+    let w = wire
+        .ok::<kind::SubagentWait>(wait(&pid, &[&r.runs[0].run_id], None, Some(0.0)))
         .await;
-    assert_eq!(w["data"]["timed_out"], true);
+    assert!(w.timed_out);
     finish_turn(&mut k1, "first result").await;
     let (mut k2, p2) = child(&mut s).await;
-    assert!(p2["message"].as_str().unwrap().contains("first result"));
+    assert!(p2.message.contains("first result"));
     k2.emit(json!({"type":"turn_start","turn_id":"turn-2"}))
         .await;
-    raw.run_changed(runs[1]["run_id"].as_str().unwrap(), "active")
+    run_changed(&mut wire, &r.runs[1].run_id, RunState::Active).await;
+    wire.ok::<kind::SubagentStop>(stop(&pid, &r.runs[1].alias))
         .await;
-    let stop = raw
-        .call(json!({"type":"subagent.stop","parent_agent_id":pid,"handle":runs[1]["alias"]}))
-        .await;
-    assert_eq!(stop["success"], true, "{stop}");
     // The child is asked to abort, then its turn ends.
-    let abort = k2.next_command().await;
-    assert_eq!(abort["type"], "abort");
-    k2.emit(json!({"type":"response","id":abort["id"],"command":"abort","success":true}))
-        .await;
+    let abort = k2.next_cmd().await;
+    assert!(matches!(abort.command, Command::Abort(_)), "{abort:?}");
+    k2.answer(&abort, None).await;
     k2.emit(json!({"type":"turn_end","turn_id":"turn-2"})).await;
-    let w = raw
-        .call(json!({"type":"subagent.wait","parent_agent_id":pid,"handles":[r["data"]["job_id"]],"mode":"all"}))
+    let w = wire
+        .ok::<kind::SubagentWait>(wait(&pid, &[&r.job_id], Some(WaitMode::All), None))
         .await;
-    let states: Vec<_> = w["data"]["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["state"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(states, ["completed", "cancelled", "cancelled"]);
+    assert_eq!(states(&w), [Completed, Cancelled, Cancelled]);
 }
 
 #[tokio::test]
 async fn wait_any_returns_on_the_first_end_and_relaunch_keeps_the_agent() {
     let mut s = start(|_| {}).await;
-    let (pid, _prt, mut raw, _c) = parent(&mut s).await;
-    let tasks: Vec<Value> = (0..2)
-        .map(|i| json!({"name":"general","task":format!("t{i}")}))
-        .collect();
-    let r = raw
-        .call(json!({"type":"subagent.create","parent_agent_id":pid,"tasks":tasks,"strategy":"parallel"}))
+    let (pid, _prt, mut wire, _c) = parent(&mut s).await;
+    let tasks: Vec<_> = (0..2).map(|i| ("general", format!("t{i}"))).collect();
+    let r = wire
+        .ok::<kind::SubagentCreate>(create_many(&pid, &tasks, JobStrategy::Parallel))
         .await;
     let (mut a, pa) = child(&mut s).await;
     let (mut b, _) = child(&mut s).await;
     // Children start concurrently: `a` is the one given "t0" (alias `general`).
-    if pa["message"] != "t0" {
+    if pa.message != "t0" {
         std::mem::swap(&mut a, &mut b);
     }
     finish_turn(&mut a, "a done").await;
-    let w = raw
-        .call(json!({"type":"subagent.wait","parent_agent_id":pid,"handles":[r["data"]["job_id"]],"mode":"any"}))
+    let w = wire
+        .ok::<kind::SubagentWait>(wait(&pid, &[&r.job_id], Some(WaitMode::Any), None))
         .await;
-    assert_eq!(w["data"]["timed_out"], false);
-    assert_eq!(w["data"]["aggregate_state"], "mixed");
+    assert!(!w.timed_out);
+    assert_eq!(w.aggregate_state, AggregateState::Mixed(MixedTag::Mixed));
     // Relaunch an active child: conflict; the finished one: same agent and alias.
-    let busy = raw
-        .call(json!({"type":"subagent.relaunch","parent_agent_id":pid,"target":"general-2","task":"again"}))
+    let busy = wire.fails(relaunch(&pid, "general-2", "again")).await;
+    assert_eq!(busy, ErrorCode::Conflict);
+    let re = wire
+        .ok::<kind::SubagentRelaunch>(relaunch(&pid, "general", "again"))
         .await;
-    assert_eq!(busy["error"]["code"], "CONFLICT", "{busy}");
-    let re = raw
-        .call(json!({"type":"subagent.relaunch","parent_agent_id":pid,"target":"general","task":"again"}))
-        .await;
-    assert_eq!(re["success"], true, "{re}");
-    assert_eq!(re["data"]["agent_id"], a.spec.agent_id.as_str());
-    assert_eq!(re["data"]["alias"], "general");
-    assert_ne!(re["data"]["job_id"], r["data"]["job_id"]);
+    assert_eq!(re.agent_id, a.spec.agent_id);
+    assert_eq!(re.alias, "general");
+    assert_ne!(re.job_id, r.job_id);
     // The same Runtime (same session) gets the new task.
-    let cmd = a.next_command().await;
-    assert_eq!(cmd["type"], "prompt");
-    assert_eq!(cmd["message"], "again");
+    let cmd = a.next_cmd().await;
+    assert_eq!(as_prompt(&cmd).message, "again");
 }
 
 #[tokio::test]
 async fn after_a_daemon_restart_unfinished_runs_are_interrupted_and_relaunchable() {
     let mut s = start(|_| {}).await;
-    let (pid, _prt, mut raw, _c) = parent(&mut s).await;
-    let r = raw
-        .call(json!({"type":"subagent.create","parent_agent_id":pid,"tasks":[{"name":"general","task":"x"},{"name":"general","task":"y"}],"strategy":"chain"}))
+    let (pid, _prt, mut wire, _c) = parent(&mut s).await;
+    let tasks = [("general", "x".to_string()), ("general", "y".to_string())];
+    let r = wire
+        .ok::<kind::SubagentCreate>(create_many(&pid, &tasks, JobStrategy::Chain))
         .await;
-    let job_id = r["data"]["job_id"].as_str().unwrap().to_string();
+    let job_id = r.job_id.clone();
     let (_k, _) = child(&mut s).await;
-    raw.run_changed(r["data"]["runs"][0]["run_id"].as_str().unwrap(), "active")
-        .await;
+    run_changed(&mut wire, &r.runs[0].run_id, RunState::Active).await;
     // The records as a crashed daemon leaves them, loaded by a new daemon on the same home.
     let record = std::fs::read(s.home.join(format!("jobs/{job_id}.json"))).unwrap();
     let home2 = tempfile::tempdir().unwrap();
@@ -425,6 +511,7 @@ async fn after_a_daemon_restart_unfinished_runs_are_interrupted_and_relaunchable
         .await
         .unwrap();
     tokio::spawn(d.run());
+    // The job record on disk (not the wire) is JSON the daemon owns.
     let after: Value = serde_json::from_slice(
         &std::fs::read(home2.path().join(format!("jobs/{job_id}.json"))).unwrap(),
     )
@@ -436,20 +523,18 @@ async fn after_a_daemon_restart_unfinished_runs_are_interrupted_and_relaunchable
     let mut prt2 = tokio::time::timeout(T, rx2.recv()).await.unwrap().unwrap();
     assert_eq!(prt2.spec.agent_id, pid);
     prt2.ready().await;
-    let rep = prt2.next_command().await;
-    assert_eq!(rep["type"], "prompt", "{rep}");
-    assert!(rep["message"].as_str().unwrap().contains("interrupted"));
+    let rep = prt2.next_cmd().await;
+    assert!(as_prompt(&rep).message.contains("interrupted"));
     // Its Runtime authenticates and relaunches the interrupted child.
-    let mut raw2 = Raw::connect(home2.path()).await;
-    let auth = json!({"type":"runtime.auth","agent_id":pid,"token":prt2.spec.token});
-    assert_eq!(raw2.call(auth).await["success"], true);
-    let re = raw2
-        .call(json!({"type":"subagent.relaunch","parent_agent_id":pid,"target":"general","task":"resume"}))
+    let mut wire2 = Wire::hello(home2.path()).await;
+    let auth = wire2.runtime_auth(&pid, &prt2.spec.token).await;
+    assert!(auth.success, "{auth:?}");
+    wire2
+        .ok::<kind::SubagentRelaunch>(relaunch(&pid, "general", "resume"))
         .await;
-    assert_eq!(re["success"], true, "{re}");
     let mut k = tokio::time::timeout(T, rx2.recv()).await.unwrap().unwrap();
     k.ready().await;
-    assert_eq!(k.next_command().await["message"], "resume");
+    assert_eq!(as_prompt(&k.next_cmd().await).message, "resume");
 }
 
 /// Writes `.shard/agents/NAME.md` under `cwd` with `front` as front matter.
@@ -463,20 +548,22 @@ fn write_definition(cwd: &std::path::Path, name: &str, front: &str) {
 #[tokio::test]
 async fn a_project_definition_gives_the_child_its_prompt_tools_and_display_name() {
     let mut s = start(|_| {}).await;
-    let (pid, _prt, mut raw, _c) = parent(&mut s).await;
+    let (pid, _prt, mut wire, _c) = parent(&mut s).await;
     write_definition(
         &s.home,
         "reviewer",
         "name: reviewer\ndescription: Reviews diffs\ntools: read, grep",
     );
-    let r = raw
-        .call(
-            json!({"type":"subagent.create","parent_agent_id":pid,"name":"reviewer","task":"look"}),
-        )
+    let r = wire
+        .ok::<kind::SubagentCreate>(Command::SubagentCreate(SubagentCreate {
+            parent_agent_id: pid.clone(),
+            name: Some("reviewer".into()),
+            task: Some("look".into()),
+            ..Default::default()
+        }))
         .await;
-    assert_eq!(r["success"], true, "{r}");
-    assert_eq!(r["data"]["runs"][0]["display_name"], "Reviews diffs");
-    assert_eq!(r["data"]["runs"][0]["alias"], "reviewer");
+    assert_eq!(r.runs[0].display_name.as_deref(), Some("Reviews diffs"));
+    assert_eq!(r.runs[0].alias, "reviewer");
     let (k, _) = child(&mut s).await;
     assert_eq!(
         k.spec.tools,
@@ -493,7 +580,7 @@ async fn a_project_definition_gives_the_child_its_prompt_tools_and_display_name(
 #[tokio::test]
 async fn a_name_without_a_definition_is_a_general_child_under_that_name() {
     let mut s = start(|_| {}).await;
-    let (pid, _prt, mut raw, _c) = parent(&mut s).await;
+    let (pid, _prt, mut wire, _c) = parent(&mut s).await;
     write_definition(
         &s.home,
         "reviewer",
@@ -505,20 +592,20 @@ async fn a_name_without_a_definition_is_a_general_child_under_that_name() {
         "---\ntools: bash\n---\nEVIL\n",
     )
     .unwrap();
-    let r = raw
-        .call(
-            json!({"type":"subagent.create","parent_agent_id":pid,"strategy":"parallel",
-            "tasks":[{"name":"reviewer","task":"a"},{"name":"Fix tests","task":"b"},
-                     {"name":"../evil","task":"c"}]}),
-        )
+    let tasks = [
+        ("reviewer", "a".to_string()),
+        ("Fix tests", "b".to_string()),
+        ("../evil", "c".to_string()),
+    ];
+    let r = wire
+        .ok::<kind::SubagentCreate>(create_many(&pid, &tasks, JobStrategy::Parallel))
         .await;
-    assert_eq!(r["success"], true, "{r}");
-    let runs = r["data"]["runs"].as_array().unwrap();
-    assert_eq!(runs[0]["definition_name"], "reviewer");
-    assert_eq!(runs[1]["alias"], "fix-tests");
-    assert_eq!(runs[1]["name"], "Fix tests");
-    assert!(runs[1].get("definition_name").is_none(), "{r}");
-    assert!(runs[2].get("definition_name").is_none(), "{r}");
+    let runs = &r.runs;
+    assert_eq!(runs[0].definition_name.as_deref(), Some("reviewer"));
+    assert_eq!(runs[1].alias, "fix-tests");
+    assert_eq!(runs[1].name, "Fix tests");
+    assert_eq!(runs[1].definition_name, None, "{r:?}");
+    assert_eq!(runs[2].definition_name, None, "{r:?}");
     let mut specs = Vec::new();
     for _ in 0..3 {
         let (k, _) = child(&mut s).await;
@@ -538,54 +625,56 @@ async fn a_name_without_a_definition_is_a_general_child_under_that_name() {
 #[tokio::test]
 async fn steer_is_strict_injected_into_the_running_turn_or_conflict() {
     let mut s = start(|_| {}).await;
-    let (pid, _prt, mut raw, _c) = parent(&mut s).await;
-    let r = raw
-        .call(json!({"type":"subagent.create","parent_agent_id":pid,"task":TASK}))
+    let (pid, _prt, mut wire, _c) = parent(&mut s).await;
+    let r = wire
+        .ok::<kind::SubagentCreate>(create_one(&pid, TASK))
         .await;
-    let run_id = r["data"]["runs"][0]["run_id"].as_str().unwrap().to_string();
+    let run_id = r.runs[0].run_id.clone();
     let (mut k, _) = child(&mut s).await;
     k.emit(json!({"type":"turn_start","turn_id":"turn-7"}))
         .await;
-    raw.run_changed(&run_id, "active").await;
+    run_changed(&mut wire, &run_id, RunState::Active).await;
 
     // The Runtime takes the message into the turn: `injected`.
-    let steer =
-        json!({"type":"subagent.steer","parent_agent_id":pid,"target":"general","message":"focus"});
-    let (resp, ()) = tokio::join!(raw.call(steer.clone()), async {
-        let cmd = k.next_command().await;
-        assert_eq!(cmd["type"], "steer", "{cmd}");
-        assert_eq!(cmd["strict"], true, "{cmd}");
-        assert_eq!(cmd["turn_id"], "turn-7", "{cmd}");
-        assert_eq!(cmd["message"], "focus");
-        k.emit(
-            json!({"type":"response","id":cmd["id"],"command":"steer","success":true,
-                      "data":{"status":"injected","turn_id":"turn-7"}}),
-        )
-        .await;
+    let steer = || {
+        Command::SubagentSteer(SubagentSteer {
+            parent_agent_id: pid.clone(),
+            target: "general".into(),
+            message: "focus".into(),
+        })
+    };
+    let (resp, ()) = tokio::join!(wire.call(steer()), async {
+        let cmd = k.next_cmd().await;
+        let st = as_steer(&cmd);
+        assert_eq!(st.strict, Some(true), "{cmd:?}");
+        assert_eq!(st.turn_id.as_deref(), Some("turn-7"), "{cmd:?}");
+        assert_eq!(st.message, "focus");
+        k.answer(&cmd, Some(json!({"status":"injected","turn_id":"turn-7"})))
+            .await;
     });
-    assert_eq!(resp["data"]["status"], "injected", "{resp}");
-    assert_eq!(resp["data"]["run_id"], run_id.as_str());
-    assert_eq!(resp["data"]["turn_id"], "turn-7");
-    assert!(resp["data"]["correlation_id"].is_string());
+    let injected = data_of::<kind::SubagentSteer>(resp);
+    assert_eq!(injected.status, SteerOutcome::Injected);
+    assert_eq!(injected.run_id, run_id);
+    assert_eq!(injected.turn_id.as_deref(), Some("turn-7"));
+    assert!(!injected.correlation_id.is_empty());
 
     // The turn ends before its next provider boundary: the Runtime drops the message and
     // answers `conflict`; so does the daemon.
-    let (resp, ()) = tokio::join!(raw.call(steer.clone()), async {
-        let cmd = k.next_command().await;
-        assert_eq!(cmd["type"], "steer", "{cmd}");
-        k.emit(
-            json!({"type":"response","id":cmd["id"],"command":"steer","success":true,
-                      "data":{"status":"conflict","turn_id":"turn-7"}}),
-        )
-        .await;
+    let (resp, ()) = tokio::join!(wire.call(steer()), async {
+        let cmd = k.next_cmd().await;
+        as_steer(&cmd);
+        k.answer(&cmd, Some(json!({"status":"conflict","turn_id":"turn-7"})))
+            .await;
         finish_turn_end(&mut k).await;
     });
-    assert_eq!(resp["data"]["status"], "conflict", "{resp}");
-    raw.run_changed(&run_id, "completed").await;
+    assert_eq!(
+        data_of::<kind::SubagentSteer>(resp).status,
+        SteerOutcome::Conflict
+    );
+    run_changed(&mut wire, &run_id, RunState::Completed).await;
 
     // Once the run ended the steer is refused outright, and the child hears nothing.
-    let late = raw.call(steer).await;
-    assert_eq!(late["error"]["code"], "CONFLICT", "{late}");
+    assert_eq!(wire.fails(steer()).await, ErrorCode::Conflict);
 }
 
 /// Ends turn `turn-7` with a final text.
@@ -595,158 +684,162 @@ async fn finish_turn_end(rt: &mut Fake) {
 }
 
 /// A person's connection attached interactively to `agent_id` (the fake answers the sync).
-async fn person(s: &Setup, k: &mut Fake, agent_id: &str) -> Raw {
-    let mut p = Raw::connect(&s.home).await;
-    let attach = json!({"type":"agent.attach","agent_id":agent_id,"role":"interactive"});
-    let (r, ()) = tokio::join!(p.call(attach), async {
-        let cmd = k.next_command().await;
-        assert_eq!(cmd["type"], "request_sync", "{cmd}");
-        k.emit(sync_json("streaming")).await;
-        k.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
-            .await;
+async fn person(s: &Setup, k: &mut Fake, agent_id: &str) -> Wire {
+    let mut p = Wire::hello(&s.home).await;
+    let attach = Command::AgentAttach(AgentAttach {
+        agent_id: agent_id.to_string(),
+        role: Some(AttachRole::Interactive),
     });
-    assert_eq!(r["success"], true, "{r}");
+    let (r, ()) = tokio::join!(p.call(attach), async {
+        let cmd = k.next_cmd().await;
+        assert!(matches!(cmd.command, Command::RequestSync(_)), "{cmd:?}");
+        k.emit(sync_json("streaming")).await;
+        k.answer(&cmd, None).await;
+    });
+    data_of::<kind::AgentAttach>(r);
     p
 }
 
 #[tokio::test]
 async fn a_persons_steer_and_abort_to_a_leased_child_go_through_the_coordinator() {
     let mut s = start(|_| {}).await;
-    let (pid, mut prt, mut raw, _c) = parent(&mut s).await;
-    let r = raw
-        .call(json!({"type":"subagent.create","parent_agent_id":pid,"task":TASK}))
+    let (pid, mut prt, mut wire, _c) = parent(&mut s).await;
+    let r = wire
+        .ok::<kind::SubagentCreate>(create_one(&pid, TASK))
         .await;
-    let run_id = r["data"]["runs"][0]["run_id"].as_str().unwrap().to_string();
+    let run_id = r.runs[0].run_id.clone();
     let (mut k, _) = child(&mut s).await;
     let kid = k.spec.agent_id.clone();
     k.emit(json!({"type":"turn_start","turn_id":"turn-3"}))
         .await;
-    raw.run_changed(&run_id, "active").await;
+    run_changed(&mut wire, &run_id, RunState::Active).await;
     let mut p = person(&s, &mut k, &kid).await;
 
     // A direct prompt stays refused, even as a steering prompt.
-    for prompt in [
-        json!({"type":"prompt","agent_id":kid,"message":"hi"}),
-        json!({"type":"prompt","agent_id":kid,"message":"hi","streaming_behavior":"steer"}),
-    ] {
-        let r = p.call(prompt).await;
-        assert_eq!(r["error"]["code"], "CONFLICT", "{r}");
+    let steering = Command::Prompt(Prompt {
+        agent_id: Some(kid.clone()),
+        message: "hi".into(),
+        images: None,
+        streaming_behavior: Some(StreamingBehavior::Steer),
+    });
+    for cmd in [prompt(&kid, "hi"), steering] {
+        assert_eq!(p.fails(cmd).await, ErrorCode::Conflict);
     }
 
     // The person's steer reaches the child as a strict steer into its turn.
-    let steer = json!({"type":"steer","agent_id":kid,"message":"look at tests too"});
-    let (r, ()) = tokio::join!(p.call(steer), async {
-        let cmd = k.next_command().await;
-        assert_eq!(cmd["type"], "steer", "{cmd}");
-        assert_eq!(cmd["strict"], true);
-        assert_eq!(cmd["turn_id"], "turn-3");
-        k.emit(
-            json!({"type":"response","id":cmd["id"],"command":"steer","success":true,
-                      "data":{"status":"injected","turn_id":"turn-3"}}),
-        )
-        .await;
+    let steer = |message: &str| {
+        Command::Steer(Steer {
+            agent_id: Some(kid.clone()),
+            message: message.to_string(),
+            images: None,
+            strict: None,
+            turn_id: None,
+        })
+    };
+    let (r, ()) = tokio::join!(p.call(steer("look at tests too")), async {
+        let cmd = k.next_cmd().await;
+        let st = as_steer(&cmd);
+        assert_eq!(st.strict, Some(true));
+        assert_eq!(st.turn_id.as_deref(), Some("turn-3"));
+        k.answer(&cmd, Some(json!({"status":"injected","turn_id":"turn-3"})))
+            .await;
     });
-    assert_eq!(r["data"]["status"], "injected", "{r}");
-    assert_eq!(r["data"]["run_id"], run_id.as_str());
+    // Answered with the `subagent.steer` data.
+    let injected = data_of::<kind::SubagentSteer>(r);
+    assert_eq!(injected.status, SteerOutcome::Injected);
+    assert_eq!(injected.run_id, run_id);
     // Recorded against the run, for the parent to see.
-    let st = raw
-        .call(json!({"type":"subagent.status","parent_agent_id":pid,"targets":[run_id]}))
+    let st = wire
+        .ok::<kind::SubagentStatus>(status(&pid, Some(&[&run_id])))
         .await;
-    let run = &st["data"]["agents"][0]["run"];
-    assert_eq!(run["steers"], 1, "{st}");
-    assert_eq!(run["last_action"]["action"], "steer");
-    assert_eq!(run["last_action"]["by"], "client");
-    assert_eq!(run["last_action"]["status"], "injected");
+    let run = st.agents[0].run.clone().unwrap();
+    assert_eq!(run.steers, Some(1), "{st:?}");
+    let last = run.last_action.unwrap();
+    assert_eq!(last.action, RunActionKind::Steer);
+    assert_eq!(last.by, RunActor::Client);
+    assert_eq!(last.status, Some(SteerOutcome::Injected));
 
     // A steer the turn does not take fails for the person, and is recorded too.
-    let steer = json!({"type":"steer","agent_id":kid,"message":"too late"});
-    let (r, ()) = tokio::join!(p.call(steer), async {
-        let cmd = k.next_command().await;
-        k.emit(
-            json!({"type":"response","id":cmd["id"],"command":"steer","success":true,
-                      "data":{"status":"conflict","turn_id":"turn-3"}}),
-        )
-        .await;
+    let (r, ()) = tokio::join!(p.call(steer("too late")), async {
+        let cmd = k.next_cmd().await;
+        k.answer(&cmd, Some(json!({"status":"conflict","turn_id":"turn-3"})))
+            .await;
     });
-    assert_eq!(r["error"]["code"], "CONFLICT", "{r}");
-    let st = raw
-        .call(json!({"type":"subagent.status","parent_agent_id":pid,"targets":[run_id]}))
+    assert_eq!(code_of(&r), ErrorCode::Conflict);
+    let st = wire
+        .ok::<kind::SubagentStatus>(status(&pid, Some(&[&run_id])))
         .await;
-    let run = &st["data"]["agents"][0]["run"];
-    assert_eq!(run["steers"], 1, "{st}");
-    assert_eq!(run["last_action"]["status"], "conflict");
+    let run = st.agents[0].run.clone().unwrap();
+    assert_eq!(run.steers, Some(1), "{st:?}");
+    assert_eq!(
+        run.last_action.unwrap().status,
+        Some(SteerOutcome::Conflict)
+    );
 
     // The person's abort cancels the run on the coordinator's path.
-    let r = p.call(json!({"type":"abort","agent_id":kid})).await;
-    assert_eq!(r["success"], true, "{r}");
-    let cmd = k.next_command().await;
-    assert_eq!(cmd["type"], "abort", "{cmd}");
-    k.emit(json!({"type":"response","id":cmd["id"],"command":"abort","success":true}))
-        .await;
+    let abort = Command::Abort(AgentTarget {
+        agent_id: Some(kid.clone()),
+    });
+    p.ok::<kind::Abort>(abort).await;
+    let cmd = k.next_cmd().await;
+    assert!(matches!(cmd.command, Command::Abort(_)), "{cmd:?}");
+    k.answer(&cmd, None).await;
     k.emit(json!({"type":"turn_end","turn_id":"turn-3"})).await;
-    raw.run_changed(&run_id, "cancelled").await;
-    let w = raw
-        .call(json!({"type":"subagent.wait","parent_agent_id":pid,"handles":[run_id],"timeout":0}))
+    run_changed(&mut wire, &run_id, RunState::Cancelled).await;
+    let w = wire
+        .ok::<kind::SubagentWait>(wait(&pid, &[&run_id], None, Some(0.0)))
         .await;
-    let run = &w["data"]["runs"][0];
-    assert_eq!(run["state"], "cancelled", "{w}");
-    assert!(run["error"].as_str().unwrap().contains("person"), "{w}");
-    assert_eq!(run["last_action"]["action"], "abort");
-    assert_eq!(run["last_action"]["by"], "client");
-    assert_eq!(run["steers"], 1);
+    let run = &w.runs[0];
+    assert_eq!(run.state, RunState::Cancelled, "{w:?}");
+    assert!(run.error.as_deref().unwrap().contains("person"), "{w:?}");
+    let last = run.last_action.clone().unwrap();
+    assert_eq!(last.action, RunActionKind::Abort);
+    assert_eq!(last.by, RunActor::Client);
+    assert_eq!(run.steers, Some(1));
     // The parent hears of it in its report.
-    let report = prt.next_command().await;
+    let report = prt.next_cmd().await;
     assert!(
-        report["message"].as_str().unwrap().contains("cancelled"),
-        "{report}"
+        as_prompt(&report).message.contains("cancelled"),
+        "{report:?}"
     );
-    // The record is durable.
-    let job_id = r_job(&w);
+    // The record is durable (a file the daemon owns, read as JSON).
+    let job_id = &run.job_id;
     let rec: Value =
         serde_json::from_slice(&std::fs::read(s.home.join(format!("jobs/{job_id}.json"))).unwrap())
             .unwrap();
     assert_eq!(rec["runs"][0]["last_action"]["by"], "client");
     assert_eq!(rec["runs"][0]["steers"], 1);
     // No longer leased: the child is the person's again.
-    let mine = json!({"type":"prompt","agent_id":kid,"message":"mine now"});
-    let (r, ()) = tokio::join!(p.call(mine), async {
-        let cmd = k.next_command().await;
-        assert_eq!(cmd["message"], "mine now", "{cmd}");
-        k.emit(json!({"type":"response","id":cmd["id"],"command":"prompt","success":true}))
-            .await;
+    let (r, ()) = tokio::join!(p.call(prompt(&kid, "mine now")), async {
+        let cmd = k.next_cmd().await;
+        assert_eq!(as_prompt(&cmd).message, "mine now", "{cmd:?}");
+        k.answer(&cmd, None).await;
     });
-    assert_eq!(r["success"], true, "{r}");
-}
-
-fn r_job(w: &Value) -> String {
-    w["data"]["runs"][0]["job_id"].as_str().unwrap().to_string()
+    assert!(r.success, "{r:?}");
 }
 
 #[tokio::test]
 async fn a_waiter_that_disconnects_stops_waiting_and_the_run_goes_on() {
     let mut s = start(|_| {}).await;
-    let (pid, prt, mut raw, _c) = parent(&mut s).await;
-    let r = raw
-        .call(json!({"type":"subagent.create","parent_agent_id":pid,"task":TASK}))
+    let (pid, prt, mut wire, _c) = parent(&mut s).await;
+    let r = wire
+        .ok::<kind::SubagentCreate>(create_one(&pid, TASK))
         .await;
-    let run_id = r["data"]["runs"][0]["run_id"].as_str().unwrap().to_string();
+    let run_id = r.runs[0].run_id.clone();
     let (mut k, _) = child(&mut s).await;
     // A second connection of the parent's Runtime waits forever, then goes away.
-    let mut waiter = Raw::connect(&s.home).await;
-    let auth = json!({"type":"runtime.auth","agent_id":pid,"token":prt.spec.token});
-    assert_eq!(waiter.call(auth).await["success"], true);
-    let wait = json!({"type":"subagent.wait","id":"w","parent_agent_id":pid,"handles":[run_id]});
-    waiter
-        .w
-        .write_all(format!("{wait}\n").as_bytes())
-        .await
-        .unwrap();
+    let mut waiter = Wire::hello(&s.home).await;
+    let auth = waiter.runtime_auth(&pid, &prt.spec.token).await;
+    assert!(auth.success, "{auth:?}");
+    let line =
+        shard_protocol::to_line(&ClientMessage::new("w", wait(&pid, &[&run_id], None, None)));
+    waiter.w.write_all(&line).await.unwrap();
     drop(waiter);
     // The run is untouched: it completes, and a new wait sees it.
     finish_turn(&mut k, "still done").await;
-    raw.run_changed(&run_id, "completed").await;
-    let w = raw
-        .call(json!({"type":"subagent.wait","parent_agent_id":pid,"handles":[run_id]}))
+    run_changed(&mut wire, &run_id, RunState::Completed).await;
+    let w = wire
+        .ok::<kind::SubagentWait>(wait(&pid, &[&run_id], None, None))
         .await;
-    assert_eq!(w["data"]["runs"][0]["final_text"], "still done", "{w}");
+    assert_eq!(w.runs[0].final_text.as_deref(), Some("still done"), "{w:?}");
 }

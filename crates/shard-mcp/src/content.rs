@@ -1,11 +1,11 @@
 //! A `tools/call` result as Shard's tool output: text (bounded like `read`, the rest
 //! saved to the session's tool-output folder), an image block for a result that is an
 //! image, the images beside the text of a result that has both (when the model takes
-//! images, within its limits), resource links as lines, and structured content as a `kv`
-//! or `code` render.
+//! images, within its limits), resource links as lines, and structured content as a
+//! `tree`, `kv` or `code` render.
 
 use serde_json::Value;
-use shard_protocol::types::{Image, KvPair, RenderDescriptor, ToolResultContent};
+use shard_protocol::types::{Image, KvPair, RenderDescriptor, ToolResultContent, TreeNode};
 use shard_tools::output::OutputCollector;
 use shard_tools::{ToolContext, ToolOutput};
 
@@ -142,6 +142,26 @@ fn check_image(data: String, mime_type: String, ctx: &ToolContext) -> Result<Ima
     })
 }
 
+/// Whether `v` has exactly the shape of a tree node, so no other structured result loses
+/// fields to a tree drawing; the root must be a directory with its children listed.
+fn is_tree_node(v: &Value, root: bool) -> bool {
+    let Value::Object(map) = v else {
+        return false;
+    };
+    let kind = map.get("kind").and_then(Value::as_str);
+    let children = map.get("children");
+    map.keys()
+        .all(|k| matches!(k.as_str(), "name" | "kind" | "children"))
+        && map.get("name").is_some_and(Value::is_string)
+        && matches!(kind, Some("dir" | "file"))
+        && (!root || (kind == Some("dir") && children.is_some()))
+        && match children {
+            None | Some(Value::Null) => true,
+            Some(Value::Array(kids)) => kids.iter().all(|k| is_tree_node(k, false)),
+            Some(_) => false,
+        }
+}
+
 /// Keeps the text within the `read` limits; the whole of it is saved when cut.
 async fn bounded(text: String, ctx: &ToolContext) -> String {
     let limits = &ctx.limits;
@@ -158,8 +178,15 @@ async fn bounded(text: String, ctx: &ToolContext) -> String {
     c.finish(|p| p.display().to_string()).await.text
 }
 
-/// A flat object of scalars is a `kv` render; anything else pretty JSON in a `code` one.
+/// A directory tree (`{name, kind: "dir", children: [...]}`, nodes of only those keys) is a
+/// `tree` render; a flat object of scalars a `kv` one; anything else pretty JSON in a `code`
+/// one.
 fn render_structured(v: &Value) -> RenderDescriptor {
+    if is_tree_node(v, true)
+        && let Ok(root) = serde_json::from_value::<TreeNode>(v.clone())
+    {
+        return RenderDescriptor::Tree { root };
+    }
     if let Value::Object(map) = v
         && map.len() <= 32
         && map.values().all(|x| !x.is_object() && !x.is_array())
@@ -218,6 +245,29 @@ mod tests {
         )
         .await;
         assert!(matches!(nested.render, Some(RenderDescriptor::Code { .. })));
+        // A directory tree is a tree; a node with any other key stays JSON.
+        let tree = json!({"name": "src", "kind": "dir", "children": [
+            {"name": "main.rs", "kind": "file"}, {"name": "util", "kind": "dir", "children": []}]});
+        let out = convert(
+            &json!({"content": [], "structuredContent": tree}),
+            &ctx(d.path()),
+        )
+        .await;
+        match out.render.unwrap() {
+            RenderDescriptor::Tree { root } => {
+                assert_eq!(root.name, "src");
+                assert_eq!(root.children.unwrap()[1].name, "util");
+            }
+            other => panic!("{other:?}"),
+        }
+        let not_tree = json!({"name": "src", "kind": "dir", "children": [
+            {"name": "a", "kind": "file", "size": 3}]});
+        let out = convert(
+            &json!({"content": [], "structuredContent": not_tree}),
+            &ctx(d.path()),
+        )
+        .await;
+        assert!(matches!(out.render, Some(RenderDescriptor::Code { .. })));
         assert!(
             matches!(nested.content, ToolResultContent::Text { ref text } if text.contains("\"a\""))
         );

@@ -39,6 +39,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "workspace_retired",
     "workspace_conflict",
     "agent_spawned",
+    "agent_archived",
     "agent_exited",
     "agent_status_changed",
     "agent_activity",

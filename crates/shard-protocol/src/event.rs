@@ -94,6 +94,9 @@ pub enum Event {
     /// An agent's Runtime was spawned.
     #[serde(rename = "agent_spawned")]
     AgentSpawned(AgentSpawned),
+    /// An agent was archived (`agent.archive`): clients drop it from their lists.
+    #[serde(rename = "agent_archived")]
+    AgentArchived(AgentArchived),
     /// An agent's Runtime died.
     #[serde(rename = "agent_exited")]
     AgentExited(AgentExited),
@@ -188,6 +191,7 @@ impl Event {
             Event::WorkspaceRetired(_) => "workspace_retired",
             Event::WorkspaceConflict(_) => "workspace_conflict",
             Event::AgentSpawned(_) => "agent_spawned",
+            Event::AgentArchived(_) => "agent_archived",
             Event::AgentExited(_) => "agent_exited",
             Event::AgentStatusChanged(_) => "agent_status_changed",
             Event::AgentActivity(_) => "agent_activity",
@@ -757,6 +761,6 @@ pub struct ReasoningLevelChanged {
 }
 
 pub use crate::orchestrator::{
-    ActivityPhase, AgentActivity, AgentExited, AgentSpawned, AgentStatusChanged,
+    ActivityPhase, AgentActivity, AgentArchived, AgentExited, AgentSpawned, AgentStatusChanged,
     SubagentRunChanged, WorkspaceAttached, WorkspaceConflict, WorkspaceEvent,
 };

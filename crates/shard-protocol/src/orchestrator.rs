@@ -420,6 +420,14 @@ pub struct AgentSpawned {
     pub info: AgentInfo,
 }
 
+/// `agent_archived`: another client archived the agent, so every list drops it (the session
+/// is kept; `agent.list` with archived agents still shows it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AgentArchived {
+    /// The agent (payload).
+    pub agent_id: String,
+}
+
 /// `agent_exited`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AgentExited {
@@ -518,4 +526,56 @@ pub struct SubagentRunChanged {
     /// End, ms since the epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<u64>,
+}
+
+/// `runtime.auth`: a connection message (answered like a command, but outside the command
+/// table) by which a Runtime proves, with the `SHARD_AGENT_TOKEN` it was started with,
+/// that it is `agent_id`'s live Runtime; only such a connection may send `subagent.*`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename = "runtime.auth")]
+pub struct RuntimeAuth {
+    /// Correlation id, echoed by the `response`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The agent the Runtime claims to run.
+    pub agent_id: String,
+    /// The Runtime's token (a secret: never logged, never in `Debug`).
+    pub token: String,
+}
+
+impl std::fmt::Debug for RuntimeAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeAuth")
+            .field("id", &self.id)
+            .field("agent_id", &self.agent_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Who a connection is after `runtime.auth`: always `"runtime"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthPrincipal {
+    /// The Runtime of an agent.
+    Runtime,
+}
+
+/// The data of a successful `runtime.auth`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RuntimeAuthData {
+    /// `"runtime"`.
+    pub principal: AuthPrincipal,
+    /// The agent the connection now acts for.
+    pub agent_id: String,
+}
+
+/// `runtime.auth`'s request and response types, as the command table names a command's
+/// (`CommandSpec`), so both ends answer and read it typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuntimeAuthKind;
+
+impl crate::table::CommandSpec for RuntimeAuthKind {
+    const TYPE: &'static str = "runtime.auth";
+    type Request = RuntimeAuth;
+    type Response = RuntimeAuthData;
 }

@@ -301,15 +301,15 @@ pub enum MixedTag {
     Mixed,
 }
 
-/// `subagent.wait`.
+/// `subagent.wait`. The fields are in the order the daemon has always sent them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SubagentWaitData {
-    /// The wait timed out.
-    pub timed_out: bool,
     /// Aggregate state.
     pub aggregate_state: AggregateState,
     /// Every run, in order.
     pub runs: Vec<RunSnapshot>,
+    /// The wait timed out.
+    pub timed_out: bool,
 }
 
 /// Outcome of a strict steer.
@@ -418,7 +418,8 @@ pub struct CancelledRun {
 pub struct SubagentStopData {
     /// Runs cancelled.
     pub cancelled: Vec<CancelledRun>,
-    /// Job.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Job; `null` when the handle named an agent with no run to stop (the daemon has
+    /// always sent the key).
+    #[serde(default)]
     pub job_id: Option<String>,
 }

@@ -39,6 +39,7 @@ pub fn protocol_schema() -> Value {
     generator.subschema_for::<responses::SubagentRelaunched>();
     generator.subschema_for::<responses::SubagentStatusData>();
     generator.subschema_for::<responses::SubagentStopData>();
+    generator.subschema_for::<crate::orchestrator::RuntimeAuthData>();
     let defs = generator.take_definitions(true);
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -293,12 +293,15 @@ fn response_data_decodes_into_its_typed_struct() {
             "SubagentRelaunched" => typed_round_trip::<responses::SubagentRelaunched>(data, &label),
             "SubagentStatusData" => typed_round_trip::<responses::SubagentStatusData>(data, &label),
             "SubagentStopData" => typed_round_trip::<responses::SubagentStopData>(data, &label),
+            "RuntimeAuthData" => {
+                typed_round_trip::<shard_protocol::orchestrator::RuntimeAuthData>(data, &label)
+            }
             other => panic!("{label}: unknown data_type {other}"),
         }
         typed.insert(kind.to_string());
     }
     // Every typed response payload the schema exports has a vector.
-    assert_eq!(typed.len(), 19, "typed payloads with a vector: {typed:?}");
+    assert_eq!(typed.len(), 20, "typed payloads with a vector: {typed:?}");
 }
 
 #[test]

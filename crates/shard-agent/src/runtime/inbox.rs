@@ -7,7 +7,10 @@ use shard_protocol::ClientMessage;
 use shard_protocol::decode::DecodeError;
 use shard_tools::Tool;
 
-use crate::ask::UiAsk;
+use futures::future::BoxFuture;
+use tokio::sync::mpsc;
+
+use crate::ask::{UiAsk, UiQueue};
 
 /// What the transport feeds the actor.
 #[derive(Debug)]
@@ -46,3 +49,10 @@ pub(crate) enum Internal {
 
 /// How many internal messages may wait for the actor before a sender waits.
 pub(super) const INTERNAL_QUEUE: usize = 64;
+
+/// A tool's UI request reaches the actor through the same queue as the other parts' messages.
+impl UiQueue for mpsc::Sender<Internal> {
+    fn send(&self, ask: UiAsk) -> BoxFuture<'_, bool> {
+        Box::pin(async move { mpsc::Sender::send(self, Internal::Ui(ask)).await.is_ok() })
+    }
+}

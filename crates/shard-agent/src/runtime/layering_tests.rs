@@ -1,7 +1,13 @@
 //! The Runtime's files form layers with no circle: each file names (through `super::`)
 //! only files of a lower layer. A new file or a new `use` that breaks this fails here,
 //! naming the edge; the layers are documented in docs/architecture.md ("The Runtime's layers").
+//! Beyond the Runtime, no folder of the crate (`src/` itself included) has a circle of
+//! files: the shared checker of `tests/support/layering.rs` resolves every path to the
+//! file that defines what it names.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../../../../tests/support/layering.rs"]
+mod layering;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -142,4 +148,20 @@ fn the_check_sees_a_use_that_goes_up() {
 fn named_group() -> BTreeSet<String> {
     let files: BTreeSet<String> = ["flight", "mod"].map(String::from).into();
     named("use super::{Runtime, flight::Flight};", &files)
+}
+
+#[test]
+fn no_folder_of_the_crate_has_a_circle_of_files() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graphs = layering::folder_graphs(&src);
+    assert!(
+        graphs[""].len() > 10 && graphs["runtime"].len() > 10,
+        "{graphs:?}"
+    );
+    let found = layering::circles(&src);
+    assert!(
+        found.is_empty(),
+        "the agent crate's files import in a circle:\n{}",
+        found.join("\n")
+    );
 }

@@ -4,6 +4,10 @@
 
 use serde_json::{Value, json};
 use shard_ai::ErrorKind;
+use shard_protocol::event::Response;
+use shard_protocol::responses::CompactData;
+use shard_protocol::types::{AgentStatus, ContentBlock};
+use shard_protocol::{ErrorCode, Event};
 
 use super::support::*;
 
@@ -14,29 +18,52 @@ fn long(n: u32) -> String {
 
 /// Sends `session_op compact` and returns (the response, the types of the events from
 /// the command to the final `status`).
-async fn compact(a: &mut Agent, args: Value) -> (Value, Vec<String>) {
+async fn compact(a: &mut Agent, args: Value) -> (Response, Vec<String>) {
     let from = a.seen.len();
-    let id = a
-        .send(json!({"type": "session_op", "op": "compact", "args": args}))
-        .await;
     let resp = a
-        .until(|e| e["type"] == "response" && e["id"] == json!(id))
+        .respond(json!({"type": "session_op", "op": "compact", "args": args}))
         .await;
-    if resp["success"] == json!(true) || resp["error"]["code"] == "INTERNAL_ERROR" {
-        a.until(|e| e["type"] == "status" && e["status"] == "idle")
-            .await;
+    if resp.success || code(&resp) == Some(ErrorCode::InternalError) {
+        wait_idle(a).await;
     }
     let kinds = a.seen[from..]
         .iter()
-        .filter(|e| e["type"] != "message_delta")
-        .map(|e| match e["type"].as_str() {
-            Some("status") => format!("status {}", e["status"].as_str().unwrap_or("")),
-            Some(t) => t.to_string(),
-            None => String::new(),
+        .filter(|e| !matches!(e, Event::MessageDelta(_)))
+        .map(|e| match e {
+            Event::Status(s) => format!(
+                "status {}",
+                serde_json::json!(s.status).as_str().unwrap_or("")
+            ),
+            other => other.type_name().to_string(),
         })
         .skip_while(|k: &String| k == "status idle")
         .collect();
     (resp, kinds)
+}
+
+/// Waits for the agent to report `status: idle`.
+async fn wait_idle(a: &mut Agent) {
+    a.until(|e| matches!(e, Event::Status(s) if s.status == AgentStatus::Idle))
+        .await;
+}
+
+/// The error code of a failed response (`None` for a success).
+fn code(r: &Response) -> Option<ErrorCode> {
+    r.error.as_ref().map(|e| e.code.clone())
+}
+
+/// A `session_op compact` answer, typed.
+fn compacted(r: &Response) -> CompactData {
+    assert!(r.success, "{r:?}");
+    serde_json::from_value(r.data.clone().unwrap_or(Value::Null)).unwrap()
+}
+
+/// The `compaction` event an event is.
+fn compaction(e: &Event) -> Option<shard_protocol::event::CompactionEvent> {
+    match e {
+        Event::Compaction(c) => Some(c.clone()),
+        _ => None,
+    }
 }
 
 fn first_text(r: &shard_ai::ModelRequest) -> String {
@@ -63,13 +90,22 @@ async fn manual_compact_runs_its_lifecycle_and_recall_returns_the_summarized() {
         kinds,
         ["status compacting", "compaction", "response", "status idle"]
     );
-    let data = &resp["data"];
-    assert_eq!(data["compacted"], json!(true), "{resp}");
-    assert_eq!(data["index"], json!(0));
-    let event = a.seen_of("compaction")[0].clone();
-    assert_eq!(event["message_range"], data["message_range"]);
-    assert_eq!(event["first_kept_entry_id"], data["first_kept_entry_id"]);
-    assert!(data["tokens_after"].as_u64() < data["tokens_before"].as_u64());
+    let CompactData::Compacted {
+        index,
+        tokens_before,
+        tokens_after,
+        first_kept_entry_id,
+        message_range,
+        ..
+    } = compacted(&resp)
+    else {
+        panic!("not compacted: {resp:?}")
+    };
+    assert_eq!(index, 0);
+    let event = a.seen.iter().find_map(compaction).unwrap();
+    assert_eq!(event.message_range, message_range);
+    assert_eq!(event.first_kept_entry_id, first_kept_entry_id);
+    assert!(tokens_after < tokens_before);
 
     // The summary request: the summarized messages, and a last message asking for a summary.
     let summaries = rec.summaries();
@@ -111,21 +147,21 @@ async fn nothing_to_cut_invalid_arguments_and_a_running_turn() {
     let mut a = Agent::start(Start::new(&dirs, &rec)).await;
     a.prompt("hi").await;
     let (resp, kinds) = compact(&mut a, json!({})).await;
-    assert_eq!(
-        resp["data"],
-        json!({"compacted": false, "reason": "no_safe_cut"})
+    assert!(
+        matches!(compacted(&resp), CompactData::NoOp { compacted: false, reason } if reason == "no_safe_cut"),
+        "{resp:?}"
     );
     assert_eq!(kinds, ["status compacting", "response", "status idle"]);
 
     let (resp, kinds) = compact(&mut a, json!({"keep_recent_tokens": 0})).await;
-    assert_eq!(resp["error"]["code"], "INVALID_REQUEST");
+    assert_eq!(code(&resp), Some(ErrorCode::InvalidRequest), "{resp:?}");
     assert_eq!(kinds, ["response"]);
 
     a.send(json!({"type": "prompt", "message": "long one"}))
         .await;
     a.until_type("message_delta").await;
     let (resp, kinds) = compact(&mut a, json!({})).await;
-    assert_eq!(resp["error"]["code"], "CONFLICT");
+    assert_eq!(code(&resp), Some(ErrorCode::Conflict), "{resp:?}");
     assert_eq!(kinds, ["response"]);
     a.call(json!({"type": "abort"})).await;
     a.until_type("turn_end").await;
@@ -147,18 +183,18 @@ async fn a_failed_summary_is_an_internal_error_and_appends_nothing() {
     a.prompt(&long(1)).await;
     a.prompt(&long(2)).await;
     let (resp, kinds) = compact(&mut a, json!({"keep_recent_tokens": 10})).await;
-    assert_eq!(resp["error"]["code"], "INTERNAL_ERROR", "{resp}");
+    assert_eq!(code(&resp), Some(ErrorCode::InternalError), "{resp:?}");
     assert_eq!(kinds, ["status compacting", "response", "status idle"]);
     a.prompt("p3").await;
     let o = outline(&rec.requests()[2]);
     assert_eq!(o.len(), 5, "{o:?}");
     assert!(o[0].starts_with("user: prompt 1"));
-    let sync = a.call(json!({"type": "request_sync"})).await;
-    assert_eq!(sync, Value::Null);
-    let s = a.seen_of("sync");
+    let answered = a.respond(json!({"type": "request_sync"})).await;
+    assert!(answered.success && answered.data.is_none(), "{answered:?}");
+    let s: Vec<_> = a.seen.iter().filter_map(pick::sync).collect();
     assert!(
         s.last()
-            .is_some_and(|s| s["live_window"].get("compaction_index").is_none())
+            .is_some_and(|s| s.live_window.compaction_index.is_none())
     );
     a.close().await;
 }
@@ -192,11 +228,12 @@ async fn a_context_overflow_refusal_compacts_and_retries_once() {
             .last()
             .is_some_and(|m| m.starts_with("user: prompt 3"))
     );
-    let done = a.seen_of("message_complete");
+    let done: Vec<_> = a.seen.iter().filter_map(pick::message_complete).collect();
     assert_eq!(
-        done.last()
-            .map(|m| m["message"]["content"][0]["text"].clone()),
-        Some(json!("three"))
+        done.last().map(|m| m.message.content.clone()),
+        Some(vec![ContentBlock::Text {
+            text: "three".into()
+        }])
     );
     rec.assert_clean();
     a.close().await;
@@ -223,10 +260,9 @@ async fn a_turn_above_the_threshold_is_followed_by_a_compaction_and_resume_keeps
     a.prompt(&long(2)).await;
     assert!(a.seen_of("compaction").is_empty());
     a.prompt(&long(3)).await;
-    let ev = a.until_type("compaction").await;
-    assert_eq!(ev["index"], json!(0));
-    a.until(|e| e["type"] == "status" && e["status"] == "idle")
-        .await;
+    let ev = a.until_event(compaction).await;
+    assert_eq!(ev.index, 0);
+    wait_idle(&mut a).await;
     let session_id = a.session_id.clone();
     a.close().await;
 
@@ -234,8 +270,8 @@ async fn a_turn_above_the_threshold_is_followed_by_a_compaction_and_resume_keeps
     let mut start = Start::new(&dirs, &rec);
     start.session_id = Some(session_id);
     let mut b = Agent::start(start).await;
-    let sync = b.seen_of("sync")[0].clone();
-    assert_eq!(sync["live_window"]["compaction_index"], json!(0));
+    let sync = b.seen.iter().find_map(pick::sync).unwrap();
+    assert_eq!(sync.live_window.compaction_index, Some(0));
     b.prompt("p4").await;
     let reqs = rec.requests();
     let o = outline(&reqs[3]);

@@ -2,6 +2,8 @@
 //! provenance, the source left byte for byte, and the list showing the fork.
 
 use serde_json::json;
+use shard_protocol::ErrorCode;
+use shard_protocol::responses::{ForkData, SessionListData};
 
 use super::support::*;
 
@@ -25,38 +27,26 @@ async fn fork_errors_provenance_and_list() {
     ]);
     let mut a = Agent::start(Start::new(&dirs, &rec)).await;
     a.prompt("first").await;
-    let at = a.seen_of("message_complete")[0]["message_id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    let at = a
+        .seen
+        .iter()
+        .find_map(pick::message_complete)
+        .expect("a message")
+        .message_id;
     a.prompt("second").await;
     let before = transcript(&dirs, &a.session_id);
 
-    let bad = a
-        .send(json!({"type": "session_op", "op": "fork", "args": {}}))
-        .await;
-    let resp = a
-        .until(|e| e["type"] == "response" && e["id"] == json!(bad))
-        .await;
-    assert_eq!(resp["error"]["code"], "INVALID_REQUEST");
-    let missing = a
-        .send(json!({"type": "session_op", "op": "fork",
-                     "args": {"from_entry_id": "ent-01J00000000000000000000000"}}))
-        .await;
-    let resp = a
-        .until(|e| e["type"] == "response" && e["id"] == json!(missing))
-        .await;
-    assert_eq!(resp["error"]["code"], "NOT_FOUND");
+    let bad = json!({"type": "session_op", "op": "fork", "args": {}});
+    assert_eq!(a.fails(bad).await, ErrorCode::InvalidRequest);
+    let missing = json!({"type": "session_op", "op": "fork",
+                         "args": {"from_entry_id": "ent-01J00000000000000000000000"}});
+    assert_eq!(a.fails(missing).await, ErrorCode::NotFound);
 
-    let data = a
-        .call(json!({"type": "session_op", "op": "fork", "args": {"from_entry_id": at}}))
+    let data: ForkData = a
+        .call_as(json!({"type": "session_op", "op": "fork", "args": {"from_entry_id": at}}))
         .await;
-    let fork_session = data["session_id"].as_str().expect("session_id").to_string();
-    assert!(
-        data["fork_id"]
-            .as_str()
-            .is_some_and(|f| f.starts_with("fork-"))
-    );
+    let fork_session = data.session_id.clone();
+    assert!(data.fork_id.starts_with("fork-"), "{data:?}");
     assert_eq!(
         transcript(&dirs, &a.session_id),
         before,
@@ -70,31 +60,26 @@ async fn fork_errors_provenance_and_list() {
         .join(&fork_session);
     assert!(fork_dir.join("session.jsonl").is_file());
 
-    let list = a.call(json!({"type": "session_op", "op": "list"})).await;
-    let sessions = list["sessions"].as_array().expect("sessions");
-    assert_eq!(sessions.len(), 2, "{list}");
-    assert_eq!(
-        sessions[0]["session_id"],
-        json!(fork_session),
-        "newest first"
-    );
-    assert_eq!(sessions[0]["forked_from"]["source_entry_id"], json!(at));
-    assert_eq!(sessions[0]["forked_from"]["fork_id"], data["fork_id"]);
-    assert_eq!(sessions[0]["message_count"], json!(2));
-    assert_eq!(sessions[1]["message_count"], json!(4));
-    assert_eq!(sessions[1]["current"], json!(true));
+    let list: SessionListData = a.call_as(json!({"type": "session_op", "op": "list"})).await;
+    let sessions = &list.sessions;
+    assert_eq!(sessions.len(), 2, "{list:?}");
+    assert_eq!(sessions[0].session_id, fork_session, "newest first");
+    let from = sessions[0]
+        .forked_from
+        .as_ref()
+        .expect("a fork's provenance");
+    assert_eq!(from.source_entry_id, at);
+    assert_eq!(from.fork_id, data.fork_id);
+    assert_eq!(sessions[0].message_count, Some(2));
+    assert_eq!(sessions[1].message_count, Some(4));
+    assert!(sessions[1].current);
 
     // During a turn, even a fork at an unknown entry is CONFLICT.
     a.send(json!({"type": "prompt", "message": "third"})).await;
     a.until_type("message_delta").await;
-    let busy = a
-        .send(json!({"type": "session_op", "op": "fork",
-                     "args": {"from_entry_id": "ent-01J00000000000000000000000"}}))
-        .await;
-    let resp = a
-        .until(|e| e["type"] == "response" && e["id"] == json!(busy))
-        .await;
-    assert_eq!(resp["error"]["code"], "CONFLICT");
+    let busy = json!({"type": "session_op", "op": "fork",
+                      "args": {"from_entry_id": "ent-01J00000000000000000000000"}});
+    assert_eq!(a.fails(busy).await, ErrorCode::Conflict);
     a.call(json!({"type": "abort"})).await;
     a.until_type("turn_end").await;
     rec.assert_clean();

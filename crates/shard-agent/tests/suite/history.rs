@@ -1,17 +1,22 @@
 //! `session_op history`: paging back from the newest message until the start
 //! of the session returns every message once, oldest first, and bad ids get one error.
 
-use serde_json::{Value, json};
+use serde_json::json;
+use shard_protocol::ErrorCode;
+use shard_protocol::responses::SessionHistoryData;
+use shard_protocol::types::Message;
 
 use super::support::*;
 
-fn ids(messages: &Value) -> Vec<String> {
-    messages
-        .as_array()
-        .expect("messages")
-        .iter()
-        .map(|m| m["id"].as_str().expect("id").to_string())
-        .collect()
+fn ids(messages: &[Message]) -> Vec<String> {
+    messages.iter().map(|m| m.id.clone()).collect()
+}
+
+/// The size of messages as they go over the wire.
+fn wire_len(messages: &[Message]) -> usize {
+    serde_json::to_string(messages)
+        .expect("messages encode")
+        .len()
 }
 
 #[tokio::test]
@@ -27,10 +32,10 @@ async fn history_pages_back_to_the_start_and_rejects_bad_ids() {
         a.prompt(&format!("prompt {i} {}", "x".repeat(3000))).await;
     }
     a.send(json!({"type": "request_sync"})).await;
-    let sync = a.until_type("sync").await;
-    let window = &sync["live_window"];
-    assert!(window.get("truncated_before").is_none(), "{window}");
-    let all = ids(&window["messages"]);
+    let sync = a.until_event(pick::sync).await;
+    let window = &sync.live_window;
+    assert_eq!(window.truncated_before, None, "{window:?}");
+    let all = ids(&window.messages);
     assert_eq!(all.len(), 16);
 
     // Page back from the newest message: everything before it, in several pages.
@@ -38,19 +43,19 @@ async fn history_pages_back_to_the_start_and_rejects_bad_ids() {
     let mut paged: Vec<String> = vec![before.clone()];
     let mut pages = 0;
     loop {
-        let page = a
-            .call(json!({"type": "session_op", "op": "history",
+        let page: SessionHistoryData = a
+            .call_as(json!({"type": "session_op", "op": "history",
                          "args": {"before": before, "max_bytes": 4096}}))
             .await;
         pages += 1;
-        let got = ids(&page["messages"]);
-        assert!(!got.is_empty(), "an empty page before {before}: {page}");
+        let got = ids(&page.messages);
+        assert!(!got.is_empty(), "an empty page before {before}: {page:?}");
         let mut next = got.clone();
         next.extend(paged);
         paged = next;
-        match page.get("truncated_before") {
+        match page.truncated_before {
             Some(t) => {
-                assert_eq!(t, &json!(got[0]), "the page's first message");
+                assert_eq!(t, got[0], "the page's first message");
                 before = got[0].clone();
             }
             None => break,
@@ -61,35 +66,32 @@ async fn history_pages_back_to_the_start_and_rejects_bad_ids() {
     assert_eq!(paged, all, "pages are the whole session, oldest first");
 
     // The first message has nothing before it.
-    let first = a
-        .call(json!({"type": "session_op", "op": "history", "args": {"before": all[0]}}))
+    let first: SessionHistoryData = a
+        .call_as(json!({"type": "session_op", "op": "history", "args": {"before": all[0]}}))
         .await;
-    assert_eq!(first["messages"], json!([]));
-    assert!(first.get("truncated_before").is_none());
+    assert!(first.messages.is_empty(), "{first:?}");
+    assert_eq!(first.truncated_before, None);
 
     // Default budget: one page holds the rest.
-    let rest = a
-        .call(json!({"type": "session_op", "op": "history",
+    let rest: SessionHistoryData = a
+        .call_as(json!({"type": "session_op", "op": "history",
                      "args": {"before": all[15]}}))
         .await;
-    assert_eq!(ids(&rest["messages"]), all[..15].to_vec());
-    assert!(rest.get("truncated_before").is_none());
+    assert_eq!(ids(&rest.messages), all[..15].to_vec());
+    assert_eq!(rest.truncated_before, None);
 
     for (args, code) in [
         (
             json!({"before": "ent-01J00000000000000000000000"}),
-            "NOT_FOUND",
+            ErrorCode::NotFound,
         ),
-        (json!({}), "INVALID_REQUEST"),
-        (json!({"before": ""}), "INVALID_REQUEST"),
+        (json!({}), ErrorCode::InvalidRequest),
+        (json!({"before": ""}), ErrorCode::InvalidRequest),
     ] {
-        let id = a
-            .send(json!({"type": "session_op", "op": "history", "args": args}))
+        let got = a
+            .fails(json!({"type": "session_op", "op": "history", "args": args}))
             .await;
-        let resp = a
-            .until(|e| e["type"] == "response" && e["id"] == json!(id))
-            .await;
-        assert_eq!(resp["error"]["code"], code, "{args}: {resp}");
+        assert_eq!(got, code, "{args}");
     }
     rec.assert_clean();
     a.close().await;
@@ -111,34 +113,31 @@ async fn a_lowered_live_window_truncates_sync_and_sizes_history_pages() {
         a.prompt(&format!("prompt {i} {}", "x".repeat(3000))).await;
     }
     a.send(json!({"type": "request_sync"})).await;
-    let sync = a.until_type("sync").await;
-    let window = &sync["live_window"];
-    let shown = ids(&window["messages"]);
+    let sync = a.until_event(pick::sync).await;
+    let window = &sync.live_window;
+    let shown = ids(&window.messages);
     assert!(
         shown.len() < 16,
         "the window is cut: {} messages",
         shown.len()
     );
-    assert!(window["messages"].to_string().len() <= 8192, "{window}");
-    let mut before = window["truncated_before"]
-        .as_str()
-        .expect("truncated_before")
-        .to_string();
+    assert!(wire_len(&window.messages) <= 8192, "{window:?}");
+    let mut before = window.truncated_before.clone().expect("truncated_before");
     let mut all = shown;
     let mut pages = 0;
     loop {
         // No `max_bytes`: the default page (1 MiB) is clamped to the lowered window.
-        let page = a
-            .call(json!({"type": "session_op", "op": "history", "args": {"before": before}}))
+        let page: SessionHistoryData = a
+            .call_as(json!({"type": "session_op", "op": "history", "args": {"before": before}}))
             .await;
         pages += 1;
-        assert!(page["messages"].to_string().len() <= 8192, "{page}");
-        let mut got = ids(&page["messages"]);
+        assert!(wire_len(&page.messages) <= 8192, "{page:?}");
+        let mut got = ids(&page.messages);
         assert!(!got.is_empty(), "an empty page before {before}");
         before = got[0].clone();
         got.extend(all);
         all = got;
-        if page.get("truncated_before").is_none() {
+        if page.truncated_before.is_none() {
             break;
         }
         assert!(pages < 20, "paging never reached the start");

@@ -155,12 +155,10 @@ async fn a_failing_hook_reports_and_sends_nothing() {
     start.hook = Some(Arc::new(Stuck { fail: true }));
     let mut a = Agent::start(start).await;
     a.prompt("go").await;
-    let errors = a.seen_of("error");
+    let errors: Vec<_> = a.seen.iter().filter_map(pick::error).collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(
-        errors[0]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("could not prepare")),
+        errors[0].message.contains("could not prepare"),
         "{errors:?}"
     );
     assert!(rec.requests().is_empty());

@@ -18,13 +18,11 @@ async fn a_denied_write_gets_one_error_result_and_an_allowed_one_runs() {
     let mut a = Agent::start(Start::new(&dirs, &rec)).await;
     a.send(json!({"type": "prompt", "message": "write two"}))
         .await;
-    let first = a.until_type("permission_request").await;
-    let id = first["request_id"].clone();
+    let id = a.until_event(pick::permission_request).await.request_id;
     a.call(json!({"type": "permission_response", "request_id": id,
         "decision": "deny", "reason": "not that one"}))
         .await;
-    let second = a.until_type("permission_request").await;
-    let id = second["request_id"].clone();
+    let id = a.until_event(pick::permission_request).await.request_id;
     a.call(json!({"type": "permission_response", "request_id": id,
         "decision": "allow"}))
         .await;
@@ -41,11 +39,12 @@ async fn a_denied_write_gets_one_error_result_and_an_allowed_one_runs() {
     assert!(result_text(&reqs[1], "c1").contains("not that one"));
     // Only the allowed call was announced as running.
     let calls: Vec<_> = a
-        .seen_of("tool_call")
+        .seen
         .iter()
-        .map(|e| e["tool_call_id"].clone())
+        .filter_map(pick::tool_call)
+        .map(|c| c.tool_call_id)
         .collect();
-    assert_eq!(calls, [json!("c2")]);
+    assert_eq!(calls, ["c2"]);
     rec.assert_clean();
     a.close().await;
 }
@@ -62,19 +61,19 @@ async fn the_tool_classifies_each_call_read_only_runs_mutating_asks() {
     let mut a = Agent::start(Start::new(&dirs, &rec)).await;
     a.tools.add(blocker.clone()).await.expect("running");
     a.send(json!({"type": "prompt", "message": "go"})).await;
-    let call = a.until_type("tool_call").await;
-    assert_eq!(call["read_only"], json!(true));
+    let call = a.until_event(pick::tool_call).await;
+    assert_eq!(call.read_only, Some(true));
     blocker.release.notify_one();
-    let ask = a.until_type("permission_request").await;
-    assert_eq!(ask["tool_name"], "kv");
-    let id = ask["request_id"].clone();
+    let ask = a.until_event(pick::permission_request).await;
+    assert_eq!(ask.tool_name, "kv");
+    let id = ask.request_id.clone();
     a.call(json!({"type": "permission_response", "request_id": id,
         "decision": "allow"}))
         .await;
     let call = a
-        .until(|e| e["type"] == "tool_call" && e["tool_call_id"] == "c2")
+        .until_event(|e| pick::tool_call(e).filter(|c| c.tool_call_id == "c2"))
         .await;
-    assert_eq!(call["read_only"], json!(false));
+    assert_eq!(call.read_only, Some(false));
     blocker.release.notify_one();
     a.until_type("turn_end").await;
     assert_eq!(

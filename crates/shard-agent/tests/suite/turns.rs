@@ -1,6 +1,7 @@
 //! Turns: a plain answer, several tools in one message, a steer mid-turn, an abort.
 
 use serde_json::json;
+use shard_protocol::types::ContentBlock;
 
 use super::support::*;
 
@@ -26,8 +27,13 @@ async fn plain_turn_sends_one_clean_request() {
             "read", "write", "edit", "bash", "grep", "find", "ls", "ask_user"
         ]
     );
-    let done = a.seen_of("message_complete");
-    assert_eq!(done[0]["message"]["content"][0]["text"], "hello");
+    let done: Vec<_> = a.seen.iter().filter_map(pick::message_complete).collect();
+    assert_eq!(
+        done[0].message.content,
+        [ContentBlock::Text {
+            text: "hello".into()
+        }]
+    );
     rec.assert_clean();
     a.close().await;
 }
@@ -114,9 +120,9 @@ async fn abort_mid_tool_answers_the_call_once_and_the_session_goes_on() {
     a.until_type("tool_call").await;
     a.call(json!({"type": "abort"})).await;
     a.until_type("turn_end").await;
-    let results = a.seen_of("tool_result");
+    let results: Vec<_> = a.seen.iter().filter_map(pick::tool_result).collect();
     assert_eq!(results.len(), 2, "{results:?}");
-    assert!(results.iter().all(|r| r["is_error"] == json!(true)));
+    assert!(results.iter().all(|r| r.is_error));
     a.prompt("next").await;
     let reqs = rec.requests();
     assert_eq!(reqs.len(), 2, "the aborted turn made no further call");

@@ -2,21 +2,21 @@
 //! [`App::apply`], keys through [`App::key`], and what the loop must do comes out as
 //! [`Action`]s or as commands sent on the link. Tests drive it without a terminal.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
-use shard_client::view::{AgentView, Change, Pending};
+use shard_client::view::{AgentView, Change};
 use shard_protocol::Command;
 use shard_protocol::Event;
-use shard_protocol::command::{AgentTarget, Prompt, Steer, StreamingBehavior, UiResponse};
-use shard_protocol::types::{AgentStatus, UiKind};
+use shard_protocol::command::{AgentTarget, Prompt, Steer, StreamingBehavior};
+use shard_protocol::types::AgentStatus;
 
 use ratatui::text::Line;
 
 use super::conversation::{Cache, Note, Options};
-use super::dialogs::{self, Dialog};
+use super::dialogs::Dialog;
 use super::editor::Editor;
 use super::link::Link;
 use super::slash::{self, Purpose};
@@ -116,6 +116,8 @@ pub struct App {
     pub purposes: HashMap<u64, Purpose>,
     /// The screen needs drawing.
     pub dirty: bool,
+    /// Requests answered here: their resolution needs no note, any other names who answered.
+    pub answered_here: HashSet<String>,
 }
 
 impl App {
@@ -149,6 +151,7 @@ impl App {
             purposes: HashMap::new(),
             dirty: true,
             loading_older: false,
+            answered_here: HashSet::new(),
         }
     }
 
@@ -216,7 +219,7 @@ impl App {
     }
 
     /// Sends a command whose reply nobody waits for (answers to requests).
-    fn send_plain(&mut self, command: Command) {
+    pub(super) fn send_plain(&mut self, command: Command) {
         self.send(command, Purpose::Quiet);
     }
 
@@ -296,6 +299,12 @@ impl App {
 
     /// Applies an agent event.
     pub fn apply(&mut self, ev: &Event) {
+        // The request as shown, read before the view drops it, to say who answered it.
+        let resolving = match ev {
+            Event::PermissionResolved(r) => self.view.pending_request(&r.request_id).cloned(),
+            Event::UiResolved(r) => self.view.pending_request(&r.request_id).cloned(),
+            _ => None,
+        };
         let changes = self.view.apply(ev);
         for change in changes {
             match change {
@@ -317,7 +326,10 @@ impl App {
                     let style = self.theme.error();
                     self.note_text(text, style);
                 }
-                Change::RequestResolved { .. } | Change::RequestAdded(_) => {}
+                Change::RequestResolved { request_id, .. } => {
+                    self.resolved(&request_id, resolving.as_ref(), ev)
+                }
+                Change::RequestAdded(_) => {}
                 _ => {}
             }
         }
@@ -335,60 +347,6 @@ impl App {
         if let Some(m) = found {
             let id = m.id.clone();
             self.cache.invalidate(&id);
-        }
-    }
-
-    /// Opens the dialog of the oldest pending request, closes one that was answered
-    /// elsewhere, and dismisses notices (shown as notes, they need no answer).
-    pub fn sync_dialog(&mut self) {
-        if let Some(Dialog::Permission { request, .. }) = &self.dialog
-            && self.view.pending_request(&request.request_id).is_none()
-        {
-            self.dialog = None;
-        }
-        if let Some(Dialog::Ui { request, .. }) = &self.dialog
-            && self.view.pending_request(&request.request_id).is_none()
-        {
-            self.dialog = None;
-        }
-        if self.dialog.is_some() {
-            return;
-        }
-        let notices: Vec<_> = self
-            .view
-            .pending
-            .iter()
-            .filter_map(|p| match p {
-                Pending::Ui(u) if u.kind == UiKind::Notify => Some(u.clone()),
-                _ => None,
-            })
-            .collect();
-        for u in notices {
-            let text = format!(
-                "notice: {} {}",
-                u.title
-                    .as_deref()
-                    .map(shard_client::sanitize::strip)
-                    .unwrap_or_default(),
-                u.message
-                    .as_deref()
-                    .map(shard_client::sanitize::strip)
-                    .unwrap_or_default()
-            );
-            let style = self.theme.accent();
-            self.note_text(text.trim_end().to_string(), style);
-            if !self.observer {
-                let agent_id = self.agent_id();
-                self.send_plain(Command::UiResponse(UiResponse {
-                    agent_id,
-                    request_id: u.request_id.clone(),
-                    value: None,
-                }));
-            }
-            self.view.pending.retain(|p| p.request_id() != u.request_id);
-        }
-        if let Some(p) = self.view.pending.first() {
-            self.dialog = Some(dialogs::open(p));
         }
     }
 
@@ -583,53 +541,6 @@ impl App {
             Purpose::Quiet,
         );
         Vec::new()
-    }
-
-    fn dialog_outcome(&mut self, outcome: dialogs::Outcome) -> Vec<Action> {
-        match outcome {
-            dialogs::Outcome::None => Vec::new(),
-            dialogs::Outcome::Answer(mut command) => {
-                command.set_agent(self.agent_id());
-                self.dialog = None;
-                self.send_plain(command.into_command());
-                // The request stays pending until the server resolves it; the next one
-                // (if any) opens then.
-                Vec::new()
-            }
-            dialogs::Outcome::Editor { request_id, text } => vec![Action::Editor {
-                request_id: Some(request_id),
-                text,
-            }],
-            dialogs::Outcome::Picked(action, value) => {
-                self.dialog = None;
-                slash::picked(self, action, value)
-            }
-            dialogs::Outcome::Closed => {
-                self.dialog = None;
-                Vec::new()
-            }
-        }
-    }
-
-    /// The text `$EDITOR` returned.
-    pub fn editor_done(&mut self, request_id: Option<String>, text: Option<String>) {
-        self.dirty = true;
-        match request_id {
-            None => {
-                if let Some(t) = text {
-                    self.editor.set(t.trim_end_matches('\n').to_string());
-                }
-            }
-            Some(request_id) => {
-                self.dialog = None;
-                let agent_id = self.agent_id();
-                self.send_plain(Command::UiResponse(UiResponse {
-                    agent_id,
-                    request_id,
-                    value: text.map(shard_protocol::types::UiValue::Text),
-                }));
-            }
-        }
     }
 
     /// A reply to a command this client sent.

@@ -85,6 +85,14 @@ impl Answer {
         }
     }
 
+    /// The request it answers.
+    pub fn request_id(&self) -> &str {
+        match self {
+            Answer::Permission(p) => &p.request_id,
+            Answer::Ui(u) => &u.request_id,
+        }
+    }
+
     /// The wire command.
     pub fn into_command(self) -> Command {
         match self {

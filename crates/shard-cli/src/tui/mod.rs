@@ -12,6 +12,7 @@ mod highlight;
 mod link;
 mod markdown;
 mod md_table;
+mod requests;
 mod slash;
 mod status;
 mod terminal;

@@ -39,11 +39,12 @@ pub fn tool(t: &ToolCallView, theme: &Theme, opts: Options) -> Vec<Line<'static>
         Some(_) => {}
     }
     lines.push(Line::from(head));
-    let render = t
-        .result
-        .as_ref()
-        .and_then(|r| r.render.clone())
-        .or_else(|| t.render.clone());
+    // The start-time render is a preview for the running call; a finished one shows its
+    // result (an MCP result's text, say), as it will after a reload, where no preview is.
+    let render = match &t.result {
+        Some(r) => r.render.clone(),
+        None => t.render.clone(),
+    };
     let mut body = match (&render, &t.result) {
         (Some(r), result) => descriptor(
             r,

@@ -3,7 +3,9 @@
 
 use serde_json::json;
 use shard_protocol::Event;
+use shard_protocol::command::kind;
 use shard_protocol::error::ErrorCode;
+use shard_protocol::types::{NotifyType, UiKind};
 
 use crate::harness::*;
 use crate::runtime::{SID, active_model};
@@ -18,17 +20,14 @@ fn a_prompt_image_with_bad_base64_is_refused_and_nothing_is_saved() {
     a.until_type("sync");
     let id = a.send(json!({"type": "prompt", "message": "look", "images": [{"type": "image", "data": "%%% not base64", "mime_type": "image/png"}]}));
     let resp = a.response(&id);
-    assert_eq!(resp["success"], false);
-    assert_eq!(resp["error"]["code"], "INVALID_REQUEST");
+    assert!(!resp.success, "{resp:?}");
+    assert_eq!(code_of(&resp), ErrorCode::InvalidRequest);
     assert!(
-        resp["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("base64"),
-        "{resp}"
+        resp.error.as_ref().unwrap().message.contains("base64"),
+        "{resp:?}"
     );
     let id = a.send(json!({"type": "prompt", "message": "look", "images": [{"type": "image", "data": "iVBORw0KGgo=", "mime_type": "image/tiff"}]}));
-    assert_eq!(a.response(&id)["error"]["code"], "INVALID_REQUEST");
+    assert_eq!(a.fails(&id), ErrorCode::InvalidRequest);
     assert!(a.finish().success());
     let messages = transcript(&sb.session_file(SID))
         .into_iter()
@@ -52,7 +51,7 @@ fn model_resolution_is_one_rule() {
     ];
     let mut a = Agent::spawn_env(&sb, None, &[], &keys);
     a.until_type("sync");
-    assert_eq!(active_model(&mut a)["id"], "local/qwen3");
+    assert_eq!(active_model(&mut a).id, "local/qwen3");
     assert!(a.finish().success());
     drop(a);
 
@@ -67,33 +66,29 @@ fn model_resolution_is_one_rule() {
     );
     b.until_type("sync");
     let id = b.send(json!({"type": "list_models"}));
-    let list = b.response(&id);
-    let providers: Vec<&str> = list["data"]["models"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["provider"].as_str().unwrap())
-        .collect();
-    assert!(providers.contains(&"openai"), "{list}");
+    let list = b.ok::<kind::ListModels>(&id);
+    let providers: Vec<&str> = list.models.iter().map(|m| m.provider.as_str()).collect();
+    assert!(providers.contains(&"openai"), "{list:?}");
     assert!(
         !providers.contains(&"anthropic"),
-        "no key, not offered: {list}"
+        "no key, not offered: {list:?}"
     );
     let id = b.send(json!({"type": "set_model", "model": "gpt-5-mini"}));
-    assert_eq!(b.response(&id)["success"], true);
-    assert_eq!(active_model(&mut b)["id"], "openai/gpt-5-mini");
+    assert!(b.response(&id).success);
+    assert_eq!(active_model(&mut b).id, "openai/gpt-5-mini");
     let id = b.send(json!({"type": "set_model", "model": "gpt-5-minii"}));
     let resp = b.response(&id);
-    assert_eq!(resp["success"], false);
+    assert!(!resp.success, "{resp:?}");
     assert!(
-        resp["error"]["message"]
-            .as_str()
+        resp.error
+            .as_ref()
             .unwrap()
+            .message
             .contains("did you mean `gpt-5-mini`"),
-        "says what would work: {resp}"
+        "says what would work: {resp:?}"
     );
     assert_eq!(
-        active_model(&mut b)["id"],
+        active_model(&mut b).id,
         "openai/gpt-5-mini",
         "unchanged after a refusal"
     );
@@ -109,8 +104,8 @@ fn model_resolution_is_one_rule() {
     );
     c.until_type("sync");
     let id = c.send(json!({"type": "set_model", "model": "claude-opus-4-5"}));
-    assert_eq!(c.response(&id)["success"], true);
-    assert_eq!(active_model(&mut c)["id"], "anthropic/claude-opus-4-5");
+    assert!(c.response(&id).success);
+    assert_eq!(active_model(&mut c).id, "anthropic/claude-opus-4-5");
     assert!(c.finish().success());
 }
 
@@ -158,21 +153,23 @@ fn ask_user_produces_confirm_editor_and_notify() {
     let mut a = Agent::spawn(&sb, Some(&script), &[]);
     a.until_type("sync");
     a.send(prompt("go"));
-    let notify = a.until_type("ui_request");
-    assert_eq!(notify["kind"], "notify");
-    assert_eq!(notify["notify_type"], "warning");
+    let notify = a.until_event(pick::ui_request);
+    assert_eq!(notify.kind, UiKind::Notify);
+    assert_eq!(notify.notify_type, Some(NotifyType::Warning));
     // The notification waits for nobody: the turn goes on to the next question.
-    let result = a.until_type("tool_result");
-    assert_eq!(result["tool_call_id"], "n1");
-    let confirm = a.until_type("ui_request");
-    assert_eq!(confirm["kind"], "confirm");
-    a.send(json!({"type": "ui_response", "request_id": confirm["request_id"], "value": "yes"}));
+    let result = a.until_event(pick::tool_result);
+    assert_eq!(result.tool_call_id, "n1");
+    let confirm = a.until_event(pick::ui_request);
+    assert_eq!(confirm.kind, UiKind::Confirm);
+    a.send(json!({"type": "ui_response", "request_id": confirm.request_id, "value": "yes"}));
     let result = a.until_event(|e| pick::tool_result(e).filter(|r| r.tool_call_id == "c1"));
     assert_eq!(result_text(&result.content), "The user answered: yes");
-    let editor = a.until_type("ui_request");
-    assert_eq!(editor["kind"], "editor");
-    assert_eq!(editor["prefill"], "fix: ");
-    a.send(json!({"type": "ui_response", "request_id": editor["request_id"], "value": "fix: the thing"}));
+    let editor = a.until_event(pick::ui_request);
+    assert_eq!(editor.kind, UiKind::Editor);
+    assert_eq!(editor.prefill.as_deref(), Some("fix: "));
+    a.send(
+        json!({"type": "ui_response", "request_id": editor.request_id, "value": "fix: the thing"}),
+    );
     let result = a.until_event(|e| pick::tool_result(e).filter(|r| r.tool_call_id == "e1"));
     assert_eq!(
         result_text(&result.content),

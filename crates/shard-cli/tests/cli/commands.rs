@@ -146,6 +146,9 @@ fn new_and_ls_create_and_list_daemon_agents_without_json() {
     assert!(row.contains("helper"), "{row}");
     assert!(row.contains("plan"), "{row}");
     assert!(stdout.lines().next().unwrap().contains("MODE"), "{stdout}");
+    // The model each agent runs (a scripted agent's model is its script).
+    assert!(stdout.lines().next().unwrap().contains("MODEL"), "{stdout}");
+    assert!(row.contains(script.to_str().unwrap()), "{row}");
 }
 
 #[test]

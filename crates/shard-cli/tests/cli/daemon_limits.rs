@@ -5,7 +5,11 @@
 use std::process::Command as StdCommand;
 
 use futures::future::join_all;
-use shard_protocol::types::RuntimeState;
+use shard_protocol::command::{AgentListQuery, ClientMessage, Command, kind};
+use shard_protocol::event::Response;
+use shard_protocol::responses::AgentsData;
+use shard_protocol::types::{AgentInfo, RuntimeState};
+use shard_protocol::{CommandSpec, ErrorCode, Event};
 
 use shard_protocol::command::AttachRole;
 use tokio::io::AsyncBufReadExt;
@@ -229,17 +233,17 @@ async fn a_global_queue_budget_drops_the_slowest_client_and_no_other() {
     );
 }
 
-/// One command on a raw connection; returns its response.
+/// One command on a raw connection; returns its response, decoded strictly as the
+/// protocol's `response` event (the daemon writes `agent.list` by hand, so this checks
+/// its bytes too).
 async fn raw_call(
     r: &mut tokio::io::BufReader<tokio::net::UnixStream>,
-    cmd: serde_json::Value,
-) -> serde_json::Value {
+    cmd: Command,
+    id: &str,
+) -> Response {
     use tokio::io::AsyncWriteExt;
-    let id = cmd["id"].clone();
-    r.get_mut()
-        .write_all(format!("{cmd}\n").as_bytes())
-        .await
-        .unwrap();
+    let line = shard_protocol::to_line(&ClientMessage::new(id, cmd));
+    r.get_mut().write_all(&line).await.unwrap();
     let mut line = String::new();
     loop {
         line.clear();
@@ -248,11 +252,25 @@ async fn raw_call(
             .expect("a response in time")
             .unwrap();
         assert!(n > 0, "closed before the response");
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-        if v["type"] == "response" && v["id"] == id {
-            return v;
+        let ev = shard_protocol::decode_event(line.trim_end().as_bytes())
+            .unwrap_or_else(|e| panic!("not an event ({e}): {line}"));
+        if let Event::Response(resp) = ev
+            && resp.id.as_deref() == Some(id)
+        {
+            return resp;
         }
     }
+}
+
+/// `agent.list` with an optional page size and cursor.
+fn list(limit: Option<u32>, after: Option<String>) -> Command {
+    Command::AgentList(AgentListQuery { limit, after })
+}
+
+/// The agents of a successful `agent.list` response, typed.
+fn listed(r: Response) -> AgentsData {
+    assert!(r.success, "{r:?}");
+    kind::AgentList::decode_response(r.data).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -268,46 +286,31 @@ async fn agent_list_pages_cover_the_full_list_in_order() {
         .await
         .unwrap();
     let mut r = tokio::io::BufReader::new(sock);
-    let full = raw_call(&mut r, serde_json::json!({"type":"agent.list","id":"all"})).await;
-    assert_eq!(full["success"], true, "{full}");
-    assert!(full["data"].get("next_after").is_none(), "{full}");
-    let all: Vec<serde_json::Value> = full["data"]["agents"].as_array().unwrap().clone();
+    let full = listed(raw_call(&mut r, list(None, None), "all").await);
+    assert_eq!(full.next_after, None, "{full:?}");
+    let all = full.agents;
     assert_eq!(all.len(), 5);
 
     let mut paged = Vec::new();
-    let mut after = serde_json::Value::Null;
+    let mut after = None;
     for page in 0.. {
         assert!(page < 5, "paging ends");
-        let mut q = serde_json::json!({"type":"agent.list","id":format!("p{page}"),"limit":2});
-        if !after.is_null() {
-            q["after"] = after.clone();
-        }
-        let v = raw_call(&mut r, q).await;
-        assert_eq!(v["success"], true, "{v}");
-        let agents = v["data"]["agents"].as_array().unwrap();
-        assert!(agents.len() <= 2);
-        paged.extend(agents.iter().cloned());
-        match v["data"].get("next_after") {
-            Some(n) => after = n.clone(),
+        let v = listed(raw_call(&mut r, list(Some(2), after.clone()), &format!("p{page}")).await);
+        assert!(v.agents.len() <= 2);
+        paged.extend(v.agents);
+        match v.next_after {
+            Some(n) => after = Some(n),
             None => break,
         }
     }
-    let ids = |v: &[serde_json::Value]| -> Vec<String> {
-        v.iter()
-            .map(|a| a["agent_id"].as_str().unwrap().to_string())
-            .collect()
-    };
+    let ids = |v: &[AgentInfo]| -> Vec<String> { v.iter().map(|a| a.agent_id.clone()).collect() };
     assert_eq!(
         ids(&paged),
         ids(&all),
         "the pages are the full list, in order"
     );
 
-    let bad = raw_call(
-        &mut r,
-        serde_json::json!({"type":"agent.list","id":"bad","after":"nonsense"}),
-    )
-    .await;
-    assert_eq!(bad["success"], false);
-    assert_eq!(bad["error"]["code"], "INVALID_REQUEST", "{bad}");
+    let bad = raw_call(&mut r, list(None, Some("nonsense".into())), "bad").await;
+    assert!(!bad.success, "{bad:?}");
+    assert_eq!(bad.error.map(|e| e.code), Some(ErrorCode::InvalidRequest));
 }

@@ -7,10 +7,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use shard_protocol::Event;
 use shard_protocol::decode::decode_event;
-use shard_protocol::event::{PermissionRequest, ToolResultEvent};
+use shard_protocol::event::{PermissionRequest, Response, ToolResultEvent};
 use shard_protocol::types::AgentStatus;
+use shard_protocol::{CommandSpec, ErrorCode, Event};
 
 /// Generous: machines are shared and noisy; tests wait for events, not for time.
 pub const WAIT: Duration = Duration::from_secs(30);
@@ -64,7 +64,7 @@ pub struct Agent {
     /// The same events as the protocol's type: every line a Runtime writes must decode
     /// strictly as an [`Event`], so tests match typed events instead of raw JSON and a line
     /// the protocol does not know fails the test that read it.
-    seen_typed: Vec<Event>,
+    pub seen_typed: Vec<Event>,
     next_id: u64,
 }
 
@@ -184,21 +184,15 @@ impl Agent {
         }
     }
 
-    /// The next event, failing the test after [`WAIT`] or when it is not an event of the
-    /// protocol.
-    pub fn next(&mut self) -> Value {
-        let i = self.receive();
-        self.seen[i].clone()
-    }
-
     /// The next event, typed.
     pub fn next_event(&mut self) -> Event {
         let i = self.receive();
         self.seen_typed[i].clone()
     }
 
-    /// Reads events until `pick` takes one (as JSON and typed), returning what it took.
-    fn until_map<T>(&mut self, pick: impl Fn(&Value, &Event) -> Option<T>) -> T {
+    /// Reads events until `pick` takes one, returning what it took: typed matching, e.g.
+    /// `a.until_event(pick::turn_end)`.
+    pub fn until_event<T>(&mut self, pick: impl Fn(&Event) -> Option<T>) -> T {
         let deadline = Instant::now() + WAIT;
         loop {
             assert!(
@@ -207,23 +201,10 @@ impl Agent {
                 self.dump()
             );
             let i = self.receive();
-            if let Some(t) = pick(&self.seen[i], &self.seen_typed[i]) {
+            if let Some(t) = pick(&self.seen_typed[i]) {
                 return t;
             }
         }
-    }
-
-    /// Reads events until one satisfies `pred`, returning it as JSON: for the rare check of
-    /// the line itself; match events with [`Agent::until_event`].
-    #[allow(dead_code)]
-    pub fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
-        self.until_map(|v, _| pred(v).then(|| v.clone()))
-    }
-
-    /// Reads events until `pick` takes one, returning what it took: typed matching, e.g.
-    /// `a.until_event(pick::turn_end)`.
-    pub fn until_event<T>(&mut self, pick: impl Fn(&Event) -> Option<T>) -> T {
-        self.until_map(|_, e| pick(e))
     }
 
     /// Sends a prompt and reads its turn to `turn_end`, answering every permission request
@@ -268,15 +249,34 @@ impl Agent {
         self.seen_typed.iter().filter_map(pick).collect()
     }
 
-    pub fn until_type(&mut self, ty: &str) -> Value {
-        self.until_map(|v, e| (e.type_name() == ty).then(|| v.clone()))
+    /// Reads events until one of type `ty`, returning it typed (match it with `pick::…`,
+    /// or use [`Agent::until_event`] to wait and take in one step).
+    pub fn until_type(&mut self, ty: &str) -> Event {
+        self.until_event(|e| (e.type_name() == ty).then(|| e.clone()))
     }
 
-    /// The response to command `id`.
-    pub fn response(&mut self, id: &str) -> Value {
-        self.until_map(|v, e| {
-            matches!(e, Event::Response(r) if r.id.as_deref() == Some(id)).then(|| v.clone())
+    /// The response to command `id`, typed.
+    pub fn response(&mut self, id: &str) -> Response {
+        self.until_event(|e| match e {
+            Event::Response(r) if r.id.as_deref() == Some(id) => Some(r.clone()),
+            _ => None,
         })
+    }
+
+    /// The data of the successful response to command `id`, as command `K`'s response
+    /// type (the command table); fails the test when the command failed.
+    #[allow(dead_code)]
+    pub fn ok<K: CommandSpec>(&mut self, id: &str) -> K::Response {
+        let r = self.response(id);
+        assert!(r.success, "{} failed: {r:?}\n{}", K::TYPE, self.dump());
+        K::decode_response(r.data.clone())
+            .unwrap_or_else(|e| panic!("{} data does not decode: {e}: {r:?}", K::TYPE))
+    }
+
+    /// The error code of the failed response to command `id`.
+    #[allow(dead_code)]
+    pub fn fails(&mut self, id: &str) -> ErrorCode {
+        code_of(&self.response(id))
     }
 
     /// Reads to end of output (after stdin was closed) and waits for exit.
@@ -322,7 +322,13 @@ impl Drop for Agent {
     }
 }
 
-/// Entries of a transcript, header excluded.
+/// `shard run --provider scripted` on `turns` with the prompt `go`.
+pub fn run_scripted(sb: &Sandbox, turns: Value) -> std::process::Output {
+    let s = sb.script("s.json", serde_json::json!({ "turns": turns }));
+    let s = s.to_str().unwrap();
+    shard(sb, &["run", "--provider", "scripted", "--script", s, "go"])
+}
+
 /// Runs `shard ARGS` in the sandbox's work folder with no provider keys and no input.
 pub fn shard(sb: &Sandbox, args: &[&str]) -> std::process::Output {
     std::process::Command::new(shard_bin())
@@ -414,37 +420,29 @@ pub fn events_of(stdout: &[u8]) -> Vec<Event> {
         .collect()
 }
 
+/// The data of a successful response read as `T`: for a command whose response type is
+/// one of several shapes (`session_op`), the shape the test asked for.
+#[allow(dead_code)]
+pub fn data_as<T: serde::de::DeserializeOwned>(r: &Response) -> T {
+    assert!(r.success, "expected a success: {r:?}");
+    serde_json::from_value(r.data.clone().unwrap_or(Value::Null)).unwrap_or_else(|e| {
+        panic!(
+            "data does not decode as {}: {e}: {r:?}",
+            std::any::type_name::<T>()
+        )
+    })
+}
+
+/// The error code of a failed response; fails the test on a success.
+pub fn code_of(r: &Response) -> ErrorCode {
+    assert!(!r.success, "expected a failure: {r:?}");
+    r.error.as_ref().expect("an error body").code.clone()
+}
+
 /// Typed pickers for [`Agent::until_event`], [`Agent::find_seen`] and
 /// [`Agent::all_seen`]: `a.until_event(pick::tool_result)`.
-pub mod pick {
-    use std::borrow::Borrow;
-
-    use shard_protocol::Event;
-    use shard_protocol::event::{
-        ErrorEvent, MessageComplete, Sync, ToolCallEvent, ToolResultEvent, TurnEnd, UiRequest,
-    };
-
-    /// `picker!(name, Variant, Payload)`: `name(e)` is a clone of the payload of `e` when it
-    /// is `Event::Variant` (boxed or not).
-    macro_rules! picker {
-        ($name:ident, $variant:ident, $ty:ty) => {
-            pub fn $name(e: &Event) -> Option<$ty> {
-                match e {
-                    Event::$variant(x) => Some(Borrow::<$ty>::borrow(x).clone()),
-                    _ => None,
-                }
-            }
-        };
-    }
-
-    picker!(sync, Sync, Sync);
-    picker!(message_complete, MessageComplete, MessageComplete);
-    picker!(tool_call, ToolCall, ToolCallEvent);
-    picker!(tool_result, ToolResult, ToolResultEvent);
-    picker!(turn_end, TurnEnd, TurnEnd);
-    picker!(error, Error, ErrorEvent);
-    picker!(ui_request, UiRequest, UiRequest);
-}
+#[path = "../../../../tests/support/pick.rs"]
+pub mod pick;
 
 /// The text of a tool result's content (its message when it is an error), for asserts.
 pub fn result_text(content: &shard_protocol::types::ToolResultContent) -> String {

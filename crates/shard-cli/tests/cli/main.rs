@@ -38,10 +38,12 @@ mod workspaces;
 
 use harness::*;
 use serde_json::json;
-use shard_protocol::Event;
+use shard_protocol::command::kind;
 use shard_protocol::error::ErrorCode;
-use shard_protocol::event::PendingRequest;
-use shard_protocol::types::{AgentStatus, UiKind};
+use shard_protocol::event::{Effective, PendingRequest};
+use shard_protocol::responses::{CompactData, ForkData, SessionListData};
+use shard_protocol::types::{AgentStatus, PermissionDecision, UiKind};
+use shard_protocol::{Event, PermissionAnswer};
 
 #[test]
 fn hello_then_sync_first() {
@@ -102,10 +104,10 @@ fn turn_order_matches_the_pinned_complete_form() {
         "{}",
         a.dump()
     );
-    let resp = &a.seen[start];
-    assert_eq!(resp["id"], id);
-    assert_eq!(resp["command"], "prompt");
-    assert_eq!(resp["success"], true);
+    let resp = pick::response(&a.seen_typed[start]).expect("a response first");
+    assert_eq!(resp.id.as_deref(), Some(id.as_str()));
+    assert_eq!(resp.command.as_deref(), Some("prompt"));
+    assert!(resp.success, "{resp:?}");
     let call = a.find_seen(pick::tool_call).unwrap();
     assert_eq!(call.read_only, Some(true));
     assert_eq!(call.args["path"], "config.json");
@@ -141,13 +143,12 @@ fn abort_mid_stream_persists_the_partial_message() {
         ]}]}),
     );
     let mut a = Agent::spawn(&sb, Some(&script), &[]);
-    let sync = a.until_type("sync");
-    let session = sync["session_id"].as_str().unwrap().to_string();
+    let session = a.until_event(pick::sync).session_id.unwrap();
     a.send(prompt("go"));
     a.until_type("message_delta");
     let abort = a.send(json!({"type": "abort"}));
     let resp = a.response(&abort);
-    assert_eq!(resp["success"], true);
+    assert!(resp.success, "{resp:?}");
     let complete = a.until_event(pick::message_complete);
     assert_eq!(message_text(&complete.message), "first part ");
     a.until_type("turn_end");
@@ -175,8 +176,10 @@ fn abort_mid_tool_kills_the_command() {
     let mut a = Agent::spawn(&sb, Some(&script), &[]);
     a.until_type("sync");
     a.send(prompt("run it"));
-    let req = a.until_type("permission_request");
-    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "decision": "allow"}));
+    let req = a.until_event(pick::permission_request);
+    a.send(
+        json!({"type": "permission_response", "request_id": req.request_id, "decision": "allow"}),
+    );
     a.until_type("tool_call");
     let deadline = std::time::Instant::now() + WAIT;
     while !marker.exists() {
@@ -211,24 +214,18 @@ fn steer_lands_before_the_next_model_call_and_follow_up_after_the_turn() {
         ]}),
     );
     let mut a = Agent::spawn(&sb, Some(&script), &[]);
-    let session = a.until_type("sync")["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let session = a.until_event(pick::sync).session_id.unwrap();
     a.send(prompt("start"));
     a.until_type("message_delta");
     let bad = a.send(prompt("no behaviour"));
     let resp = a.response(&bad);
-    assert_eq!(
-        resp["success"], false,
-        "a mid-turn prompt needs streaming_behavior"
-    );
+    assert!(!resp.success, "a mid-turn prompt needs streaming_behavior");
     let steer = a.send(json!({"type": "steer", "message": "also check the tests"}));
-    assert_eq!(a.response(&steer)["success"], true);
+    assert!(a.response(&steer).success);
     let fu = a.send(
         json!({"type": "prompt", "message": "then summarize", "streaming_behavior": "follow_up"}),
     );
-    assert_eq!(a.response(&fu)["success"], true);
+    assert!(a.response(&fu).success);
     a.until_type("turn_end");
     a.until_type("turn_start");
     a.until_type("turn_end");
@@ -281,12 +278,15 @@ fn restart_resumes_the_session() {
         Some(&script),
         &["--session", "sess-01J0000000000000000000000A"],
     );
-    let sync = b.until_type("sync");
-    let msgs = sync["live_window"]["messages"].as_array().unwrap().clone();
-    assert_eq!(msgs.len(), 2, "{sync}");
-    assert_eq!(msgs[0]["content"][0]["text"], "hello\u{2028}there");
-    assert_eq!(msgs[1]["content"][0]["text"], "hello back");
-    assert_eq!(sync["session_id"], "sess-01J0000000000000000000000A");
+    let sync = b.until_event(pick::sync);
+    let msgs = &sync.live_window.messages;
+    assert_eq!(msgs.len(), 2, "{sync:?}");
+    assert_eq!(message_text(&msgs[0]), "hello\u{2028}there");
+    assert_eq!(message_text(&msgs[1]), "hello back");
+    assert_eq!(
+        sync.session_id.as_deref(),
+        Some("sess-01J0000000000000000000000A")
+    );
     assert!(b.finish().success());
 }
 
@@ -305,7 +305,7 @@ fn u2028_passes_through_untouched() {
     let sync_id = a.send(json!({"type": "request_sync"}));
     let sync = a.until_event(pick::sync);
     assert_eq!(message_text(&sync.live_window.messages[0]), "x\u{2028}y");
-    assert_eq!(a.response(&sync_id)["success"], true);
+    assert!(a.response(&sync_id).success);
     assert!(a.finish().success());
 }
 
@@ -323,27 +323,29 @@ fn allow_always_grant_stops_the_second_identical_ask() {
     let mut a = Agent::spawn(&sb, Some(&script), &[]);
     a.until_type("sync");
     a.send(prompt("first"));
-    let req = a.until_type("permission_request");
-    let choices: Vec<&str> = req["choices"]
-        .as_array()
-        .unwrap()
+    let req = a.until_event(pick::permission_request);
+    let choices: Vec<&str> = req
+        .choices
         .iter()
-        .map(|c| c["id"].as_str().unwrap())
+        .flatten()
+        .map(|c| c.id.as_str())
         .collect();
-    assert!(choices.contains(&"allow_always"), "{req}");
+    assert!(choices.contains(&"allow_always"), "{req:?}");
     // An unknown choice is ignored while waiting.
-    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "choice_id": "bogus"}));
-    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "choice_id": "allow_always"}));
-    let resolved = a.until_type("permission_resolved");
-    assert_eq!(resolved["choice_id"], "allow_always");
-    let result = a.until_type("tool_result");
-    assert_eq!(result["is_error"], false);
-    assert!(
-        result["content"]["text"]
-            .as_str()
-            .unwrap()
-            .contains("granted")
+    a.send(
+        json!({"type": "permission_response", "request_id": req.request_id, "choice_id": "bogus"}),
     );
+    a.send(json!({"type": "permission_response", "request_id": req.request_id, "choice_id": "allow_always"}));
+    let resolved = a.until_event(pick::permission_resolved);
+    assert_eq!(
+        resolved.answer,
+        PermissionAnswer::Choice {
+            choice_id: "allow_always".into()
+        }
+    );
+    let result = a.until_event(pick::tool_result);
+    assert!(!result.is_error);
+    assert!(result_text(&result.content).contains("granted"));
     a.until_type("turn_end");
     let start = a.seen.len();
     a.send(prompt("second"));
@@ -375,13 +377,13 @@ fn plan_mode_refuses_a_write_without_a_tool_call_event() {
     let mut a = Agent::spawn(&sb, Some(&script), &[]);
     a.until_type("sync");
     let id = a.send(json!({"type": "set_mode", "mode": "plan"}));
-    let changed = a.until_type("mode_changed");
-    assert_eq!(changed["previous_mode"], "build");
-    assert_eq!(changed["mode"], "plan");
-    let resp = a.response(&id);
+    let changed = a.until_event(pick::mode_changed);
+    assert_eq!(changed.previous_mode, "build");
+    assert_eq!(changed.mode, "plan");
+    let set = a.ok::<kind::SetMode>(&id);
     assert_eq!(
-        resp["data"],
-        json!({"previous_mode": "build", "mode": "plan"})
+        (set.previous_mode.as_str(), set.mode.as_str()),
+        ("build", "plan")
     );
     let start = a.seen.len();
     a.send(prompt("write a file"));
@@ -404,7 +406,7 @@ fn modes_idempotent_and_unknown() {
     a.until_type("sync");
     let start = a.seen.len();
     let same = a.send(json!({"type": "set_mode", "mode": "build"}));
-    assert_eq!(a.response(&same)["success"], true);
+    assert!(a.response(&same).success);
     assert_eq!(
         a.types_since(start),
         ["response"],
@@ -412,16 +414,11 @@ fn modes_idempotent_and_unknown() {
     );
     let bad = a.send(json!({"type": "set_mode", "mode": "nope"}));
     let resp = a.response(&bad);
-    assert_eq!(resp["error"]["code"], "NOT_FOUND");
+    assert_eq!(code_of(&resp), ErrorCode::NotFound);
     let list = a.send(json!({"type": "list_modes"}));
-    let resp = a.response(&list);
-    assert_eq!(resp["data"]["active"], "build");
-    let names: Vec<&str> = resp["data"]["modes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["name"].as_str().unwrap())
-        .collect();
+    let modes = a.ok::<kind::ListModes>(&list);
+    assert_eq!(modes.active, "build");
+    let names: Vec<&str> = modes.modes.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["build", "plan", "review"]);
     assert!(a.finish().success());
 }
@@ -432,23 +429,23 @@ fn malformed_input_then_a_valid_command() {
     let mut a = Agent::spawn(&sb, None, &[]);
     a.until_type("sync");
     a.send_raw("{this is not json");
-    let r = a.until_type("response");
-    assert_eq!(r["success"], false);
-    assert_eq!(r["error"]["code"], "INVALID_REQUEST");
+    let r = a.until_event(pick::response);
+    assert!(!r.success, "{r:?}");
+    assert_eq!(code_of(&r), ErrorCode::InvalidRequest);
     a.send_raw(r#"{"id":"u1","type":"frobnicate"}"#);
-    let r = a.until_type("response");
-    assert_eq!(r["id"], "u1");
-    assert_eq!(r["error"]["code"], "INVALID_REQUEST");
+    let r = a.until_event(pick::response);
+    assert_eq!(r.id.as_deref(), Some("u1"));
+    assert_eq!(code_of(&r), ErrorCode::InvalidRequest);
     a.send_raw(r#"{"id":"m1","type":"set_mode"}"#);
-    let r = a.until_type("response");
-    assert_eq!(r["id"], "m1");
-    assert_eq!(r["error"]["code"], "INVALID_REQUEST");
+    let r = a.until_event(pick::response);
+    assert_eq!(r.id.as_deref(), Some("m1"));
+    assert_eq!(code_of(&r), ErrorCode::InvalidRequest);
     a.send_raw(r#"{"id":"p1","type":"permission_response","request_id":"r","decision":"allow","choice_id":"allow"}"#);
-    let r = a.until_type("response");
-    assert_eq!(r["id"], "p1");
-    assert_eq!(r["error"]["code"], "INVALID_REQUEST");
+    let r = a.until_event(pick::response);
+    assert_eq!(r.id.as_deref(), Some("p1"));
+    assert_eq!(code_of(&r), ErrorCode::InvalidRequest);
     let ok = a.send(json!({"type": "list_modes"}));
-    assert_eq!(a.response(&ok)["success"], true);
+    assert!(a.response(&ok).success);
     assert!(a.finish().success());
 }
 
@@ -510,17 +507,16 @@ fn request_sync_mid_stream_includes_the_streaming_message() {
     let mut a = Agent::spawn(&sb, Some(&script), &[]);
     a.until_type("sync");
     a.send(prompt("x"));
-    let delta = a.until_type("message_delta");
+    let delta = a.until_event(pick::message_delta);
     let id = a.send(json!({"type": "request_sync"}));
-    let sync = a.until_type("sync");
-    assert_eq!(sync["status"], "streaming");
-    let msgs = sync["live_window"]["messages"].as_array().unwrap();
-    let last = msgs.last().unwrap();
-    assert_eq!(last["id"], delta["message_id"]);
-    assert_eq!(last["content"][0]["text"], "partial ");
-    assert_eq!(a.response(&id)["success"], true);
-    let done = a.until_type("message_complete");
-    assert_eq!(done["message"]["content"][0]["text"], "partial rest");
+    let sync = a.until_event(pick::sync);
+    assert_eq!(sync.status, AgentStatus::Streaming);
+    let last = sync.live_window.messages.last().unwrap();
+    assert_eq!(last.id, delta.message_id);
+    assert_eq!(message_text(last), "partial ");
+    assert!(a.response(&id).success);
+    let done = a.until_event(pick::message_complete);
+    assert_eq!(message_text(&done.message), "partial rest");
     assert!(a.finish().success());
 }
 
@@ -531,24 +527,24 @@ fn models_list_and_switch() {
     let mut a = Agent::spawn(&sb, Some(&script), &[]);
     a.until_type("sync");
     let list = a.send(json!({"type": "list_models"}));
-    let resp = a.response(&list);
-    assert_eq!(resp["data"]["active"]["provider"], "scripted");
+    let listed = a.ok::<kind::ListModels>(&list);
+    assert_eq!(listed.active.provider, "scripted");
     // Only providers usable now are offered: without keys, just the active model.
-    let models = resp["data"]["models"].as_array().unwrap();
+    let models = &listed.models;
     assert!(
-        models.iter().all(|m| m["provider"] == "scripted"),
+        models.iter().all(|m| m.provider == "scripted"),
         "{models:?}"
     );
     let bad = a.send(json!({"type": "set_model", "model": "nosuch/model"}));
-    assert_eq!(a.response(&bad)["error"]["code"], "NOT_FOUND");
+    assert_eq!(a.fails(&bad), ErrorCode::NotFound);
     let sw = a.send(json!({"type": "set_model", "model": "scripted/other"}));
-    let changed = a.until_type("model_changed");
-    assert_eq!(changed["previous"]["id"], "scripted/script");
-    assert_eq!(changed["active"]["id"], "scripted/other");
-    assert_eq!(changed["effective"], "next_provider_call");
-    assert_eq!(a.response(&sw)["success"], true);
+    let changed = a.until_event(pick::model_changed);
+    assert_eq!(changed.previous.id, "scripted/script");
+    assert_eq!(changed.active.id, "scripted/other");
+    assert_eq!(changed.effective, Effective::NextProviderCall);
+    assert!(a.response(&sw).success);
     let lvl = a.send(json!({"type": "list_reasoning_levels"}));
-    assert_eq!(a.response(&lvl)["error"]["code"], "NOT_FOUND");
+    assert_eq!(a.fails(&lvl), ErrorCode::NotFound);
     assert!(a.finish().success());
 }
 
@@ -566,27 +562,23 @@ fn session_list_marks_the_current_one() {
     assert!(a.finish().success());
     drop(a);
     let mut b = Agent::spawn(&sb, Some(&script), &[]);
-    let current = b.until_type("sync")["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let current = b.until_event(pick::sync).session_id.unwrap();
     b.send(prompt("another"));
     b.until_type("turn_end");
     let id = b.send(json!({"type": "session_op", "op": "list"}));
-    let resp = b.response(&id);
-    let sessions = resp["data"]["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 2, "{resp}");
-    assert_eq!(sessions[0]["session_id"], current.as_str());
-    assert_eq!(sessions[0]["current"], true);
-    assert_eq!(sessions[1]["current"], false);
-    assert_eq!(sessions[1]["title"], "the first prompt of this session");
+    let listed: SessionListData = data_as(&b.response(&id));
+    let sessions = &listed.sessions;
+    assert_eq!(sessions.len(), 2, "{listed:?}");
+    assert_eq!(sessions[0].session_id, current);
+    assert!(sessions[0].current);
+    assert!(!sessions[1].current);
+    assert_eq!(sessions[1].title, "the first prompt of this session");
     let compact = b.send(json!({"type": "session_op", "op": "compact"}));
     // One short turn: nothing can be summarized while keeping the newest messages.
-    let resp = b.response(&compact);
-    assert_eq!(
-        resp["data"],
-        json!({"compacted": false, "reason": "no_safe_cut"}),
-        "{resp}"
+    let compacted: CompactData = data_as(&b.response(&compact));
+    assert!(
+        matches!(&compacted, CompactData::NoOp { reason, .. } if reason == "no_safe_cut"),
+        "{compacted:?}"
     );
     // Fork at this session's first prompt: a third session, listed with its provenance,
     // and the source transcript unchanged.
@@ -594,17 +586,20 @@ fn session_list_marks_the_current_one() {
     let before = std::fs::read(sb.session_file(&current)).unwrap();
     let fork = b.send(json!({"type": "session_op", "op": "fork",
                              "args": {"from_entry_id": first}}));
-    let resp = b.response(&fork);
-    let fork_session = resp["data"]["session_id"].as_str().unwrap().to_string();
+    let forked: ForkData = data_as(&b.response(&fork));
+    let fork_session = forked.session_id;
     assert_eq!(std::fs::read(sb.session_file(&current)).unwrap(), before);
     let id = b.send(json!({"type": "session_op", "op": "list"}));
-    let resp = b.response(&id);
-    let sessions = resp["data"]["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 3, "{resp}");
-    assert_eq!(sessions[0]["session_id"], fork_session.as_str());
+    let listed: SessionListData = data_as(&b.response(&id));
+    let sessions = &listed.sessions;
+    assert_eq!(sessions.len(), 3, "{listed:?}");
+    assert_eq!(sessions[0].session_id, fork_session);
     assert_eq!(
-        sessions[0]["forked_from"]["source_session_id"],
-        current.as_str()
+        sessions[0]
+            .forked_from
+            .as_ref()
+            .map(|f| f.source_session_id.as_str()),
+        Some(current.as_str())
     );
     assert!(b.finish().success());
 }
@@ -828,11 +823,11 @@ fn ui_requests_round_trip_through_ask_user() {
     });
     assert_eq!(resolved.request_id, req.request_id);
     assert_eq!(resolved.value, json!("B"));
-    let result = a.until_type("tool_result");
-    assert_eq!(result["content"]["text"], "The user answered: B");
-    let done = a.until_type("message_complete");
+    let result = a.until_event(pick::tool_result);
+    assert_eq!(result_text(&result.content), "The user answered: B");
+    let done = a.until_event(pick::message_complete);
     assert_eq!(
-        done["message"]["content"][0]["text"],
+        message_text(&done.message),
         "You picked The user answered: B"
     );
     assert!(a.finish().success());
@@ -849,13 +844,8 @@ fn ui_requests_get_null_when_nobody_can_answer() {
     a.until_type("sync");
     let start = a.seen.len();
     a.send(prompt("ask"));
-    let result = a.until_type("tool_result");
-    assert!(
-        result["content"]["text"]
-            .as_str()
-            .unwrap()
-            .contains("Nobody answered")
-    );
+    let result = a.until_event(pick::tool_result);
+    assert!(result_text(&result.content).contains("Nobody answered"));
     assert!(!a.types_since(start).contains(&"ui_request".to_string()));
     assert!(a.finish().success());
 }
@@ -869,37 +859,26 @@ fn reasoning_levels_with_the_model_precondition() {
         &["--provider", "anthropic", "--model", "claude-sonnet-4-5"],
         &[("ANTHROPIC_API_KEY", "sk-ant-test-not-used")],
     );
-    let hello = a.until_type("hello");
-    assert!(
-        hello["capabilities"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("reasoning-catalog"))
-    );
+    let hello = a.until_event(pick::hello);
+    assert!(hello.capabilities.iter().any(|c| c == "reasoning-catalog"));
     a.until_type("sync");
     let list = a.send(json!({"type": "list_reasoning_levels"}));
-    let resp = a.response(&list);
-    assert_eq!(resp["success"], true, "{resp}");
-    let model_id = resp["data"]["model"]["id"].as_str().unwrap().to_string();
+    let listed = a.ok::<kind::ListReasoningLevels>(&list);
+    let model_id = listed.model.id.clone();
     assert_eq!(model_id, "anthropic/claude-sonnet-4-5");
-    let levels: Vec<String> = resp["data"]["levels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["id"].as_str().unwrap().to_string())
-        .collect();
+    let levels: Vec<String> = listed.levels.iter().map(|l| l.id.clone()).collect();
     assert!(levels.contains(&"high".to_string()), "{levels:?}");
     let stale = a
         .send(json!({"type": "set_reasoning_level", "model": "anthropic/other", "effort": "high"}));
-    assert_eq!(a.response(&stale)["error"]["code"], "CONFLICT");
+    assert_eq!(a.fails(&stale), ErrorCode::Conflict);
     let unknown =
         a.send(json!({"type": "set_reasoning_level", "model": model_id, "effort": "ludicrous"}));
-    assert_eq!(a.response(&unknown)["error"]["code"], "NOT_FOUND");
+    assert_eq!(a.fails(&unknown), ErrorCode::NotFound);
     let set = a.send(json!({"type": "set_reasoning_level", "model": model_id, "effort": "high"}));
-    let changed = a.until_type("reasoning_level_changed");
-    assert_eq!(changed["active"], "high");
-    assert_eq!(changed["effective"], "next_provider_call");
-    assert_eq!(a.response(&set)["data"]["active"], "high");
+    let changed = a.until_event(pick::reasoning_level_changed);
+    assert_eq!(changed.active, "high");
+    assert_eq!(changed.effective, Effective::NextProviderCall);
+    assert_eq!(a.ok::<kind::SetReasoningLevel>(&set).active, "high");
     let start = a.seen.len();
     let again = a.send(json!({"type": "set_reasoning_level", "model": model_id, "effort": "high"}));
     a.response(&again);
@@ -920,8 +899,11 @@ fn an_unreadable_transcript_is_session_corrupt() {
     std::fs::write(dir.join("session.jsonl"), "garbage that is not a header\n").unwrap();
     let mut a = Agent::spawn(&sb, None, &["--session", sid]);
     a.until_type("hello");
-    let err = a.next();
-    assert_eq!(err["code"], "SESSION_CORRUPT", "{err}");
+    let err = a.next_event();
+    let Event::Error(err) = &err else {
+        panic!("an error after hello: {err:?}")
+    };
+    assert_eq!(err.code, ErrorCode::SessionCorrupt, "{err:?}");
     assert!(!a.finish().success());
     // Nothing was rewritten.
     assert_eq!(
@@ -940,8 +922,10 @@ fn a_killed_runtime_leaves_no_tool_process() {
     let mut a = Agent::spawn(&sb, Some(&script), &[]);
     a.until_type("sync");
     a.send(prompt("sleep"));
-    let req = a.until_type("permission_request");
-    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "choice_id": "allow"}));
+    let req = a.until_event(pick::permission_request);
+    a.send(
+        json!({"type": "permission_response", "request_id": req.request_id, "choice_id": "allow"}),
+    );
     a.until_type("tool_call");
     let find = || -> Vec<u32> {
         std::fs::read_dir("/proc")
@@ -986,21 +970,26 @@ fn set_model_mid_stream_applies_at_the_next_provider_call() {
     a.send(prompt("one"));
     a.until_type("message_delta");
     let id = a.send(json!({"type": "set_model", "model": "scripted/other"}));
-    assert_eq!(a.response(&id)["data"]["effective"], "next_provider_call");
-    let done = a.until_type("message_complete");
     assert_eq!(
-        done["message"]["content"][0]["text"], "first second",
+        a.ok::<kind::SetModel>(&id).effective,
+        Effective::NextProviderCall
+    );
+    let done = a.until_event(pick::message_complete);
+    assert_eq!(
+        message_text(&done.message),
+        "first second",
         "the stream was not cut"
     );
-    let usage = a.until_type("usage");
+    let usage = a.until_event(pick::usage);
     assert_eq!(
-        usage["model"], "scripted/script",
+        usage.usage.model.as_deref(),
+        Some("scripted/script"),
         "the running call kept its model"
     );
     a.until_type("turn_end");
     a.send(prompt("two"));
-    let usage = a.until_type("usage");
-    assert_eq!(usage["model"], "scripted/other");
+    let usage = a.until_event(pick::usage);
+    assert_eq!(usage.usage.model.as_deref(), Some("scripted/other"));
     assert!(a.finish().success());
 }
 
@@ -1015,19 +1004,19 @@ fn queued_requests_time_out_as_a_timeout_error() {
     let mut a = Agent::spawn(&sb, Some(&script), &["--headless-policy", "queue"]);
     a.until_type("sync");
     a.send(prompt("x"));
-    let req = a.until_type("permission_request");
-    let resolved = a.until_type("permission_resolved");
-    assert_eq!(resolved["request_id"], req["request_id"]);
-    assert_eq!(resolved["decision"], "deny");
-    assert_eq!(resolved["source"], "headless_timeout");
-    let result = a.until_type("tool_result");
-    assert_eq!(result["is_error"], true);
-    assert!(
-        result["content"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("TIMEOUT")
+    let req = a.until_event(pick::permission_request);
+    let resolved = a.until_event(pick::permission_resolved);
+    assert_eq!(resolved.request_id, req.request_id);
+    assert_eq!(
+        resolved.answer,
+        PermissionAnswer::Decision {
+            decision: PermissionDecision::Deny
+        }
     );
+    assert_eq!(resolved.source.as_deref(), Some("headless_timeout"));
+    let result = a.until_event(pick::tool_result);
+    assert!(result.is_error);
+    assert!(result_text(&result.content).starts_with("TIMEOUT"));
     a.until_type("turn_end");
     assert!(a.finish().success());
 }

@@ -30,6 +30,20 @@ pub(super) fn server_script(sb: &Sandbox) -> Option<PathBuf> {
     Some(dst)
 }
 
+/// The test server as `[mcp.servers.t]` with every tool read-only; false (and the test
+/// skips) without python3.
+pub(super) fn read_only_test_server(sb: &Sandbox) -> bool {
+    let Some(script) = server_script(sb) else {
+        return false;
+    };
+    // A busy machine may take more than the default 10 s to start python in the sandbox.
+    sb.config(&format!(
+        "[mcp]\nstartup_timeout = 120\n\n[mcp.servers.t]\ncommand = \"python3\"\nargs = [\"{}\"]\nread_only = true\n",
+        script.display()
+    ));
+    true
+}
+
 /// `[mcp.servers.t]` for the test server, plus `extra` lines.
 fn user_server(sb: &Sandbox, script: &std::path::Path, extra: &str) {
     sb.config(&format!(
@@ -641,4 +655,48 @@ fn a_result_with_text_and_images_reaches_the_model_and_clients_as_both() {
     .unwrap();
     assert!(transcript.contains("R0lGODlhAQABAAAAACw="));
     assert!(a.finish().success());
+}
+
+// ---------------------------------------------- ready before the first request
+
+#[test]
+fn shard_run_waits_for_its_servers_before_the_first_request() {
+    let sb = Sandbox::new();
+    let Some(script) = server_script(&sb) else {
+        return;
+    };
+    // A bound generous enough for a busy machine: the test is that the first call waits.
+    let extra = "read_only_tools = [\"echo\"]\n\n[mcp]\nstartup_timeout = 120\n";
+    user_server(&sb, &script, extra);
+    let out = run_scripted(
+        &sb,
+        json!([
+            tool_turn("e1", "mcp__t__echo", json!({"text": "from the first call"})),
+            text_turn("done")
+        ]),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("no tool named"), "{stderr}");
+    assert!(stderr.contains("from the first call"), "{stderr}");
+}
+
+#[test]
+fn a_late_or_failing_server_is_reported_and_the_turn_goes_on() {
+    let sb = Sandbox::new();
+    sb.config(
+        "[mcp]\nstartup_timeout = 1\n\
+         [mcp.servers.slow]\ncommand = \"sleep\"\nargs = [\"600\"]\n\
+         [mcp.servers.broken]\ncommand = \"false\"\n",
+    );
+    let out = run_scripted(&sb, json!([text_turn("answered anyway")]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("answered anyway"), "{stdout}");
+    assert!(
+        stderr.contains("mcp: server `slow` is late: not ready after 1 s"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("mcp: server `broken` failed"), "{stderr}");
 }

@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use serde_json::json;
+use shard_protocol::Event;
 
 use crate::harness::*;
 use crate::mcp::{server_script, text_of, turn};
@@ -51,10 +52,14 @@ fn a_client_server_is_sandboxed_gated_literal_and_keeps_its_secret() {
         &[],
         &[("SHARD_CLIENT_MCP_SERVERS", &servers.to_string())],
     );
-    let hello = a.until_type("hello");
-    let caps = hello["capabilities"].to_string();
-    let sandboxed = caps.contains("\"sandbox\"") && !caps.contains("sandbox-missing");
-    a.until(|v| v["type"] == "tools_changed" && v["server"]["state"] == "ready");
+    let hello = a.until_event(pick::hello);
+    let caps = &hello.capabilities;
+    let sandboxed = caps.iter().any(|c| c == "sandbox")
+        && !caps.iter().any(|c| c.starts_with("sandbox-missing"));
+    a.until_event(|e| match e {
+        Event::ToolsChanged(t) if t.server.as_ref().is_some_and(|s| s.state == "ready") => Some(()),
+        _ => None,
+    });
     let (results, requests) = turn(&mut a, |_| "allow");
     assert!(a.finish().success());
 
@@ -72,7 +77,7 @@ fn a_client_server_is_sandboxed_gated_literal_and_keeps_its_secret() {
             "the client's server wrote outside: {texts:?}"
         );
     } else {
-        eprintln!("skipped (sandbox part): the kernel's sandbox is incomplete here: {caps}");
+        eprintln!("skipped (sandbox part): the kernel's sandbox is incomplete here: {caps:?}");
     }
     assert!(
         texts[2].contains("[]"),

@@ -6,6 +6,7 @@
 use std::process::Command;
 
 use serde_json::json;
+use shard_protocol::command::kind;
 
 use crate::harness::*;
 use crate::mock::MockApi;
@@ -84,19 +85,17 @@ fn set_model_accepts_it_with_a_notice_in_the_response() {
     let mut a = Agent::spawn_env(&sb, None, &["--provider", "anthropic"], &keys);
     a.until_type("sync");
     let id = a.send(json!({"type": "set_model", "model": "anthropic/claude-next-9"}));
-    let resp = a.response(&id);
-    assert_eq!(resp["success"], true, "{resp}");
-    assert_eq!(resp["data"]["active"]["id"], "anthropic/claude-next-9");
-    assert_eq!(resp["data"]["active"]["context_window"], 128000);
-    let notice = resp["data"]["notice"].as_str().unwrap();
+    let set = a.ok::<kind::SetModel>(&id);
+    assert_eq!(set.active.id, "anthropic/claude-next-9");
+    assert_eq!(set.active.context_window, Some(128000));
+    let notice = set.notice.unwrap();
     assert!(notice.contains("128000"), "{notice}");
     let id = a.send(json!({"type": "set_model", "model": "claude-haiku-4-5"}));
-    let resp = a.response(&id);
-    assert_eq!(resp["success"], true, "{resp}");
-    assert!(resp["data"].get("notice").is_none(), "{resp}");
+    let set = a.ok::<kind::SetModel>(&id);
+    assert_eq!(set.notice, None, "{set:?}");
     let id = a.send(json!({"type": "set_model", "model": "claude-nope"}));
     let resp = a.response(&id);
-    assert_eq!(resp["success"], false, "{resp}");
+    assert!(!resp.success, "{resp:?}");
     assert!(a.finish().success());
 }
 

@@ -2,6 +2,7 @@
 //! defines for it, with the failure's kind beside it (and the wait a rate limit asks for).
 
 use serde_json::json;
+use shard_protocol::error::ErrorCode;
 
 use crate::harness::*;
 
@@ -25,18 +26,19 @@ fn every_provider_failure_is_provider_error_with_its_kind() {
         let mut a = Agent::spawn(&sb, Some(&script), &[]);
         a.until_type("sync");
         a.send(prompt("x"));
-        let err = a.until_type("error");
-        assert_eq!(err["code"], "PROVIDER_ERROR", "{kind}: {err}");
-        assert_eq!(err["kind"], kind, "{kind}: {err}");
-        if kind == "rate_limited" {
-            assert_eq!(err["retry_after_ms"], 2500, "{err}");
-        } else {
-            assert!(err.get("retry_after_ms").is_none(), "{kind}: {err}");
-        }
-        assert!(
-            err["message"].as_str().unwrap().contains(kind),
-            "{kind}: {err}"
+        let err = a.until_event(pick::error);
+        assert_eq!(err.code, ErrorCode::ProviderError, "{kind}: {err:?}");
+        assert_eq!(
+            err.kind.as_ref().map(|k| serde_json::to_value(k).unwrap()),
+            Some(json!(kind)),
+            "{kind}: {err:?}"
         );
+        if kind == "rate_limited" {
+            assert_eq!(err.retry_after_ms, Some(2500), "{err:?}");
+        } else {
+            assert_eq!(err.retry_after_ms, None, "{kind}: {err:?}");
+        }
+        assert!(err.message.contains(kind), "{kind}: {err:?}");
         a.until_type("turn_end");
         assert!(a.finish().success());
     }

@@ -163,6 +163,28 @@ fn on_a_terminal_permission_is_asked_without_yes() {
 }
 
 #[test]
+fn on_a_terminal_a_bash_permission_shows_its_command_once() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("b", "bash", json!({"command": "echo shown-once"})),
+            text_turn("ran")
+        ]}),
+    );
+    let (code, out) = run_on_terminal(
+        &sb,
+        &scripted_args(&script, &["run it"]),
+        "Enter denies",
+        "1\n",
+    );
+    assert_eq!(code, 0, "{out}");
+    let asked = &out[out.find("permission for `bash`").expect("asked")..];
+    let asked = &asked[..asked.find("Enter denies").unwrap()];
+    assert_eq!(asked.matches("echo shown-once").count(), 1, "{asked}");
+}
+
+#[test]
 fn on_a_terminal_an_edit_shows_its_coloured_diff_before_the_question() {
     let sb = Sandbox::new();
     std::fs::write(sb.work().join("f.txt"), "alpha\nbeta\ngamma\n").unwrap();

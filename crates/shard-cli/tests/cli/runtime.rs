@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use shard_protocol::Event;
+use shard_protocol::command::kind;
 use shard_protocol::event::DeltaKind;
+use shard_protocol::types::{ContentBlock, ModelDescriptor};
 
 use crate::harness::*;
 use crate::mock::{self, MockApi};
@@ -19,9 +21,9 @@ pub(crate) fn env_refs(env: &[(String, String)]) -> Vec<(&str, &str)> {
     env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }
 
-pub(crate) fn active_model(a: &mut Agent) -> Value {
+pub(crate) fn active_model(a: &mut Agent) -> ModelDescriptor {
     let id = a.send(json!({"type": "list_models"}));
-    a.response(&id)["data"]["active"].clone()
+    a.ok::<kind::ListModels>(&id).active
 }
 
 pub(crate) fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
@@ -71,9 +73,9 @@ fn resume_reproduces_mode_and_model_and_a_flag_overrides_and_is_recorded() {
         Some(&script),
         &["--session", SID, "--mode", "plan", "--model", "other"],
     );
-    let sync = a.until_type("sync");
-    assert_eq!(sync["mode"], "plan");
-    assert_eq!(active_model(&mut a)["id"], "scripted/other");
+    let sync = a.until_event(pick::sync);
+    assert_eq!(sync.mode, "plan");
+    assert_eq!(active_model(&mut a).id, "scripted/other");
     a.send(prompt("hi"));
     a.until_type("turn_end");
     assert!(a.finish().success());
@@ -86,24 +88,24 @@ fn resume_reproduces_mode_and_model_and_a_flag_overrides_and_is_recorded() {
         &["--session", SID, "--script", script.to_str().unwrap()],
         &[],
     );
-    let sync = cmd_b.until_type("sync");
-    assert_eq!(sync["mode"], "plan", "the recorded mode is restored");
-    assert_eq!(active_model(&mut cmd_b)["id"], "scripted/other");
+    let sync = cmd_b.until_event(pick::sync);
+    assert_eq!(sync.mode, "plan", "the recorded mode is restored");
+    assert_eq!(active_model(&mut cmd_b).id, "scripted/other");
     assert!(cmd_b.finish().success());
     drop(cmd_b);
 
     // An explicit flag overrides, and the override is recorded for the next start.
     let mut c = Agent::spawn(&sb, Some(&script), &["--session", SID, "--mode", "build"]);
-    assert_eq!(c.until_type("sync")["mode"], "build");
+    assert_eq!(c.until_event(pick::sync).mode, "build");
     assert_eq!(
-        active_model(&mut c)["id"],
+        active_model(&mut c).id,
         "scripted/other",
         "--provider alone keeps the recorded model"
     );
     assert!(c.finish().success());
     drop(c);
     let mut d = Agent::spawn(&sb, Some(&script), &["--session", SID]);
-    assert_eq!(d.until_type("sync")["mode"], "build");
+    assert_eq!(d.until_event(pick::sync).mode, "build");
     assert!(d.finish().success());
 
     let kinds: Vec<String> = transcript(&sb.session_file(SID))
@@ -169,8 +171,10 @@ fn kill_9_during_a_tool_call_then_resume_sends_a_result_for_every_call() {
     let mut a = Agent::spawn_env(&sb, None, &flags, &env_refs(&env));
     a.until_type("sync");
     a.send(prompt("run it"));
-    let req = a.until_type("permission_request");
-    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "choice_id": "allow"}));
+    let req = a.until_event(pick::permission_request);
+    a.send(
+        json!({"type": "permission_response", "request_id": req.request_id, "choice_id": "allow"}),
+    );
     a.until_type("tool_call");
     wait_for_file(&marker);
     a.child.kill().unwrap(); // SIGKILL
@@ -179,15 +183,18 @@ fn kill_9_during_a_tool_call_then_resume_sends_a_result_for_every_call() {
 
     let mut b = Agent::spawn_env(&sb, None, &flags, &env_refs(&env));
     // The restored view already shows the call as answered (not running forever).
-    let sync = b.until_type("sync");
-    let last = sync["live_window"]["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
-    assert_eq!(last["content"][0]["tool_call_id"], "toolu_1", "{sync}");
-    assert_eq!(last["content"][0]["is_error"], true);
+    let sync = b.until_event(pick::sync);
+    let last = sync.live_window.messages.last().unwrap();
+    let ContentBlock::ToolResult {
+        tool_call_id,
+        is_error,
+        ..
+    } = &last.content[0]
+    else {
+        panic!("a tool result last: {sync:?}")
+    };
+    assert_eq!(tool_call_id, "toolu_1", "{sync:?}");
+    assert_eq!(*is_error, Some(true));
     b.send(prompt("what happened?"));
     b.until_type("turn_end");
     assert!(b.finish().success());
@@ -231,14 +238,18 @@ fn abort_while_a_tool_call_streams_keeps_the_call_and_answers_it() {
         _ => None,
     });
     a.send(json!({"type": "abort"}));
-    let complete = a.until_type("message_complete");
+    let complete = a.until_event(pick::message_complete);
     assert!(
-        complete["message"].to_string().contains("\"t1\""),
-        "the call is kept: {complete}"
+        complete
+            .message
+            .content
+            .iter()
+            .any(|b| matches!(b, ContentBlock::ToolCall { id, .. } if id == "t1")),
+        "the call is kept: {complete:?}"
     );
-    let result = a.until_type("tool_result");
-    assert_eq!(result["tool_call_id"], "t1");
-    assert_eq!(result["is_error"], true);
+    let result = a.until_event(pick::tool_result);
+    assert_eq!(result.tool_call_id, "t1");
+    assert!(result.is_error);
     a.until_type("turn_end");
     assert!(a.finish().success());
     let entries = transcript(&sb.session_file(SID));
@@ -443,8 +454,10 @@ fn under_a_daemon_end_of_input_stops_a_running_tool() {
     let mut a = Agent::spawn_env(&sb, Some(&script), &["--session", SID], &agent);
     a.until_type("sync");
     a.send(prompt("go"));
-    let req = a.until_type("permission_request");
-    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "choice_id": "allow"}));
+    let req = a.until_event(pick::permission_request);
+    a.send(
+        json!({"type": "permission_response", "request_id": req.request_id, "choice_id": "allow"}),
+    );
     a.until_type("tool_call");
     wait_for_file(&marker);
     a.close_stdin();
@@ -480,16 +493,19 @@ fn an_oversized_tool_argument_becomes_a_tool_error_the_model_sees() {
     a.until_type("sync");
     let start = a.seen.len();
     a.send(prompt("write it"));
-    let complete = a.until_type("message_complete");
-    assert_eq!(complete["message"]["content"][0]["args"], json!({}));
-    let result = a.until_type("tool_result");
-    assert_eq!(result["tool_call_id"], "w1");
-    assert_eq!(result["is_error"], true);
-    let text = result["content"]["message"].as_str().unwrap();
-    assert!(text.contains("limit"), "{text}");
-    let answer = a.until_type("message_complete");
+    let complete = a.until_event(pick::message_complete);
     assert!(
-        answer.to_string().contains("limit"),
+        matches!(&complete.message.content[0], ContentBlock::ToolCall { args, .. } if args.is_empty()),
+        "{complete:?}"
+    );
+    let result = a.until_event(pick::tool_result);
+    assert_eq!(result.tool_call_id, "w1");
+    assert!(result.is_error);
+    let text = result_text(&result.content);
+    assert!(text.contains("limit"), "{text}");
+    let answer = a.until_event(pick::message_complete);
+    assert!(
+        message_text(&answer.message).contains("limit"),
         "the model saw the error"
     );
     a.until_type("turn_end");

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use shard_protocol::event::Hello;
 
 use crate::harness::*;
 
@@ -16,7 +17,7 @@ pub(super) fn run_bash(
     sb: &Sandbox,
     commands: &[&str],
     envs: &[(&str, &str)],
-) -> (Value, Vec<String>) {
+) -> (Hello, Vec<String>) {
     let mut turns: Vec<Value> = commands
         .iter()
         .enumerate()
@@ -25,13 +26,13 @@ pub(super) fn run_bash(
     turns.push(text_turn("done"));
     let script = sb.script("s.json", json!({ "turns": turns }));
     let mut a = Agent::spawn_env(sb, Some(&script), &[], envs);
-    let hello = a.until_type("hello");
+    let hello = a.until_event(pick::hello);
     a.until_type("sync");
     a.send(prompt("go"));
     let mut out = Vec::new();
     for i in 0..commands.len() {
-        let req = a.until_type("permission_request");
-        a.send(json!({"type": "permission_response", "request_id": req["request_id"], "decision": "allow"}));
+        let req = a.until_event(pick::permission_request);
+        a.send(json!({"type": "permission_response", "request_id": req.request_id, "decision": "allow"}));
         let id = format!("b{i}");
         let r = a.until_event(|e| pick::tool_result(e).filter(|r| r.tool_call_id == id));
         out.push(result_text(&r.content));
@@ -41,17 +42,12 @@ pub(super) fn run_bash(
     (hello, out)
 }
 
-fn caps(hello: &Value) -> Vec<String> {
-    hello["capabilities"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c.as_str().map(str::to_string))
-        .collect()
+fn caps(hello: &Hello) -> Vec<String> {
+    hello.capabilities.clone()
 }
 
 /// True when this machine's sandbox is complete; prints why a test is skipped otherwise.
-pub(super) fn complete(hello: &Value) -> bool {
+pub(super) fn complete(hello: &Hello) -> bool {
     let caps = caps(hello);
     let missing: Vec<&String> = caps
         .iter()
@@ -190,7 +186,7 @@ fn start_orphans(sb: &Sandbox, marker: &str) -> Option<Agent> {
         json!({"turns": [tool_turn("b", "bash", json!({"command": cmd})), text_turn("x")]}),
     );
     let mut a = Agent::spawn(sb, Some(&script), &[]);
-    let hello = a.until_type("hello");
+    let hello = a.until_event(pick::hello);
     if !complete(&hello) {
         a.close_stdin();
         let _ = a.finish();
@@ -198,8 +194,10 @@ fn start_orphans(sb: &Sandbox, marker: &str) -> Option<Agent> {
     }
     a.until_type("sync");
     a.send(prompt("go"));
-    let req = a.until_type("permission_request");
-    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "decision": "allow"}));
+    let req = a.until_event(pick::permission_request);
+    a.send(
+        json!({"type": "permission_response", "request_id": req.request_id, "decision": "allow"}),
+    );
     let deadline = Instant::now() + WAIT;
     while !sb.work().join("started").exists() || process_with_arg(marker).is_none() {
         assert!(Instant::now() < deadline, "the command never started");
@@ -222,8 +220,8 @@ fn orphans_die_when_the_call_is_aborted() {
         return;
     };
     a.send(json!({"type": "abort"}));
-    let r = a.until_type("tool_result");
-    assert_eq!(r["is_error"], true);
+    let r = a.until_event(pick::tool_result);
+    assert!(r.is_error);
     assert!(gone(&marker), "orphans outlived the abort");
     a.until_type("turn_end");
     assert!(a.finish().success());
@@ -304,7 +302,10 @@ fn mode_off_runs_as_before() {
     std::fs::create_dir_all(&outside).unwrap();
     let cmd = format!("echo x > {}/plain.txt && echo WROTE", outside.display());
     let (hello, out) = run_bash(&sb, &[&cmd], &[]);
-    assert!(caps(&hello).contains(&"sandbox-off".to_string()), "{hello}");
+    assert!(
+        caps(&hello).contains(&"sandbox-off".to_string()),
+        "{hello:?}"
+    );
     assert!(out[0].contains("WROTE"), "{}", out[0]);
     assert!(outside.join("plain.txt").exists());
 }
@@ -353,7 +354,7 @@ fn required_refuses_bash_when_namespaces_are_unavailable() {
         "sh",
     ];
     let mut a = Agent::spawn_wrapped(&sb, &wrapper, Some(&script), &[], &[]);
-    let hello = a.until_type("hello");
+    let hello = a.until_event(pick::hello);
     let caps = caps(&hello);
     assert!(caps.contains(&"sandbox-refused".to_string()), "{caps:?}");
     assert!(
@@ -362,8 +363,10 @@ fn required_refuses_bash_when_namespaces_are_unavailable() {
     );
     a.until_type("sync");
     a.send(prompt("go"));
-    let req = a.until_type("permission_request");
-    a.send(json!({"type": "permission_response", "request_id": req["request_id"], "decision": "allow"}));
+    let req = a.until_event(pick::permission_request);
+    a.send(
+        json!({"type": "permission_response", "request_id": req.request_id, "decision": "allow"}),
+    );
     let r = a.until_event(|e| pick::tool_result(e).filter(|r| r.tool_call_id == "b0"));
     let text = result_text(&r.content);
     assert!(r.is_error, "{r:?}");

@@ -289,20 +289,35 @@ impl ExitedPeer {
     }
 
     /// Waits (generously) for a line from the daemon matching `pred`.
-    async fn line(&self, pred: impl Fn(&Value) -> bool) -> Value {
+    async fn line(&self, pred: impl Fn(&Event) -> bool) -> Event {
         let start = Instant::now();
         loop {
             let text = std::fs::read_to_string(self.dir.path().join("out")).unwrap_or_default();
-            for l in text.lines() {
-                if let Ok(v) = serde_json::from_str::<Value>(l)
-                    && pred(&v)
-                {
-                    return v;
+            // The last line may be still being written: only whole lines are read.
+            let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+            for l in whole.lines() {
+                let ev = shard_protocol::decode_event(l.as_bytes())
+                    .unwrap_or_else(|e| panic!("not an event ({e}): {l}"));
+                if pred(&ev) {
+                    return ev;
                 }
             }
             assert!(start.elapsed() < T, "no such line; got: {text}");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+}
+
+/// True for the response to command `id`.
+fn is_response(e: &Event, id: &str) -> bool {
+    matches!(e, Event::Response(r) if r.id.as_deref() == Some(id))
+}
+
+/// The response an event is, or the test fails.
+fn response_of(e: Event) -> shard_protocol::event::Response {
+    match e {
+        Event::Response(r) => r,
+        other => panic!("expected a response, got {other:?}"),
     }
 }
 
@@ -326,17 +341,13 @@ async fn a_connection_whose_opener_has_exited_is_refused() {
     kill(daemon, Signal::SIGCONT).unwrap();
     let peer = peer.unwrap();
     let first = peer
-        .line(|v| v["type"] == "hello" || v["type"] == "error")
+        .line(|e| matches!(e, Event::Hello(_) | Event::Error(_)))
         .await;
-    assert_eq!(first["type"], "error", "the connection was served: {first}");
-    assert_eq!(first["code"], "PERMISSION_DENIED", "{first}");
-    assert!(
-        first["message"]
-            .as_str()
-            .unwrap()
-            .contains("cannot be checked"),
-        "{first}"
-    );
+    let Event::Error(refusal) = first else {
+        panic!("the connection was served: {first:?}")
+    };
+    assert_eq!(refusal.code, ErrorCode::PermissionDenied, "{refusal:?}");
+    assert!(refusal.message.contains("cannot be checked"), "{refusal:?}");
     // The daemon is fine and serves everyone else.
     assert!(d.client().await.list().await.unwrap().is_empty());
 }
@@ -358,10 +369,10 @@ async fn an_answer_is_checked_again_when_it_arrives() {
     let id = c.create(create_req(h.path(), &s)).await.unwrap();
     let (_, mut e) = c.attach(&id, AttachRole::Interactive).await.unwrap();
     let mut peer = ExitedPeer::open(&h.path().join("daemon.sock"), true);
-    peer.line(|v| v["type"] == "hello").await;
+    peer.line(|e| matches!(e, Event::Hello(_))).await;
     peer.send(&json!({"type":"agent.attach","id":"a1","agent_id":id,"role":"interactive"}));
-    let attached = peer.line(|v| v["id"] == "a1").await;
-    assert_eq!(attached["success"], true, "{attached}");
+    let attached = response_of(peer.line(|e| is_response(e, "a1")).await);
+    assert!(attached.success, "{attached:?}");
     c.call(prompt(&id, "run it")).await.unwrap();
     let (req, _) = until(&mut e, |e| matches!(e, Event::PermissionRequest(_))).await;
     let Event::PermissionRequest(req) = req else {
@@ -371,9 +382,12 @@ async fn an_answer_is_checked_again_when_it_arrives() {
         &json!({"type":"permission_response","id":"p1","agent_id":id,
                       "request_id":req.request_id,"decision":"allow"}),
     );
-    let answer = peer.line(|v| v["id"] == "p1").await;
-    assert_eq!(answer["success"], false, "the answer was taken: {answer}");
-    assert_eq!(answer["error"]["code"], "PERMISSION_DENIED", "{answer}");
+    let answer = response_of(peer.line(|e| is_response(e, "p1")).await);
+    assert!(!answer.success, "the answer was taken: {answer:?}");
+    assert_eq!(
+        answer.error.map(|e| e.code),
+        Some(ErrorCode::PermissionDenied)
+    );
     // The request is still the person's to answer; they deny it.
     let deny = json!({"type":"permission_response","agent_id":id,
                       "request_id":req.request_id,"decision":"deny"});
@@ -429,12 +443,13 @@ fn a_killed_runtime_keeps_what_it_streamed() {
         "claude-haiku-4-5",
     ];
     let mut b = Agent::spawn_env(&sb, None, &flags, &env_refs(&env));
-    let sync = b.until_type("sync");
-    let window = sync["live_window"]["messages"].to_string();
-    assert!(window.contains(STREAMED), "{sync}");
+    let sync = b.until_event(crate::harness::pick::sync);
+    // The whole restored window, as text: the streamed words and the answered call.
+    let window = serde_json::to_string(&sync.live_window.messages).unwrap();
+    assert!(window.contains(STREAMED), "{sync:?}");
     assert!(
         window.contains("notes.txt") && window.contains("interrupted"),
-        "{sync}"
+        "{sync:?}"
     );
     b.send(prompt("go on"));
     b.until_type("turn_end");

@@ -112,6 +112,16 @@ impl Tmux {
             .unwrap()
     }
 
+    /// `shard --no-daemon` on a scripted model playing `turns`, once it waits for a prompt.
+    fn direct(sb: &Sandbox, turns: serde_json::Value, w: u16, h: u16) -> Tmux {
+        let script = sb.script("s.json", json!({ "turns": turns }));
+        let mut args = scripted(&script);
+        args.push("--no-daemon");
+        let t = Tmux::start(sb, &args, w, h);
+        t.wait("type a prompt");
+        t
+    }
+
     pub(crate) fn screen(&self, window: &str) -> String {
         let out = self.tmux(&["capture-pane", "-p", "-t", &format!("t:{window}")]);
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -498,11 +508,20 @@ fn a_prompt_typed_in_one_client_appears_in_the_other_before_the_answer() {
         "the sender shows its prompt once: {s}"
     );
     t.type_text("main", "y");
-    t.wait("the file is written");
+    let s = t.wait("the file is written");
+    assert!(
+        !s.contains("answered by"),
+        "the answering client needs no note: {s}"
+    );
     let s = t.wait_in("second", "the answer in the second client", |s| {
         s.contains("the file is written")
     });
     assert_eq!(s.matches("› please make the file").count(), 1, "{s}");
+    // The other terminal is told who answered and how, naming the kind of client.
+    assert!(
+        s.contains("permission for write: “Allow once”, answered by a terminal"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -614,18 +633,16 @@ fn a_write_permission_shows_its_diff_first_and_pgdn_scrolls_it() {
     }
     let sb = Sandbox::new();
     let content: String = (0..100).map(|i| format!("row {i}\n")).collect();
-    let script = sb.script(
-        "s.json",
-        json!({"turns": [
-            tool_turn("w", "write", json!({"path": "long.txt", "content": content})),
-            tool_turn("b", "bash", json!({"command": "echo once-only"})),
-            text_turn("done")
-        ]}),
-    );
-    let mut args = scripted(&script);
-    args.push("--no-daemon");
-    let t = Tmux::start(&sb, &args, 80, 30);
-    t.wait("type a prompt");
+    let turns = json!([
+        tool_turn(
+            "w",
+            "write",
+            json!({"path": "long.txt", "content": content})
+        ),
+        tool_turn("b", "bash", json!({"command": "echo once-only"})),
+        text_turn("done")
+    ]);
+    let t = Tmux::direct(&sb, turns, 80, 30);
     t.type_text("main", "write it");
     t.keys(&["Enter"]);
     let s = t.wait("[y]");
@@ -752,4 +769,125 @@ fn shard_in_a_directory_with_an_idle_agent_offers_to_continue_it() {
     t.keys(&["Enter"]);
     let s = t.wait("kept answer");
     assert!(s.contains("› remember me"), "the same agent: {s}");
+}
+
+/// Long tool output is cut with the key that shows it whole, Ctrl+O shows it whole, and
+/// PageUp / PageDown move the conversation a screen at a time.
+#[test]
+fn ctrl_o_shows_long_tool_output_whole_and_page_keys_move_a_screen() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let command = "for i in $(seq 1 100); do echo line-$i; done";
+    let turns = json!([
+        tool_turn("b", "bash", json!({ "command": command })),
+        text_turn("listed them all")
+    ]);
+    let t = Tmux::direct(&sb, turns, 80, 30);
+    t.type_text("main", "count");
+    t.keys(&["Enter"]);
+    t.wait("[y]");
+    t.type_text("main", "y");
+    let s = t.wait("listed them all");
+    assert!(s.contains("more lines — Ctrl+O shows all"), "{s}");
+    assert!(!s.contains("line-100"), "cut: {s}");
+    t.keys(&["C-o"]);
+    let s = t.wait("line-100");
+    assert!(!s.contains("more lines — Ctrl+O"), "{s}");
+    let rows_of = |s: &str| -> Vec<u32> {
+        s.lines()
+            .filter_map(|l| l.split("line-").nth(1))
+            .filter_map(|r| r.trim().parse().ok())
+            .collect()
+    };
+    let bottom = rows_of(&s);
+    t.keys(&["PPage"]);
+    let s = t.wait_in("main", "a screen back", |s| !s.contains("line-100"));
+    let back = rows_of(&s);
+    let moved = bottom.iter().max().unwrap() - back.iter().max().unwrap();
+    assert!(
+        moved >= 15,
+        "PageUp moves about a screen, not a line: {moved} rows\n{s}"
+    );
+    t.keys(&["NPage"]);
+    t.wait("line-100");
+}
+
+/// The SGR sequence in force where `needle` starts on a screen captured with escapes.
+fn sgr_before(screen: &str, needle: &str) -> String {
+    let at = screen
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle:?}: {screen}"));
+    let esc = screen[..at].rfind('\x1b').expect("an escape before it");
+    screen[esc..at].to_string()
+}
+
+/// With colours on, an edit's diff is coloured before the question: additions green,
+/// removals red.
+#[test]
+fn an_edit_diff_is_coloured_before_the_question() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [
+            tool_turn("e", "edit", json!({"path": "notes.txt", "old_string": "beta", "new_string": "BETA"})),
+            text_turn("edited")
+        ]}),
+    );
+    let mut args = scripted(&script);
+    args.push("--no-daemon");
+    let colour = vec![("NO_COLOR".to_string(), String::new())];
+    let t = Tmux::start_env(&sb, &args, 80, 30, colour);
+    t.wait("type a prompt");
+    t.type_text("main", "change it");
+    t.keys(&["Enter"]);
+    t.wait("[y]");
+    let out = t.tmux(&["capture-pane", "-e", "-p", "-t", "t:main"]);
+    let s = String::from_utf8_lossy(&out.stdout).into_owned();
+    // tmux writes the 8 basic colours as 256-colour indexes: 2 green, 1 red.
+    let is = |sgr: String, basic: &str, index: &str| sgr.contains(basic) || sgr.contains(index);
+    assert!(
+        is(sgr_before(&s, "+BETA"), "[32m", "38;5;2m"),
+        "green: {s:?}"
+    );
+    assert!(is(sgr_before(&s, "-beta"), "[31m", "38;5;1m"), "red: {s:?}");
+    t.type_text("main", "y");
+    t.wait("edited");
+}
+
+/// Through a real Runtime and the MCP test server: a structured tree is drawn like `tree`,
+/// and a result with text and images shows its text and names each image.
+#[test]
+fn an_mcp_tree_and_images_in_a_real_terminal() {
+    if !have_tmux() {
+        return;
+    }
+    let sb = Sandbox::new();
+    if !crate::mcp::read_only_test_server(&sb) {
+        return;
+    }
+    let turns = json!([
+        tool_turn("t1", "mcp__t__tree", json!({})),
+        tool_turn("t2", "mcp__t__picture", json!({})),
+        text_turn("saw them")
+    ]);
+    let t = Tmux::direct(&sb, turns, 80, 40);
+    t.type_text("main", "look");
+    t.keys(&["Enter"]);
+    let s = t.wait("saw them");
+    for line in [
+        "src/",
+        "├── main.rs",
+        "└── util/",
+        "    └── mod.rs",
+        "A dot",
+    ] {
+        assert!(s.contains(line), "{line:?} in:\n{s}");
+    }
+    assert!(s.contains("[image image/png, "), "{s}");
 }

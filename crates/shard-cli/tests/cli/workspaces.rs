@@ -8,8 +8,11 @@ use std::process::Command as StdCommand;
 
 use serde_json::{Value, json};
 use shard_client::Client;
+use shard_protocol::ErrorCode;
 use shard_protocol::Event;
 use shard_protocol::command::AttachRole;
+use shard_protocol::orchestrator::BranchDisposition;
+use shard_protocol::workspace::{WorkspaceConflictData, WorkspaceConflictKind};
 
 use super::daemon::{Daemon, home, orchestrator_until, prompt, script, until};
 
@@ -87,13 +90,23 @@ pub(super) async fn ok(c: &Client, cmd: Value) -> Value {
     r["data"].clone()
 }
 
-/// Asserts a typed workspace refusal and returns its data.
-pub(super) async fn refused(c: &Client, cmd: Value, kind: &str) -> Value {
-    let r = call(c, cmd.clone()).await;
-    assert_eq!(r["success"], false, "{cmd} → {r}");
-    assert_eq!(r["error"]["code"], "CONFLICT", "{r}");
-    assert_eq!(r["error"]["data"]["kind"], kind, "{r}");
-    r["error"]["data"].clone()
+/// Asserts a typed workspace refusal (`CONFLICT` with its data) and returns the data.
+pub(super) async fn refused(
+    c: &Client,
+    cmd: Value,
+    kind: WorkspaceConflictKind,
+) -> WorkspaceConflictData {
+    let r = c
+        .request(serde_json::from_value(cmd.clone()).unwrap())
+        .await
+        .unwrap();
+    assert!(!r.success, "{cmd} → {r:?}");
+    let error = r.error.expect("an error body");
+    assert_eq!(error.code, ErrorCode::Conflict, "{error:?}");
+    let data: WorkspaceConflictData =
+        serde_json::from_value(error.data.expect("conflict data")).unwrap();
+    assert_eq!(data.kind, kind, "{data:?}");
+    data
 }
 
 pub(super) fn empty_script(dir: &Path) -> String {
@@ -200,14 +213,19 @@ async fn create_work_commit_merge_retire_deletes_the_branch_and_records_its_tip(
     assert_eq!(st["missing"], false);
     assert_eq!(st["head_branch"], branch);
     assert_eq!(st["live_agents"].as_array().unwrap().len(), 1, "{st}");
-    refused(&c, retire(&ws, None), "live").await;
+    refused(&c, retire(&ws, None), WorkspaceConflictKind::Live).await;
     let ev = orchestrator_until(&watcher, |e| matches!(e, Event::WorkspaceConflict(_))).await;
     let Event::WorkspaceConflict(ev) = ev else {
         unreachable!()
     };
     assert_eq!(ev.workspace_id, ws);
     stop_agents(&c, &created).await;
-    refused(&c, retire(&ws, Some("delete_confirmed")), "dirty").await;
+    refused(
+        &c,
+        retire(&ws, Some("delete_confirmed")),
+        WorkspaceConflictKind::Dirty,
+    )
+    .await;
     assert!(wt.join("login.rs").exists(), "uncommitted work untouched");
 
     // Commit: ahead by one, clean; unmerged → confirmation required.
@@ -224,11 +242,14 @@ async fn create_work_commit_merge_retire_deletes_the_branch_and_records_its_tip(
     let data = refused(
         &c,
         retire(&ws, Some("delete_if_merged")),
-        "confirmation_required",
+        WorkspaceConflictKind::ConfirmationRequired,
     )
     .await;
-    assert_eq!(data["confirmation_disposition"], "delete_confirmed");
-    assert_eq!(data["workspace_id"], ws);
+    assert_eq!(
+        data.confirmation_disposition,
+        Some(BranchDisposition::DeleteConfirmed)
+    );
+    assert_eq!(data.workspace_id, ws);
     assert!(branch_exists(&r, &branch) && wt.exists());
 
     // Merge into main in the main checkout: now provably merged, the branch goes.
@@ -295,7 +316,12 @@ async fn an_unmerged_branch_is_deleted_only_when_confirmed_and_can_be_restored()
     std::fs::write(wt.join("work.txt"), "precious\n").unwrap();
     commit_all(&wt, "precious work");
     let tip = git(&wt, &["rev-parse", "HEAD"]);
-    refused(&c, retire(&ws, None), "confirmation_required").await;
+    refused(
+        &c,
+        retire(&ws, None),
+        WorkspaceConflictKind::ConfirmationRequired,
+    )
+    .await;
     assert!(branch_exists(&r, "feature/x"), "never deleted unconfirmed");
     let done = ok(&c, retire(&ws, Some("delete_confirmed"))).await;
     assert_eq!(done["branch_deleted"], true);
@@ -346,11 +372,13 @@ async fn a_commit_only_the_reflog_holds_keeps_the_branch_unless_confirmed() {
             git(&wt, &["rev-parse", "HEAD"]),
             git(&r, &["rev-parse", "main"])
         );
-        let data = refused(&c, retire(&ws, None), "confirmation_required").await;
-        assert!(
-            data["reason"].as_str().unwrap().contains("reflog"),
-            "{data}"
-        );
+        let data = refused(
+            &c,
+            retire(&ws, None),
+            WorkspaceConflictKind::ConfirmationRequired,
+        )
+        .await;
+        assert!(data.reason.contains("reflog"), "{data:?}");
         assert!(branch_exists(&r, &branch), "never deleted unconfirmed");
         assert_eq!(git(&r, &["cat-file", "-t", &lost]), "commit");
         ok(&c, retire(&ws, Some("keep"))).await;
@@ -384,7 +412,7 @@ async fn keep_retires_without_deleting_and_tracked_edits_are_dirty_but_ignored_f
     );
     std::fs::write(wt.join("README.md"), "edited\n").unwrap();
     assert_eq!(status(&c, &ws).await["dirty_files"], 1);
-    refused(&c, retire(&ws, Some("keep")), "dirty").await;
+    refused(&c, retire(&ws, Some("keep")), WorkspaceConflictKind::Dirty).await;
     assert_eq!(
         std::fs::read_to_string(wt.join("README.md")).unwrap(),
         "edited\n"
@@ -423,14 +451,19 @@ async fn a_worktree_removed_by_hand_is_missing_and_never_recreated() {
     let data = refused(
         &c,
         json!({"type":"workspace.attach","workspace_id":ws,"provider":"scripted","model":s}),
-        "missing_authority",
+        WorkspaceConflictKind::MissingAuthority,
     )
     .await;
-    assert_eq!(data["workspace_id"], ws);
+    assert_eq!(data.workspace_id, ws);
     assert!(!wt.exists(), "never recreated");
     // The branch with its commit lives in the repository: an unmerged one still needs
     // confirmation; `keep` retires and cleans the stale worktree entry.
-    refused(&c, retire(&ws, None), "confirmation_required").await;
+    refused(
+        &c,
+        retire(&ws, None),
+        WorkspaceConflictKind::ConfirmationRequired,
+    )
+    .await;
     ok(&c, retire(&ws, Some("keep"))).await;
     assert!(branch_exists(&r, &branch));
     assert!(!wt.exists());
@@ -508,7 +541,12 @@ async fn workspaces_are_grouped_by_repository_and_survive_a_daemon_restart() {
     let st = status(&c, ws1).await;
     assert_eq!(st["dirty_files"], 1, "{st}");
     assert_eq!(st["live_agents"], json!([]), "no Runtime after a restart");
-    refused(&c, retire(ws1, Some("delete_confirmed")), "dirty").await;
+    refused(
+        &c,
+        retire(ws1, Some("delete_confirmed")),
+        WorkspaceConflictKind::Dirty,
+    )
+    .await;
     assert!(
         Path::new(a1["cwd"].as_str().unwrap())
             .join("draft.txt")
@@ -517,7 +555,12 @@ async fn workspaces_are_grouped_by_repository_and_survive_a_daemon_restart() {
     );
     let wsb = b1["workspace_id"].as_str().unwrap();
     assert_eq!(status(&c, wsb).await["ahead"], 1);
-    refused(&c, retire(wsb, None), "confirmation_required").await;
+    refused(
+        &c,
+        retire(wsb, None),
+        WorkspaceConflictKind::ConfirmationRequired,
+    )
+    .await;
     // A fresh agent in an existing workspace, after the restart.
     let att = ok(
         &c,
@@ -570,19 +613,19 @@ async fn a_pre_commit_hook_runs_and_a_detached_main_checkout_has_no_integration_
             .success()
     );
     assert!(marker.exists(), "the pre-commit hook ran");
-    refused(&c, retire(&ws, None), "dirty").await;
+    refused(&c, retire(&ws, None), WorkspaceConflictKind::Dirty).await;
     std::fs::write(wt.join("bad.txt"), "fine\n").unwrap();
     commit_all(&wt, "good");
     let st = status(&c, &ws).await;
     assert!(st.get("ahead").is_none(), "no target, no counts: {st}");
     // Nothing to prove a merge against: confirmation required.
-    let data = refused(&c, retire(&ws, None), "confirmation_required").await;
-    assert!(
-        data["reason"]
-            .as_str()
-            .unwrap()
-            .contains("integration target")
-    );
+    let data = refused(
+        &c,
+        retire(&ws, None),
+        WorkspaceConflictKind::ConfirmationRequired,
+    )
+    .await;
+    assert!(data.reason.contains("integration target"), "{data:?}");
     // An explicit integration target works on a detached main checkout.
     let second = create(&c, &r, &s, json!({"integration_target":"main"})).await;
     assert_eq!(second["workspace"]["integration_target"], "main");
@@ -620,7 +663,7 @@ async fn unsafe_busy_and_missing_authority_are_refused() {
     let (_, mut e) = c.attach(&agent, AttachRole::Interactive).await.unwrap();
     c.call(prompt(&agent, "go")).await.unwrap();
     until(&mut e, |e| matches!(e, Event::MessageDelta(_))).await;
-    refused(&c, retire(&wsb, Some("keep")), "busy").await;
+    refused(&c, retire(&wsb, Some("keep")), WorkspaceConflictKind::Busy).await;
     assert_eq!(status(&c, &wsb).await["busy_agents"], json!([agent]));
     stop_agents(&c, &busy).await;
 
@@ -632,11 +675,21 @@ async fn unsafe_busy_and_missing_authority_are_refused() {
     let wt = PathBuf::from(u["workspace"]["cwd"].as_str().unwrap());
     stop_agents(&c, &u).await;
     git(&wt, &["switch", "-q", "-c", "elsewhere"]);
-    refused(&c, retire(&wsu, Some("keep")), "unsafe").await;
+    refused(
+        &c,
+        retire(&wsu, Some("keep")),
+        WorkspaceConflictKind::Unsafe,
+    )
+    .await;
     let branch = u["workspace"]["branch"].as_str().unwrap().to_string();
     git(&wt, &["switch", "-q", &branch]);
     git(&r, &["worktree", "lock", wt.to_str().unwrap()]);
-    refused(&c, retire(&wsu, Some("keep")), "unsafe").await;
+    refused(
+        &c,
+        retire(&wsu, Some("keep")),
+        WorkspaceConflictKind::Unsafe,
+    )
+    .await;
     assert!(wt.exists());
     git(&r, &["worktree", "unlock", wt.to_str().unwrap()]);
     ok(&c, retire(&wsu, None)).await;
@@ -647,7 +700,12 @@ async fn unsafe_busy_and_missing_authority_are_refused() {
     stop_agents(&c, &m).await;
     let moved = h.path().join("moved");
     std::fs::rename(&r, &moved).unwrap();
-    refused(&c, retire(&wsm, Some("keep")), "missing_authority").await;
+    refused(
+        &c,
+        retire(&wsm, Some("keep")),
+        WorkspaceConflictKind::MissingAuthority,
+    )
+    .await;
     assert!(Path::new(m["workspace"]["cwd"].as_str().unwrap()).exists());
     std::fs::rename(&moved, &r).unwrap();
     ok(&c, retire(&wsm, Some("keep"))).await;

@@ -264,8 +264,9 @@ pub async fn ws(
     }
 }
 
-/// The next text message (pings are answered by the library).
-pub async fn next_text(s: &mut Ws) -> Option<serde_json::Value> {
+/// The next text message, decoded strictly as a protocol event (pings are answered by
+/// the library).
+pub async fn next_text(s: &mut Ws) -> Option<shard_protocol::Event> {
     use futures::StreamExt;
     use tokio_tungstenite::tungstenite::Message;
     loop {
@@ -273,7 +274,11 @@ pub async fn next_text(s: &mut Ws) -> Option<serde_json::Value> {
             .await
             .expect("message in time");
         match m {
-            Some(Ok(Message::Text(t))) => return Some(serde_json::from_str(&t).unwrap()),
+            Some(Ok(Message::Text(t))) => {
+                let ev = shard_protocol::decode_event(t.as_bytes())
+                    .unwrap_or_else(|e| panic!("not an event ({e}): {t}"));
+                return Some(ev);
+            }
             Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
             _ => return None,
         }

@@ -16,6 +16,7 @@ use std::io::{Read, Write};
 use futures::SinkExt;
 use harness::*;
 use serde_json::json;
+use shard_protocol::Event;
 use tokio_tungstenite::tungstenite::Message;
 
 fn protos(ticket: &str) -> String {
@@ -122,18 +123,20 @@ async fn loopback_happy_path_same_protocol_as_the_unix_socket() {
         Some("shard.v1"),
         "only the protocol name is echoed"
     );
-    let hello = next_text(&mut s).await.unwrap();
-    assert_eq!(hello["type"], json!("hello"));
-    let caps = hello["capabilities"].as_array().unwrap();
-    assert!(caps.contains(&json!("websocket")), "{hello}");
-    assert!(!caps.contains(&json!("runtime-auth")), "{hello}");
+    let Some(Event::Hello(hello)) = next_text(&mut s).await else {
+        panic!("hello first")
+    };
+    let caps = &hello.capabilities;
+    assert!(caps.iter().any(|c| c == "websocket"), "{hello:?}");
+    assert!(!caps.iter().any(|c| c == "runtime-auth"), "{hello:?}");
     s.send(Message::Text(r#"{"type":"agent.list","id":"c1"}"#.into()))
         .await
         .unwrap();
-    let resp = next_text(&mut s).await.unwrap();
-    assert_eq!(resp["type"], json!("response"), "{resp}");
-    assert_eq!(resp["id"], json!("c1"));
-    assert_eq!(resp["success"], json!(true), "{resp}");
+    let Some(Event::Response(resp)) = next_text(&mut s).await else {
+        panic!("a response")
+    };
+    assert_eq!(resp.id.as_deref(), Some("c1"));
+    assert!(resp.success, "{resp:?}");
 
     let (ok, list, _) = d.web(&["--list"]);
     assert!(ok);
@@ -310,7 +313,7 @@ async fn ticket_minted_for_another_origin_is_refused_and_proxy_happy_path() {
     let (mut s, _) = ws(d.port, PH, Some(PO), Some(&protos(&good)), &fwd)
         .await
         .unwrap();
-    assert_eq!(next_text(&mut s).await.unwrap()["type"], json!("hello"));
+    assert!(matches!(next_text(&mut s).await, Some(Event::Hello(_))));
     let info: serde_json::Value =
         serde_json::from_slice(&std::fs::read(d.home.join("daemon.json")).unwrap()).unwrap();
     assert_eq!(info["public_url"], json!(PO));
@@ -512,7 +515,7 @@ async fn a_revoked_browser_loses_its_cookie_and_its_open_socket() {
     let (mut s, _) = ws(d.port, &d.host(), Some(&d.origin()), Some(&protos(&t)), &[])
         .await
         .unwrap();
-    assert_eq!(next_text(&mut s).await.unwrap()["type"], json!("hello"));
+    assert!(matches!(next_text(&mut s).await, Some(Event::Hello(_))));
     let (_, list, _) = d.web(&["--list"]);
     let id = list.split_whitespace().next().unwrap().to_string();
     assert!(id.starts_with("brw-"), "{list}");
@@ -596,7 +599,7 @@ async fn binary_frames_are_refused_with_a_close() {
     let (mut s, _) = ws(d.port, &d.host(), Some(&d.origin()), Some(&protos(&t)), &[])
         .await
         .unwrap();
-    assert_eq!(next_text(&mut s).await.unwrap()["type"], json!("hello"));
+    assert!(matches!(next_text(&mut s).await, Some(Event::Hello(_))));
     s.send(Message::Binary(vec![1, 2, 3].into())).await.unwrap();
     assert_eq!(closed_with(&mut s).await, Some(1003));
 }
@@ -695,7 +698,7 @@ async fn direct_non_loopback_happy_path() {
     let (mut s, _) = ws(d.port, "shard.test:7000", Some(o), Some(&protos(&t)), &[])
         .await
         .unwrap();
-    assert_eq!(next_text(&mut s).await.unwrap()["type"], json!("hello"));
+    assert!(matches!(next_text(&mut s).await, Some(Event::Hello(_))));
     // The loopback Host is not an alias in remote mode.
     assert_eq!(d.http("GET", "/", &[("Host", &d.host())], "").status, 421);
 }

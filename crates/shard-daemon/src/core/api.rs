@@ -5,13 +5,15 @@
 
 use std::sync::Arc;
 
+use shard_protocol::command::kind;
 use shard_protocol::command::{AgentAttach, AttachRole, Command};
 use shard_protocol::types::AgentInfo;
-use shard_protocol::{ErrorCode, PermissionAnswer};
+use shard_protocol::{CommandSpec, ErrorCode, PermissionAnswer};
 use tokio::sync::oneshot;
 
-use super::broker::{self, send_to_runtime};
+use super::deliver::{close_stdin, send_to_runtime};
 use super::requests;
+use super::route::route;
 use super::state::{AgentEntry, Attachment, ConnEntry, ConnId, Inflight, PendingKind, Shared};
 use super::supervisor::{self, ReadyRx};
 use crate::manifest::AgentManifest;
@@ -35,6 +37,13 @@ fn parse_cursor(c: &str) -> Result<(u64, String), ProtocolError> {
         })
 }
 
+/// The empty success of `permission_response` and `ui_response`, whose responses are both
+/// `()` in the command table (the second line checks that the two never drift apart).
+fn answered_nothing() -> Reply {
+    let _same: <kind::UiResponse as CommandSpec>::Response = ();
+    Reply::empty::<kind::PermissionResponse>()
+}
+
 fn not_running() -> ProtocolError {
     ProtocolError::new(ErrorCode::Conflict, "the agent's runtime is not running")
 }
@@ -50,7 +59,7 @@ impl Shared {
 
     /// Sends an orchestrator event (workspace events) to every connection.
     pub(crate) fn broadcast_event(&self, ev: &shard_protocol::Event) {
-        self.lock().broadcast(&broker::frame(ev));
+        self.lock().broadcast(&crate::wire::frame(ev));
     }
 
     /// Registers a connection (or in-process subscriber) and its queue.
@@ -211,7 +220,7 @@ impl Shared {
                 true
             }
             Some(_) => {
-                broker::close_stdin(st, agent_id);
+                close_stdin(st, agent_id);
                 false
             }
         };
@@ -258,8 +267,16 @@ impl Shared {
         let mut guard = self.lock();
         let st = &mut *guard;
         let entry = st.agents.get_mut(agent_id).ok_or_else(not_found)?;
+        let newly = !entry.manifest.archived;
         entry.manifest.archived = true;
         let manifest = entry.manifest.clone();
+        if newly {
+            st.broadcast(&crate::wire::frame(&shard_protocol::Event::AgentArchived(
+                shard_protocol::orchestrator::AgentArchived {
+                    agent_id: agent_id.to_string(),
+                },
+            )));
+        }
         Ok((
             manifest,
             supervisor::kill_runtime(self, st, agent_id, false),
@@ -426,7 +443,7 @@ impl Shared {
             .find(|p| p.request_id == request_id && !p.answered)
         else {
             // Late or unknown: discarded silently (not an error), docs/protocol.md §6.3.
-            return Ok(Reply::Done(None));
+            return Ok(answered_nothing());
         };
         let valid = match (&p.kind, &answer) {
             (
@@ -500,7 +517,7 @@ impl Shared {
             ));
         }
         let inflight = Inflight::Client(slot.defer()?);
-        broker::route(self, st, agent_id, command, inflight);
+        route(self, st, agent_id, command, inflight);
         Ok(Reply::Deferred)
     }
 }
@@ -578,7 +595,7 @@ impl Shared {
         let runtime_stopping = match entry.rt.as_ref() {
             Some(rt) if rt.stopping => true,
             Some(_) => {
-                broker::close_stdin(st, agent_id);
+                close_stdin(st, agent_id);
                 true
             }
             None => false,

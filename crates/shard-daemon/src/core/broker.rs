@@ -3,25 +3,24 @@
 //! are mapped back to the client that asked; permission and UI requests are shown to
 //! every attachment and to the nearest interactive ancestor, or answered headlessly.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use shard_protocol::CommandSpec;
+use shard_protocol::command::AttachRole;
 use shard_protocol::command::kind;
-use shard_protocol::command::{AttachRole, ClientMessage, Command};
 use shard_protocol::event::{
     ActivityPhase, AgentActivity, AgentSpawned, AgentStatusChanged, DeltaKind, PendingRequest,
     Response, Sync,
 };
 use shard_protocol::responses::AttachData;
 use shard_protocol::types::{AgentStatus, RuntimeState, UiKind};
-use shard_protocol::{Event, IncomingEvent, decode_event_lenient, ids, to_line};
+use shard_protocol::{Event, IncomingEvent, decode_event_lenient, ids};
 
-use super::state::{ConnEntry, ConnId, Inflight, LiveRuntime, PendingKind, Shared, State};
-
-pub(crate) use crate::wire::frame;
+use super::deliver::{close_stdin, fan_out, push, send_to_runtime};
+use super::requests;
+use super::state::{Inflight, LiveRuntime, PendingKind, Shared, State};
+use crate::wire::frame;
 
 /// Adds `"agent_id"` to a Runtime line without re-encoding it: ids are validated base32,
 /// so no escaping is needed, and the rest of the line is copied as is.
@@ -37,33 +36,6 @@ pub(crate) fn tag(line: &[u8], agent_id: &str) -> Bytes {
     out.extend_from_slice(body);
     out.push(b'\n');
     Bytes::from(out)
-}
-
-pub(crate) fn push(conns: &HashMap<ConnId, ConnEntry>, conn: ConnId, frame: &Bytes) {
-    if let Some(c) = conns.get(&conn) {
-        c.outbox.push(frame.clone());
-    }
-}
-
-/// Sends a command to a Runtime with a daemon-unique id (§16 item 6). When the Runtime's
-/// input is closed the inflight record comes back, so its responder can say why.
-pub(crate) fn send_to_runtime(
-    shared: &Shared,
-    rt: &mut LiveRuntime,
-    mut command: Command,
-    inflight: Inflight,
-) -> Result<(), Inflight> {
-    let Some(stdin) = &rt.stdin else {
-        return Err(inflight);
-    };
-    command.set_routing_agent_id(None);
-    let id = format!("d{}", shared.next());
-    let line = to_line(&ClientMessage::new(id.clone(), command));
-    if stdin.send(Bytes::from(line)).is_err() {
-        return Err(inflight);
-    }
-    rt.inflight.insert(id, inflight);
-    Ok(())
 }
 
 /// Sends the commands queued while a generation was starting, in arrival order.
@@ -138,20 +110,20 @@ pub(crate) fn on_runtime_line(shared: &Arc<Shared>, agent_id: &str, epoch: u64, 
             };
             let id = p.request_id.clone();
             set_phase(st, agent_id, ActivityPhase::Waiting, None);
-            super::requests::on_request(shared, st, agent_id, id, kind, make(&event));
+            requests::on_request(shared, st, agent_id, id, kind, make(&event));
         }
         Event::UiRequest(ref u) if u.kind != UiKind::Notify => {
             let id = u.request_id.clone();
             set_phase(st, agent_id, ActivityPhase::Waiting, None);
-            super::requests::on_request(shared, st, agent_id, id, PendingKind::Ui, make(&event));
+            requests::on_request(shared, st, agent_id, id, PendingKind::Ui, make(&event));
         }
         Event::PermissionResolved(ref r) => {
             let id = r.request_id.clone();
-            super::requests::on_resolved(st, agent_id, &id, &make(&event));
+            requests::on_resolved(st, agent_id, &id, &make(&event));
         }
         Event::UiResolved(ref r) => {
             let id = r.request_id.clone();
-            super::requests::on_resolved(st, agent_id, &id, &make(&event));
+            requests::on_resolved(st, agent_id, &id, &make(&event));
         }
         Event::Status(ref s) => {
             let f = make(&event);
@@ -230,63 +202,6 @@ pub(crate) fn on_overlong_response(shared: &Shared, agent_id: &str, epoch: u64, 
     );
 }
 
-/// Hands `command` to the agent's Runtime generation: sent now when it is live, queued
-/// while it starts or stops, or a new generation is started with it. The one path for
-/// clients' commands (`forward`) and the daemon's own (`drive`).
-pub(crate) fn route(
-    shared: &Arc<Shared>,
-    st: &mut State,
-    agent_id: &str,
-    command: Command,
-    inflight: Inflight,
-) {
-    let Some(entry) = st.agents.get_mut(agent_id) else {
-        inflight.fail(shard_protocol::ErrorCode::NotFound, "no such agent");
-        return;
-    };
-    let live = entry.rt.as_ref().is_some_and(|rt| rt.ready && !rt.stopping);
-    let start = match entry.rt.as_mut() {
-        Some(rt) if live => {
-            match send_to_runtime(shared, rt, command, inflight) {
-                Ok(()) => {
-                    if rt.idle_since.is_some() {
-                        rt.idle_since = Some(std::time::Instant::now());
-                    }
-                }
-                Err(inf) => inf.fail(
-                    shard_protocol::ErrorCode::RuntimeStartFailed,
-                    "the agent's runtime stopped before the command could be sent; retry",
-                ),
-            }
-            None
-        }
-        Some(rt) if rt.stopping => {
-            rt.queued_next.push((command, inflight));
-            None
-        }
-        Some(rt) => {
-            rt.queued.push((command, inflight));
-            None
-        }
-        None => Some((command, inflight)),
-    };
-    if let Some(first) = start {
-        super::supervisor::begin_start(shared, st, agent_id, Vec::new(), vec![first]);
-    }
-}
-
-/// Sends a frame to every attachment of an agent that is past its handshake.
-pub(crate) fn fan_out(st: &State, agent_id: &str, frame: &Bytes) {
-    let Some(entry) = st.agents.get(agent_id) else {
-        return;
-    };
-    for (conn, att) in &entry.attachments {
-        if !att.awaiting_sync {
-            push(&st.conns, *conn, frame);
-        }
-    }
-}
-
 /// Broadcasts the sanitized activity overview when the coarse phase changes.
 pub(crate) fn set_phase(
     st: &mut State,
@@ -360,27 +275,6 @@ pub(crate) fn on_status(
         };
         set_phase(st, agent_id, phase, None);
     }
-}
-
-/// Closes a Runtime's stdin: on end of input it finishes persisting and exits 0 (§16 item 16).
-pub(crate) fn close_stdin(st: &mut State, agent_id: &str) {
-    let Some(entry) = st.agents.get_mut(agent_id) else {
-        return;
-    };
-    let Some(rt) = entry.rt.as_mut() else {
-        return;
-    };
-    rt.stdin = None;
-    rt.stopping = true;
-    rt.terminate_when_idle = false;
-    entry.runtime_state = RuntimeState::Stopping;
-    let ev = Event::AgentStatusChanged(AgentStatusChanged {
-        agent_id: agent_id.to_string(),
-        status: entry.status,
-        runtime_state: RuntimeState::Stopping,
-        detail: None,
-    });
-    st.broadcast(&frame(&ev));
 }
 
 fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut s: Sync) {
@@ -458,10 +352,7 @@ fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut
                 status,
                 info: info.clone(),
             };
-            match kind::AgentAttach::encode_response(&data) {
-                Ok(data) => responder.ok(data),
-                Err(e) => responder.fail(crate::reply::encode_failed(kind::AgentAttach::TYPE, &e)),
-            }
+            responder.answer::<kind::AgentAttach>(&data);
         }
         push(&st.conns, *conn, &sync_frame);
         att.awaiting_sync = false;

@@ -68,11 +68,11 @@ impl Shared {
     }
 
     /// Sends `frame` to the connections of `parent`: the clients attached to it (past
-    /// their attach handshake, as every agent event: `broker::fan_out`) and its
+    /// their attach handshake, as every agent event: `deliver::fan_out`) and its
     /// authenticated Runtime connections.
     pub(crate) fn send_to_owner(&self, parent: &str, frame: &Bytes) {
         let st = self.lock();
-        super::broker::fan_out(&st, parent, frame);
+        super::deliver::fan_out(&st, parent, frame);
         let attachments = st.agents.get(parent).map(|e| &e.attachments);
         for (id, c) in &st.conns {
             let attached = attachments.is_some_and(|a| a.contains_key(id));
@@ -133,7 +133,7 @@ impl Shared {
         if !st.agents.contains_key(agent_id) {
             return Err(ProtocolError::new(ErrorCode::NotFound, "no such agent"));
         }
-        super::broker::route(self, st, agent_id, command, Inflight::Client(responder));
+        super::route::route(self, st, agent_id, command, Inflight::Client(responder));
         Ok(())
     }
 }

@@ -10,9 +10,11 @@
 
 pub(crate) mod api;
 mod broker;
+mod deliver;
 pub(crate) mod internal;
 mod orphans;
 mod requests;
+mod route;
 mod state;
 pub(crate) mod subscribe;
 mod supervisor;

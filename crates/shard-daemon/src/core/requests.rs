@@ -10,7 +10,7 @@ use shard_protocol::PermissionAnswer;
 use shard_protocol::command::{Command, HeadlessPolicy, PermissionResponse, UiResponse};
 use shard_protocol::types::PermissionDecision;
 
-use super::broker::{push, send_to_runtime};
+use super::deliver::{fan_out, push, send_to_runtime};
 use super::state::{ConnId, Inflight, Pending, PendingKind, Shared, State};
 
 pub(crate) fn on_request(
@@ -154,7 +154,7 @@ pub(crate) fn start_headless_timer(
                 kind: None,
                 retry_after_ms: None,
             });
-            super::broker::fan_out(st, &aid, &super::broker::frame(&ev));
+            fan_out(st, &aid, &crate::wire::frame(&ev));
         }
     });
     p.headless_timer = Some(task.abort_handle());

@@ -17,10 +17,12 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::FramedRead;
 
-use super::broker::{self, frame, send_to_runtime};
+use super::broker;
+use super::deliver::{close_stdin, send_to_runtime};
 use super::state::{Inflight, LiveRuntime, PendingKind, Shared, State};
 use crate::launcher::{ExitInfo, LaunchSpec, LaunchedRuntime};
 use crate::reply::ProtocolError;
+use crate::wire::frame;
 
 /// Readiness of a Runtime the caller is waiting for.
 pub(crate) type ReadyRx = oneshot::Receiver<Result<(), String>>;
@@ -548,7 +550,7 @@ pub(crate) fn kill_runtime(
     );
     // After the abort, end of input lets the Runtime persist and exit at once; the
     // signals below are only for one that does not.
-    broker::close_stdin(st, agent_id);
+    close_stdin(st, agent_id);
     let shared = Arc::clone(shared);
     let agent_id = agent_id.to_string();
     tokio::spawn(async move {
@@ -607,7 +609,7 @@ pub(crate) async fn reap_idle(shared: Arc<Shared>) {
             .collect();
         for id in due {
             tracing::info!(agent_id = %id, "reaping an idle runtime");
-            broker::close_stdin(&mut st, &id);
+            close_stdin(&mut st, &id);
         }
     }
 }
@@ -635,7 +637,7 @@ pub(crate) fn begin_shutdown(shared: &Arc<Shared>, force: bool) {
         } else if active {
             rt.terminate_when_idle = true;
         } else if rt.stdin.is_some() {
-            broker::close_stdin(st, &id);
+            close_stdin(st, &id);
         }
     }
     drop(guard);

@@ -15,12 +15,31 @@ use shard_protocol::responses::{SteerData, SteerOutcome};
 use shard_protocol::types::{ContentBlock, Role};
 
 use super::Jobs;
-use super::catalog::StartClaim;
+use super::catalog::{Catalog, StartClaim};
 use crate::core::subscribe::Topic;
 use crate::manifest::{AgentManifest, MANIFEST_VERSION};
 
 /// Longest final text kept in a record and a report (bytes).
 const FINAL_TEXT_MAX: usize = 16 * 1024;
+
+/// Starting the Coordinator's work is the service's, but lives here: the service below
+/// never names the Coordinator.
+impl Jobs {
+    /// Delivers the completion reports a previous daemon did not (runs that ended, or
+    /// were interrupted, before their parent took the report): a report is never lost.
+    pub(crate) fn resume_reports(self: &Arc<Self>) {
+        for (job_id, index) in self.read(Catalog::unreported) {
+            let jobs = Arc::clone(self);
+            tokio::spawn(async move { report(&jobs, &job_id, index).await });
+        }
+    }
+
+    /// Starts the coordinator's work for a committed job.
+    pub(super) fn spawn_job(self: &Arc<Self>, job_id: String) {
+        let jobs = Arc::clone(self);
+        tokio::spawn(async move { run_job(jobs, job_id).await });
+    }
+}
 
 /// Runs job `job_id` to its end.
 pub(crate) async fn run_job(jobs: Arc<Jobs>, job_id: String) {

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use shard_protocol::ErrorCode;
 use shard_protocol::command::kind;
 use shard_protocol::command::{
@@ -14,7 +13,8 @@ use shard_protocol::command::{
 use shard_protocol::ids;
 use shard_protocol::jobs::{JobStrategy, RunActor, RunState};
 use shard_protocol::responses::{
-    CreatedRun, SubagentAgentStatus, SubagentCreated, SubagentRelaunched, SubagentStatusData,
+    AggregateState, CancelledRun, CreatedRun, MixedTag, SubagentAgentStatus, SubagentCreated,
+    SubagentRelaunched, SubagentStatusData, SubagentStopData, SubagentWaitData,
 };
 
 use super::Jobs;
@@ -26,14 +26,6 @@ use crate::reply::{ProtocolError, Reply};
 
 fn invalid(msg: impl Into<String>) -> ProtocolError {
     ProtocolError::new(ErrorCode::InvalidRequest, msg)
-}
-
-/// A reply built as JSON (`subagent.wait` and `subagent.stop`): their typed responses
-/// would order `subagent.wait`'s keys differently and leave out the `job_id: null`
-/// `subagent.stop` sends, so they keep the bytes they have always had. A value is
-/// already encoded: nothing can fail here.
-fn done(v: Value) -> Result<Reply, ProtocolError> {
-    Ok(Reply::Done(Some(v)))
 }
 
 /// Only the Runtime of `parent` (proven with its token) may act for it.
@@ -368,15 +360,21 @@ async fn wait(jobs: &Jobs, conn: ConnId, w: SubagentWait) -> Result<Reply, Proto
                     .iter()
                     .map(|s| states_add_up(std::iter::once(*s)))
                     .collect();
-                let aggregate = match per_run.first() {
-                    Some(first) if per_run.iter().all(|s| s == first) => json!(first),
-                    _ => json!("mixed"),
+                let aggregate_state = match per_run.first() {
+                    Some(first) if per_run.iter().all(|s| s == first) => {
+                        AggregateState::State(*first)
+                    }
+                    _ => AggregateState::Mixed(MixedTag::Mixed),
                 };
-                json!({ "aggregate_state": aggregate, "runs": snaps, "timed_out": timed_out })
+                SubagentWaitData {
+                    aggregate_state,
+                    runs: snaps,
+                    timed_out,
+                }
             })
         });
         if let Some(data) = answer {
-            return done(data);
+            return Reply::data::<kind::SubagentWait>(&data);
         }
         let sleep = async {
             match deadline {
@@ -422,13 +420,17 @@ async fn stop(jobs: &Arc<Jobs>, s: SubagentStop) -> Result<Reply, ProtocolError>
             continue;
         };
         job_id.get_or_insert(j.clone());
-        cancelled.push(json!({ "run_id": run_id, "agent_id": agent_id, "state": state }));
+        cancelled.push(CancelledRun {
+            run_id,
+            agent_id: Some(agent_id),
+            state,
+        });
     }
     // A persisted stopped_at even when every run had already ended.
     if let Some(j) = &job_id {
         jobs.persist(j).await?;
     }
-    done(json!({ "cancelled": cancelled, "job_id": job_id }))
+    Reply::data::<kind::SubagentStop>(&SubagentStopData { cancelled, job_id })
 }
 
 async fn relaunch(jobs: &Arc<Jobs>, r: SubagentRelaunch) -> Result<Reply, ProtocolError> {

@@ -192,6 +192,6 @@ pub(crate) fn person_abort(
             let reason = "aborted by a person attached to the child";
             cancel_run(&jobs, &job_id, index, reason, RunActor::Client).await;
         }
-        Ok(Reply::Done(None))
+        Ok(Reply::empty::<kind::Abort>())
     })
 }

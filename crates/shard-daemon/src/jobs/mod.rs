@@ -181,19 +181,4 @@ impl Jobs {
         }
         Ok(())
     }
-
-    /// Delivers the completion reports a previous daemon did not (runs that ended, or
-    /// were interrupted, before their parent took the report): a report is never lost.
-    pub(crate) fn resume_reports(self: &Arc<Self>) {
-        for (job_id, index) in self.read(Catalog::unreported) {
-            let jobs = Arc::clone(self);
-            tokio::spawn(async move { coordinator::report(&jobs, &job_id, index).await });
-        }
-    }
-
-    /// Starts the coordinator's work for a committed job.
-    fn spawn_job(self: &Arc<Self>, job_id: String) {
-        let jobs = Arc::clone(self);
-        tokio::spawn(async move { coordinator::run_job(jobs, job_id).await });
-    }
 }

@@ -354,13 +354,12 @@ async fn launch(
     };
     let created = crate::create::create(&ws.core, req).await;
     let agent_id = match &created {
-        Ok(Reply::Done(Some(v))) => v.get("agent_id").and_then(|a| a.as_str()),
+        Ok(created) => Some(created.agent_id.as_str()),
         Err(e) => e
             .data
             .as_ref()
             .and_then(|d| d.get("agent_id"))
             .and_then(|a| a.as_str()),
-        _ => None,
     }
     .map(str::to_string);
     let Some(agent_id) = agent_id else {

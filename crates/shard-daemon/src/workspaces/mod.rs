@@ -11,6 +11,7 @@
 
 mod create;
 mod git;
+pub(crate) mod handlers;
 mod record;
 mod retire;
 mod status;
@@ -18,13 +19,12 @@ mod status;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use shard_protocol::command::Command;
 use shard_protocol::orchestrator::{BranchDisposition, WorkspaceConflict};
 use shard_protocol::workspace::{WorkspaceConflictData, WorkspaceConflictKind};
 use shard_protocol::{ErrorCode, Event};
 
 use crate::core::Shared;
-use crate::reply::{Handled, ProtocolError, Reply};
+use crate::reply::ProtocolError;
 use record::RecordStore;
 pub(crate) use record::WorkspaceRecord;
 
@@ -191,23 +191,4 @@ fn check_version(v: Option<u32>) -> Result<(), ProtocolError> {
             "workspace command version {n} is not supported (this daemon speaks 1)"
         ))),
     }
-}
-
-/// Handles a `workspace.*` command: each runs as a spawned task (git, or the disk).
-pub(crate) fn dispatch(ws: &Arc<Workspaces>, command: Command) -> Handled {
-    let ws = Arc::clone(ws);
-    let work: futures::future::BoxFuture<'static, Result<Reply, ProtocolError>> = match command {
-        Command::WorkspaceCreate(c) => Box::pin(async move { create::create(&ws, c).await }),
-        Command::WorkspaceAttach(a) => Box::pin(async move { create::attach(&ws, a).await }),
-        Command::WorkspaceList(l) => Box::pin(async move { status::list(&ws, &l).await }),
-        Command::WorkspaceStatus(r) => Box::pin(async move { status::status(&ws, r).await }),
-        Command::WorkspaceRetire(r) => Box::pin(async move { retire::retire(&ws, r).await }),
-        other => {
-            return Handled::Now(Err(invalid(format!(
-                "`{}` is not a workspace command",
-                other.type_name()
-            ))));
-        }
-    };
-    Handled::Later(work)
 }

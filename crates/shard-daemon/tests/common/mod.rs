@@ -10,9 +10,11 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use shard_client::Client;
 use shard_daemon::{Daemon, DaemonConfig, ExitInfo, LaunchSpec, LaunchedRuntime, RuntimeLauncher};
-use shard_protocol::command::{AgentCreate, AttachRole};
-use shard_protocol::{Event, JsonlCodec};
-use tokio::io::{AsyncWriteExt, DuplexStream, WriteHalf};
+use shard_protocol::command::{AgentCreate, AttachRole, ClientMessage, Command};
+use shard_protocol::event::Response;
+use shard_protocol::{CommandSpec, ErrorCode, Event, JsonlCodec};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
+use tokio::net::UnixStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::FramedRead;
 
@@ -37,14 +39,147 @@ impl Fake {
         self.emit(sync_json("idle")).await;
     }
     pub async fn next_command(&mut self) -> Value {
-        let line = tokio::time::timeout(T, self.commands.next())
+        serde_json::from_slice(&self.next_line().await).unwrap()
+    }
+    async fn next_line(&mut self) -> Vec<u8> {
+        tokio::time::timeout(T, self.commands.next())
             .await
             .expect("command in time")
             .unwrap()
             .unwrap()
-            .unwrap();
-        serde_json::from_slice(&line).unwrap()
+            .unwrap()
+            .to_vec()
     }
+    /// The next command the daemon sends, decoded as the Runtime decodes it.
+    pub async fn next_cmd(&mut self) -> ClientMessage {
+        let line = self.next_line().await;
+        shard_protocol::decode_command(&line).unwrap_or_else(|e| {
+            panic!(
+                "the daemon sent a command that does not decode: {e}: {}",
+                String::from_utf8_lossy(&line)
+            )
+        })
+    }
+    /// Answers `cmd` with a success, with `data` when given (as a Runtime would).
+    pub async fn answer(&mut self, cmd: &ClientMessage, data: Option<Value>) {
+        let r = Event::ok(cmd.id.clone(), cmd.command.type_name(), data);
+        self.emit(serde_json::to_value(&r).unwrap()).await;
+    }
+}
+
+/// A raw socket client speaking the wire by hand: commands go out as lines, and every
+/// line that comes back is decoded as the typed [`Event`] a client decodes (a line that
+/// does not decode fails the test). The raw lines are kept too, for checks of the bytes.
+pub struct Wire {
+    lines: tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
+    pub w: tokio::net::unix::OwnedWriteHalf,
+    /// Every event read so far.
+    pub seen: Vec<Event>,
+    /// Every line read so far, as sent.
+    pub raw: Vec<String>,
+    n: u32,
+}
+
+impl Wire {
+    /// Connects to the daemon of `home`; the `hello` is left to read.
+    pub async fn connect(home: &std::path::Path) -> Wire {
+        let s = UnixStream::connect(home.join("daemon.sock")).await.unwrap();
+        let (r, w) = s.into_split();
+        Wire {
+            lines: BufReader::new(r).lines(),
+            w,
+            seen: Vec::new(),
+            raw: Vec::new(),
+            n: 0,
+        }
+    }
+    /// Connects and reads the `hello`.
+    pub async fn hello(home: &std::path::Path) -> Wire {
+        let mut wire = Wire::connect(home).await;
+        let first = wire.line().await.expect("a hello");
+        assert!(matches!(first, Event::Hello(_)), "{first:?}");
+        wire
+    }
+    /// Writes bytes as they are.
+    pub async fn send(&mut self, bytes: &[u8]) {
+        self.w.write_all(bytes).await.unwrap();
+        self.w.flush().await.unwrap();
+    }
+    /// The next line, decoded; `None` at end of stream.
+    pub async fn line(&mut self) -> Option<Event> {
+        let l = tokio::time::timeout(T, self.lines.next_line())
+            .await
+            .expect("a line in time")
+            .ok()??;
+        let ev = shard_protocol::decode_event(l.as_bytes())
+            .unwrap_or_else(|e| panic!("the daemon sent a line that does not decode: {e}: {l}"));
+        self.raw.push(l);
+        self.seen.push(ev.clone());
+        Some(ev)
+    }
+    /// The next `response`, skipping events.
+    pub async fn response(&mut self) -> Response {
+        loop {
+            if let Event::Response(r) = self.line().await.expect("a response before the end") {
+                return r;
+            }
+        }
+    }
+    /// Sends a hand-made command line (a fresh `id` is set) and returns its response.
+    pub async fn call_json(&mut self, mut cmd: Value) -> Response {
+        self.n += 1;
+        let id = format!("c{}", self.n);
+        cmd["id"] = json!(id);
+        self.send(format!("{cmd}\n").as_bytes()).await;
+        loop {
+            match self.line().await.expect("a response before the end") {
+                Event::Response(r) if r.id.as_deref() == Some(id.as_str()) => return r,
+                _ => {}
+            }
+        }
+    }
+    /// Sends `cmd` with a fresh id and returns its response.
+    pub async fn call(&mut self, cmd: Command) -> Response {
+        self.call_json(
+            serde_json::to_value(ClientMessage {
+                id: None,
+                command: cmd,
+            })
+            .unwrap(),
+        )
+        .await
+    }
+    /// Sends `cmd`, which must succeed, and returns its data as command `K`'s response type.
+    pub async fn ok<K: CommandSpec>(&mut self, cmd: Command) -> K::Response {
+        let r = self.call(cmd).await;
+        data_of::<K>(r)
+    }
+    /// Sends `cmd`, which must fail, and returns its error code.
+    pub async fn fails(&mut self, cmd: Command) -> ErrorCode {
+        code_of(&self.call(cmd).await)
+    }
+    /// Proves to be `agent_id`'s Runtime with its token (`runtime.auth`).
+    pub async fn runtime_auth(&mut self, agent_id: &str, token: &str) -> Response {
+        let auth = shard_protocol::orchestrator::RuntimeAuth {
+            id: None,
+            agent_id: agent_id.to_string(),
+            token: token.to_string(),
+        };
+        self.call_json(serde_json::to_value(auth).unwrap()).await
+    }
+}
+
+/// The data of a successful response, as command `K`'s response type.
+pub fn data_of<K: CommandSpec>(r: Response) -> K::Response {
+    assert!(r.success, "{} failed: {r:?}", K::TYPE);
+    K::decode_response(r.data.clone())
+        .unwrap_or_else(|e| panic!("{} data does not decode: {e}: {r:?}", K::TYPE))
+}
+
+/// The error code of a failed response.
+pub fn code_of(r: &Response) -> ErrorCode {
+    assert!(!r.success, "expected a failure: {r:?}");
+    r.error.as_ref().expect("an error body").code.clone()
 }
 
 pub fn sync_json(status: &str) -> Value {
@@ -133,10 +268,9 @@ pub async fn attach_idle(
 ) {
     let f = c.attach(id, AttachRole::Interactive);
     tokio::pin!(f);
-    let cmd = tokio::select! { c = rt.next_command() => c, _ = &mut f => panic!("no sync yet") };
+    let cmd = tokio::select! { c = rt.next_cmd() => c, _ = &mut f => panic!("no sync yet") };
     rt.emit(sync_json("idle")).await;
-    rt.emit(json!({"type":"response","id":cmd["id"],"command":"request_sync","success":true}))
-        .await;
+    rt.answer(&cmd, None).await;
     f.await.unwrap()
 }
 

@@ -5,7 +5,10 @@ Speaks JSON-RPC over stdio (default) or streamable HTTP (`--http PORT`, JSON res
 Tools: echo (readOnlyHint), write_note (writes a file), env (reads a variable), crash
 (exits mid-call), hang (never answers; logs the cancellation it gets), add_tool (adds
 `extra` and sends notifications/tools/list_changed), image (an image result), screenshot
-(readOnlyHint; text and two images, like a browser server's screenshot).
+(readOnlyHint; text and two images, like a browser server's screenshot), picture
+(readOnlyHint; a caption and a decodable 1x1 PNG), tree
+(readOnlyHint; a directory tree as structured content), evil_tree (the same with terminal
+escapes in its names).
 Set MCP_TEST_LOG to a file to record every message received.
 """
 import json
@@ -29,6 +32,12 @@ TOOLS = [
     {"name": "big", "description": "Returns that many bytes of text.",
      "inputSchema": {"type": "object", "properties": {"bytes": {"type": "integer"}}}},
     {"name": "screenshot", "description": "Returns a page title and two images.",
+     "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+    {"name": "picture", "description": "Returns a caption and a 1x1 PNG.",
+     "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+    {"name": "evil_tree", "description": "Returns a tree whose names carry terminal escapes.",
+     "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+    {"name": "tree", "description": "Returns a directory tree as structured content.",
      "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
 ]
 EXTRA = {"name": "extra", "description": "Added later.", "inputSchema": {"type": "object"}}
@@ -94,6 +103,21 @@ def handle(msg, notify):
                 {"type": "image", "data": "R0lGODlhAQABAAAAACw=", "mimeType": "image/gif"},
                 {"type": "image", "data": "AAAA", "mimeType": "image/tiff"},
             ]}
+        elif name == "picture":
+            result = {"content": [
+                {"type": "text", "text": "A dot"},
+                {"type": "image", "mimeType": "image/png", "data":
+                 "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="},
+            ]}
+        elif name == "evil_tree":
+            result = {"content": [{"type": "text", "text": "a tree"}],
+                      "structuredContent": {"name": "\u001b]0;pwned\u0007top", "kind": "dir", "children": [
+                          {"name": "\u001b[2Jwiped", "kind": "file"}]}}
+        elif name == "tree":
+            result = {"content": [{"type": "text", "text": "src/ (2 entries)"}],
+                      "structuredContent": {"name": "src", "kind": "dir", "children": [
+                          {"name": "main.rs", "kind": "file"},
+                          {"name": "util", "kind": "dir", "children": [{"name": "mod.rs", "kind": "file"}]}]}}
         elif name == "image":
             result = {"content": [{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]}
         elif name == "extra":

@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "b9554b48796c081ef8d4a74d81d3611e1e2aafa5344784b4509098bf259d69d6"
+SCHEMA_SHA256 = "268673a74e3d1521a85e9488561f00fe1154be2e16ab695ead239d4576044ae5"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -111,6 +111,9 @@ RunActor = Literal["parent", "client"]
 
 SteerOutcome = Literal["injected", "conflict"]
 """Outcome of a strict steer."""
+
+AuthPrincipal = Literal["runtime"]
+"""Who a connection is after `runtime.auth`: always `"runtime"`."""
 
 
 class Image(WireObject):
@@ -2528,6 +2531,17 @@ class AgentSpawned(Event):
         return _obj(AgentInfo, self._d.get("info"))
 
 
+class AgentArchived(Event):
+    """`agent_archived`: another client archived the agent, so every list drops it (the session is kept; `agent.list` with archived agents still shows it)."""
+
+    __slots__ = ()
+
+    @property
+    def agent_id(self) -> str:
+        """The agent (payload)."""
+        return self._d.get("agent_id")
+
+
 class AgentExited(Event):
     """`agent_exited`."""
 
@@ -3336,14 +3350,9 @@ class CreatedRun(WireObject):
 
 
 class SubagentWaitData(WireObject):
-    """`subagent.wait`."""
+    """`subagent.wait`. The fields are in the order the daemon has always sent them."""
 
     __slots__ = ()
-
-    @property
-    def timed_out(self) -> bool:
-        """The wait timed out."""
-        return self._d.get("timed_out")
 
     @property
     def aggregate_state(self) -> AggregateState:
@@ -3354,6 +3363,11 @@ class SubagentWaitData(WireObject):
     def runs(self) -> list[RunSnapshot]:
         """Every run, in order."""
         return _list(lambda x: _obj(RunSnapshot, x), self._d.get("runs"))
+
+    @property
+    def timed_out(self) -> bool:
+        """The wait timed out."""
+        return self._d.get("timed_out")
 
 
 class RunSnapshot(WireObject):
@@ -3687,7 +3701,7 @@ class SubagentStopData(WireObject):
 
     @property
     def job_id(self) -> str | None:
-        """Job."""
+        """Job; `null` when the handle named an agent with no run to stop (the daemon has always sent the key)."""
         return self._d.get("job_id")
 
 
@@ -3710,6 +3724,22 @@ class CancelledRun(WireObject):
     def state(self) -> RunState:
         """State after cancellation."""
         return self._d.get("state")
+
+
+class RuntimeAuthData(WireObject):
+    """The data of a successful `runtime.auth`."""
+
+    __slots__ = ()
+
+    @property
+    def principal(self) -> AuthPrincipal:
+        """`"runtime"`."""
+        return self._d.get("principal")
+
+    @property
+    def agent_id(self) -> str:
+        """The agent the connection now acts for."""
+        return self._d.get("agent_id")
 
 
 ContentBlock = Union[ContentBlockText, ContentBlockToolCall, ContentBlockToolResult, ContentBlockThinking, ContentBlockImage]
@@ -3800,6 +3830,7 @@ EVENT_CLASSES: dict[str, type[Event]] = {
     "workspace_retired": WorkspaceEvent,
     "workspace_conflict": WorkspaceConflict,
     "agent_spawned": AgentSpawned,
+    "agent_archived": AgentArchived,
     "agent_exited": AgentExited,
     "agent_status_changed": AgentStatusChanged,
     "agent_activity": AgentActivity,

@@ -1,5 +1,5 @@
 //! A harness around one in-process Runtime: commands in through its channel, events out
-//! as JSON values, with a recording provider injected.
+//! as the protocol's typed [`Event`]s, with a recording provider injected.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,6 +8,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use shard_agent::models::EnvLookup;
 use shard_agent::{Input, ModelCallHook, Runtime, RuntimeOptions, Seams, ToolsHandle};
+use shard_protocol::event::Response;
+use shard_protocol::{CommandSpec, Event};
 use tokio::sync::mpsc;
 
 use super::recorder::{InvariantCheck, Recorder};
@@ -80,7 +82,7 @@ pub struct Agent {
     /// Its session.
     pub session_id: String,
     /// Every event received so far, as JSON.
-    pub seen: Vec<Value>,
+    pub seen: Vec<Event>,
     next_id: u64,
     /// Fails the test, when the agent is closed or dropped, if any model request broke
     /// an invariant: no test has to remember to ask.
@@ -162,25 +164,69 @@ impl Agent {
         id
     }
 
-    /// Sends a command and returns its successful response's `data`.
-    pub async fn call(&mut self, command: Value) -> Value {
+    /// Sends a command and returns its response.
+    pub async fn respond(&mut self, command: Value) -> Response {
         let id = self.send(command).await;
-        let resp = self
-            .until(|e| e["type"] == "response" && e["id"] == json!(id))
-            .await;
-        assert_eq!(resp["success"], json!(true), "{resp}");
-        resp.get("data").cloned().unwrap_or(Value::Null)
+        self.response(&id).await
     }
 
-    /// The next event matching `pred` (earlier ones are kept in `seen`).
-    pub async fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+    /// The response to command `id`.
+    pub async fn response(&mut self, id: &str) -> Response {
+        self.until_event(|e| match e {
+            Event::Response(r) if r.id.as_deref() == Some(id) => Some(r.clone()),
+            _ => None,
+        })
+        .await
+    }
+
+    /// The id of the next turn that starts.
+    pub async fn turn_started(&mut self) -> String {
+        self.until_event(|e| match e {
+            Event::TurnStart(t) => Some(t.turn_id.clone()),
+            _ => None,
+        })
+        .await
+    }
+
+    /// Sends a command that must succeed; returns its data read as `T` (the command
+    /// table's response type of the command, or one shape of it: `session_op`).
+    pub async fn call_as<T: serde::de::DeserializeOwned>(&mut self, command: Value) -> T {
+        let resp = self.respond(command).await;
+        assert!(resp.success, "{resp:?}");
+        serde_json::from_value(resp.data.clone().unwrap_or(Value::Null))
+            .unwrap_or_else(|e| panic!("the data does not decode: {e}: {resp:?}"))
+    }
+
+    /// Sends command `K`, which must succeed; returns its data as `K`'s response type.
+    pub async fn ok<K: CommandSpec>(&mut self, command: Value) -> K::Response {
+        let resp = self.respond(command).await;
+        assert!(resp.success, "{} failed: {resp:?}", K::TYPE);
+        K::decode_response(resp.data.clone())
+            .unwrap_or_else(|e| panic!("{} data does not decode: {e}: {resp:?}", K::TYPE))
+    }
+
+    /// Sends a command that must fail; returns its error code.
+    pub async fn fails(&mut self, command: Value) -> shard_protocol::ErrorCode {
+        let resp = self.respond(command).await;
+        assert!(!resp.success, "expected a failure: {resp:?}");
+        resp.error.expect("an error body").code
+    }
+
+    /// Sends a command that must succeed (its data, if any, is not read).
+    pub async fn call(&mut self, command: Value) {
+        let resp = self.respond(command).await;
+        assert!(resp.success, "{resp:?}");
+    }
+
+    /// The next event `pick` takes (earlier ones are kept in `seen`).
+    pub async fn until_event<T>(&mut self, pick: impl Fn(&Event) -> Option<T>) -> T {
         let wait = async {
             loop {
                 let ev = self.events.recv().await.expect("the Runtime stopped");
-                let v = serde_json::to_value(&ev).expect("events serialize");
-                self.seen.push(v.clone());
-                if pred(&v) {
-                    return v;
+                let taken = pick(&ev);
+                self.seen.push(ev);
+                if let Some(t) = taken {
+                    return t;
                 }
             }
         };
@@ -189,20 +235,25 @@ impl Agent {
             .expect("the awaited event never came")
     }
 
+    /// The next event matching `pred`.
+    pub async fn until(&mut self, pred: impl Fn(&Event) -> bool) -> Event {
+        self.until_event(|e| pred(e).then(|| e.clone())).await
+    }
+
     /// The next event of type `t`.
-    pub async fn until_type(&mut self, t: &str) -> Value {
-        self.until(|e| e["type"] == t).await
+    pub async fn until_type(&mut self, t: &str) -> Event {
+        self.until(|e| e.type_name() == t).await
     }
 
     /// Sends a prompt and waits for its turn to end.
-    pub async fn prompt(&mut self, text: &str) -> Value {
+    pub async fn prompt(&mut self, text: &str) -> Event {
         self.send(json!({"type": "prompt", "message": text})).await;
         self.until_type("turn_end").await
     }
 
     /// Events of type `t` seen so far.
-    pub fn seen_of(&self, t: &str) -> Vec<&Value> {
-        self.seen.iter().filter(|e| e["type"] == t).collect()
+    pub fn seen_of(&self, t: &str) -> Vec<&Event> {
+        self.seen.iter().filter(|e| e.type_name() == t).collect()
     }
 
     /// Ends input and waits for the Runtime to finish persisting; then the request

@@ -2,6 +2,8 @@
 
 pub mod agent;
 pub mod blocker;
+#[path = "../../../../../tests/support/pick.rs"]
+pub mod pick;
 pub mod recorder;
 
 pub use agent::*;
