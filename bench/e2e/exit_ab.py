@@ -43,7 +43,8 @@ def main():
                 line = next(l for l in out.splitlines() if l.startswith(label))
                 xs = [float(x) for x in re.sub(r"\(.*\)", "", line[len(label):]).split()]
                 pooled[name][key] += xs
-            print(f"batch {b + 1}/{batches} {name}: exit " + " ".join(f"{x:.1f}" for x in pooled[name]["exit"][-runs:]), flush=True)
+            print(f"batch {b + 1}/{batches} {name}: first request " + " ".join(f"{x:.1f}" for x in pooled[name]["first"][-runs:])
+                  + "; exit " + " ".join(f"{x:.1f}" for x in pooled[name]["exit"][-runs:]), flush=True)
     for name, _ in bins:
         for key, label in (("first", "start → first request"), ("exit", "last response → exit")):
             xs = pooled[name][key]

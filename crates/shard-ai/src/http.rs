@@ -75,6 +75,13 @@ pub(crate) struct Transport {
     pub idle_timeout: Duration,
 }
 
+/// Makes rustls's `ring` provider the process default, which reqwest (built without a
+/// provider of its own) requires before a client is built. Installing it twice is
+/// harmless: the first one stays.
+pub(crate) fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// The HTTP client, built on a thread of its own. Building it loads and parses the
 /// system's root certificates (a few hundred files under /etc/ssl/certs), which took
 /// the largest share of a Runtime's start before its first request; off the start path,
@@ -93,6 +100,7 @@ impl ClientSlot {
         let spawned = std::thread::Builder::new()
             .name("shard-http-client".into())
             .spawn(move || {
+                install_tls_provider();
                 let client = reqwest::Client::builder()
                     .connect_timeout(connect_timeout)
                     .user_agent(concat!("shard/", env!("CARGO_PKG_VERSION")))

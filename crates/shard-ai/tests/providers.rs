@@ -19,3 +19,5 @@ mod multi_turn;
 mod openai;
 #[path = "providers/requests.rs"]
 mod requests;
+#[path = "providers/tls.rs"]
+mod tls;

@@ -463,6 +463,9 @@ async fn connect(
             }
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(map);
+            // rmcp builds its reqwest client here, which needs a process-wide TLS
+            // provider (the workspace builds reqwest without one: `ring` is installed).
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let transport = StreamableHttpClientTransport::from_config(config);
             let client = handler
                 .serve(transport)

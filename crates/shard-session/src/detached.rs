@@ -32,6 +32,23 @@ pub(crate) fn spawn_sync(program: &Path, paths: &[PathBuf]) -> std::io::Result<C
         .spawn()
 }
 
+/// The shell that waits for the turn's end: a fixed path, never `PATH`.
+const SHELL: &str = "/bin/sh";
+
+/// Waits for end of input on its standard input (this process closing the pipe, at the
+/// turn's end or at any death), then becomes `sync --data -- PATHS…`. The sync program is
+/// `$0` and the paths are the other arguments: nothing is interpolated into the script.
+const WAIT_THEN_SYNC: &str = "read -r _; exec \"$0\" --data -- \"$@\"";
+
+/// A sync helper started ahead of the exit, waiting for its pipe to close: its start
+/// (a `vfork` and two `exec`s, which a busy machine stretches to milliseconds) happens
+/// while the model answers instead of on the way out.
+#[derive(Debug)]
+pub(crate) struct ArmedSync {
+    child: Child,
+    go: std::process::ChildStdin,
+}
+
 /// Waits for the helper on a thread of its own (so it does not linger as a zombie while
 /// this process lives on) and logs a failure; the thread dies with the process.
 fn reap(mut child: Child) {
@@ -48,12 +65,52 @@ fn reap(mut child: Child) {
 }
 
 impl Session {
+    /// For a process that will exit at the end of its turn: starts the sync helper now,
+    /// waiting, so that [`Session::finish_detached`] only has to close a pipe. Does
+    /// nothing when one is armed already or no helper program is there (the finish then
+    /// starts one as before).
+    pub fn arm_detached_finish(&mut self) {
+        self.arm_with(SHELL, SYNC_PROGRAMS);
+    }
+
+    pub(crate) fn arm_with(&mut self, shell: &str, programs: &[&str]) {
+        use std::os::unix::process::CommandExt;
+        if self.armed.is_some() || !Path::new(shell).is_file() {
+            return;
+        }
+        let Some(program) = programs.iter().find(|p| Path::new(p).is_file()) else {
+            return;
+        };
+        // The folders too: the first sync of a new session's folders is owed, and a later
+        // one with nothing dirty costs nothing.
+        let mut paths = vec![self.transcript_path(), self.dir.clone()];
+        paths.extend(self.dir.parent().map(Path::to_path_buf));
+        let spawned = Command::new(shell)
+            .arg("-c")
+            .arg(WAIT_THEN_SYNC)
+            .arg(program)
+            .args(&paths)
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn();
+        match spawned {
+            Ok(mut child) => match child.stdin.take() {
+                Some(go) => self.armed = Some(ArmedSync { child, go }),
+                None => reap(child),
+            },
+            Err(e) => tracing::debug!(error = %e, "cannot start the sync helper ahead"),
+        }
+    }
+
     /// For a process about to exit: writes the meta now and hands the transcript's sync
     /// (with its folders' first one) to a helper process, so the exit does not wait for
     /// the disk. Everything was written to the kernel before this returns, so a next start
     /// finds it however far the helper got; a meta that describes bytes a power cut took
     /// back is refused on open (the transcript is scanned instead). Without the helper
-    /// program the sync happens in line, as [`Session::write_meta`] does.
+    /// program the sync happens in line, after the meta.
     pub fn finish_detached(&mut self) -> Result<(), SessionError> {
         self.finish_detached_with(SYNC_PROGRAMS)
     }
@@ -64,27 +121,40 @@ impl Session {
         if synced && self.meta_len == Some(len) {
             return Ok(());
         }
-        if !synced {
-            let mut paths = vec![self.transcript_path()];
-            if !self.dirs_synced {
-                paths.push(self.dir.clone());
-                paths.extend(self.dir.parent().map(Path::to_path_buf));
-            }
-            let spawned = programs
-                .iter()
-                .map(Path::new)
-                .filter(|p| p.is_file())
-                .find_map(|p| spawn_sync(p, &paths).ok());
-            match spawned {
-                Some(child) => {
-                    reap(child);
-                    self.handed_len = Some(len);
-                }
-                // `write_meta` syncs first.
-                None => return self.write_meta(),
-            }
+        // The meta first: its rename joins the journal commit that the helper's sync
+        // makes, and none of our file system operations competes with that commit on the
+        // way out.
+        if self.meta_len != Some(len) {
+            self.write_meta_unsynced()?;
         }
-        self.write_meta_unsynced()
+        if synced {
+            return Ok(());
+        }
+        if let Some(ArmedSync { child, go }) = self.armed.take() {
+            // Its end of input is the word: it syncs everything written so far.
+            drop(go);
+            reap(child);
+            self.handed_len = Some(len);
+            return Ok(());
+        }
+        let mut paths = vec![self.transcript_path()];
+        if !self.dirs_synced {
+            paths.push(self.dir.clone());
+            paths.extend(self.dir.parent().map(Path::to_path_buf));
+        }
+        let spawned = programs
+            .iter()
+            .map(Path::new)
+            .filter(|p| p.is_file())
+            .find_map(|p| spawn_sync(p, &paths).ok());
+        match spawned {
+            Some(child) => {
+                reap(child);
+                self.handed_len = Some(len);
+                Ok(())
+            }
+            None => self.sync_data(),
+        }
     }
 }
 
@@ -143,6 +213,48 @@ mod tests {
         let again = store.open_or_create(&id, dir.path()).unwrap();
         assert_eq!(again.state().transcript_len, len);
         assert_eq!(again.context_messages().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn an_armed_helper_waits_for_the_finish_then_syncs() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        // A stand-in for `sync` that leaves a mark: the transcript's length when it ran.
+        let stand_in = dir.path().join("sync");
+        std::fs::write(
+            &stand_in,
+            "#!/bin/sh\n/usr/bin/wc -c < \"$3\" > \"$3.synced\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let stand_in = stand_in.to_str().unwrap().to_string();
+        let store = SessionStore::new(dir.path().join("home"));
+        let mut s = store
+            .open_or_create(&ids::new_id(ids::SESSION), dir.path())
+            .unwrap();
+        s.arm_with(SHELL, &[stand_in.as_str()]);
+        assert!(s.armed.is_some(), "the helper is armed");
+        s.append(said("hello")).unwrap();
+        let mark = PathBuf::from(format!("{}.synced", s.transcript_path().display()));
+        // Armed, it waits: nothing ran before the finish.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(!mark.exists(), "the helper ran before the finish");
+        s.finish_detached().unwrap();
+        let len = s.state().transcript_len;
+        assert_eq!(s.handed_len, Some(len));
+        assert!(s.armed.is_none());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let seen = loop {
+            match std::fs::read_to_string(&mark) {
+                Ok(t) if !t.trim().is_empty() => break t,
+                _ if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                other => panic!("the armed helper never ran: {other:?}"),
+            }
+        };
+        // It ran after the last append: it saw the whole transcript.
+        assert_eq!(seen.trim().parse::<u64>().unwrap(), len);
     }
 
     #[test]

@@ -53,6 +53,8 @@ pub struct Session {
     /// Transcript length a helper process was started to sync
     /// ([`Session::finish_detached`]).
     pub(crate) handed_len: Option<u64>,
+    /// A sync helper started ahead of the exit ([`Session::arm_detached_finish`]).
+    pub(crate) armed: Option<crate::detached::ArmedSync>,
 }
 
 impl Session {

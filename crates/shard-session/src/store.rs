@@ -255,6 +255,7 @@ impl SessionStore {
             meta_len: None,
             dirs_synced: !created,
             handed_len: None,
+            armed: None,
         };
         if created {
             session.write_initial_meta()?;

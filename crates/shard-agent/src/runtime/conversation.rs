@@ -146,6 +146,14 @@ impl Conversation {
         }
     }
 
+    /// A one-shot Runtime starts its exit's sync helper ahead, so that its turn's end only
+    /// closes a pipe (a no-op after the first time and for other Runtimes).
+    pub(super) fn arm_exit(&mut self) {
+        if self.one_shot {
+            self.session.arm_detached_finish();
+        }
+    }
+
     /// Makes the transcript durable and the meta current (a turn's end, the Runtime's
     /// end); failures are logged, since nobody could act on them. A one-shot Runtime hands
     /// the sync to a helper process: its process exits next, and the exit would otherwise

@@ -152,6 +152,9 @@ impl Runtime {
                 // costs no process, and a burst of creates starts no zygotes
                 // (docs/sandbox.md).
                 self.toolbox.sandbox.prewarm();
+                // Likewise the exit's sync helper of `shard run`: started while the model
+                // answers, not on the way out (docs/sessions.md).
+                self.conv.arm_exit();
             }
             match ev {
                 None => {

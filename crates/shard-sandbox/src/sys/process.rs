@@ -33,9 +33,17 @@ pub fn install(cmd: &mut std::process::Command, sandbox: Option<(std::sync::Arc<
     }
 }
 
+/// What a probe that entered the sandbox sends instead of a stage (stages start at 1).
+const PROBE_OK: u8 = 0;
+
 /// Forks a child that enters the sandbox described by `plan` and exits at once, and
 /// reports the step that failed, if one did. Used once per Runtime to learn what the
 /// kernel allows.
+///
+/// The answer comes through a pipe as soon as the child has entered (or failed to): the
+/// probe's processes then end without being waited for here, because their end tears
+/// down a PID, mount and network namespace, which waits for the kernel's RCU grace
+/// periods (milliseconds, tens of them on a busy machine). A thread reaps the child.
 pub fn probe(plan: &Plan, cwd: &std::ffi::CStr) -> io::Result<Option<Failure>> {
     let (read_end, write_end) = std::io::pipe()?;
     let wfd = write_end.as_raw_fd();
@@ -48,46 +56,75 @@ pub fn probe(plan: &Plan, cwd: &std::ffi::CStr) -> io::Result<Option<Failure>> {
     if pid == 0 {
         // SAFETY: in the forked child; see above.
         unsafe {
-            match enter(plan, cwd) {
-                Ok(()) => libc::_exit(0),
+            let (msg, code) = match enter(plan, cwd) {
+                Ok(()) => ([PROBE_OK, 0, 0, 0, 0], 0),
                 Err(f) => {
                     let mut msg = [0u8; 5];
                     msg[0] = f.stage as u8;
                     msg[1..].copy_from_slice(&f.errno.to_le_bytes());
-                    libc::write(wfd, msg.as_ptr() as *const c_void, msg.len());
-                    libc::_exit(1);
+                    (msg, 1)
                 }
-            }
+            };
+            libc::write(wfd, msg.as_ptr() as *const c_void, msg.len());
+            libc::_exit(code);
         }
     }
     drop(write_end);
+    let mut msg = [0u8; 5];
+    let mut got = 0;
+    let mut read_end = read_end;
+    while got < msg.len() {
+        use std::io::Read;
+        match read_end.read(&mut msg[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                reap_in_background(pid);
+                return Err(e);
+            }
+        }
+    }
+    if got == msg.len() {
+        reap_in_background(pid);
+        if msg[0] == PROBE_OK {
+            return Ok(None);
+        }
+        let stage = Stage::from_u8(msg[0]).unwrap_or(Stage::Namespaces);
+        let errno = i32::from_le_bytes([msg[1], msg[2], msg[3], msg[4]]);
+        return Ok(Some(Failure { stage, errno }));
+    }
+    // No answer: every process of the probe ended before it could send one.
+    wait_for(pid)?;
+    Ok(Some(Failure {
+        stage: Stage::Fork,
+        errno: libc::ECHILD,
+    }))
+}
+
+/// Waits for our child `pid` to end.
+fn wait_for(pid: libc::pid_t) -> io::Result<()> {
     let mut status: c_int = 0;
     loop {
         // SAFETY: waiting for our own child into a stack variable.
         let r = unsafe { libc::waitpid(pid, &mut status, 0) };
         if r == pid {
-            break;
+            return Ok(());
         }
         if r < 0 && errno() != libc::EINTR {
             return Err(io::Error::last_os_error());
         }
     }
-    use std::io::Read;
-    let mut msg = Vec::new();
-    let mut read_end = read_end;
-    read_end.read_to_end(&mut msg)?;
-    if msg.len() >= 5 {
-        let stage = Stage::from_u8(msg[0]).unwrap_or(Stage::Namespaces);
-        let errno = i32::from_le_bytes([msg[1], msg[2], msg[3], msg[4]]);
-        return Ok(Some(Failure { stage, errno }));
-    }
-    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-        Ok(None)
-    } else {
-        Ok(Some(Failure {
-            stage: Stage::Fork,
-            errno: libc::ECHILD,
-        }))
+}
+
+/// Reaps the probe's child on a thread of its own, so that it does not stay a zombie
+/// while the Runtime lives; without a thread, waits here.
+fn reap_in_background(pid: libc::pid_t) {
+    let spawned = std::thread::Builder::new()
+        .name("sandbox-probe-reap".into())
+        .spawn(move || wait_for(pid));
+    if spawned.is_err() {
+        let _ = wait_for(pid);
     }
 }
 
