@@ -195,6 +195,28 @@ pub(crate) fn remote_command(
     }
 }
 
+/// `argv` run on the host as it is: through the shared connection (`ctl`) with every
+/// word quoted for the host's shell, or after the host's command prefix, which passes
+/// words on without a shell.
+pub(crate) fn argv_command(
+    cfg: &HostConfig,
+    ctl: Option<&Path>,
+    argv: &[String],
+) -> Result<tokio::process::Command, String> {
+    match cfg.kind() {
+        Some(HostKind::Ssh { dest, options }) => {
+            Ok(ssh_command(ctl, dest, options, super::quote::words(argv)))
+        }
+        Some(HostKind::Command(prefix)) => {
+            let (program, rest) = prefix.split_first().ok_or("the host command is empty")?;
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(rest).args(argv);
+            Ok(cmd)
+        }
+        None => Err("the host has neither `ssh` nor `command`".into()),
+    }
+}
+
 /// `ssh` running `line` on the host: through the shared connection when `ctl` names its
 /// socket (and only through it), else directly; never prompting.
 pub(crate) fn ssh_command(

@@ -25,6 +25,11 @@ pub(crate) fn command_line(program_path: &str, args: &[String]) -> String {
     line
 }
 
+/// Every word quoted, the program too: the host's shell runs exactly `argv`.
+pub(crate) fn words(argv: &[String]) -> String {
+    argv.iter().map(|a| word(a)).collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -49,6 +54,31 @@ mod tests {
         assert_eq!(
             String::from_utf8(out.stdout).unwrap(),
             "/opt/my shard/shard\nagent\n--cwd\n/tmp/a'b; rm -rf ~\n"
+        );
+    }
+
+    #[test]
+    fn every_word_of_an_argv_arrives_literally() {
+        let argv: Vec<String> = [
+            "sh",
+            "-c",
+            "printf '%s\\n' \"$@\"",
+            "sh",
+            "$(touch /tmp/shard-quote-pwned)",
+            "a b'c\"d;`id`",
+            "",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(words(&argv))
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            "$(touch /tmp/shard-quote-pwned)\na b'c\"d;`id`\n\n"
         );
     }
 
