@@ -9,6 +9,7 @@ mod pool;
 mod skip;
 mod sshd;
 mod unavailable;
+mod workspaces;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -52,8 +53,21 @@ impl World {
     }
     /// With the server's `MaxSessions` set (`None`: sshd's default, 10).
     fn with_sshd_sessions(max_sessions: Option<u32>) -> Option<World> {
+        World::with_sshd_config(max_sessions, |_| String::new())
+    }
+    /// With lines of the server's `sshd_config` that `extra` writes given the test's
+    /// directory.
+    fn with_sshd_config(
+        max_sessions: Option<u32>,
+        extra: impl FnOnce(&Path) -> String,
+    ) -> Option<World> {
         let mut w = World::new();
-        w.sshd = Some(Sshd::start(&w.dir.path().join("ssh"), max_sessions)?);
+        let extra = extra(w.dir.path());
+        w.sshd = Some(Sshd::start(
+            &w.dir.path().join("ssh"),
+            max_sessions,
+            &extra,
+        )?);
         Some(w)
     }
     fn home(&self) -> PathBuf {
@@ -97,11 +111,20 @@ impl World {
     /// `[hosts.box]` as a `command` host: a wrapper script that logs its arguments to
     /// the returned file and runs them.
     fn wrapper_host(&self) -> PathBuf {
+        self.wrapper_host_path(None)
+    }
+    /// [`wrapper_host`](World::wrapper_host) whose commands find programs on `path`
+    /// (the container's own `PATH`).
+    fn wrapper_host_path(&self, path: Option<&str>) -> PathBuf {
         let wrapper = self.dir.path().join("wrap.sh");
         let log = self.dir.path().join("wrap.log");
+        let env = path.map_or(String::new(), |p| format!("PATH='{p}'; export PATH\n"));
         std::fs::write(
             &wrapper,
-            format!("#!/bin/sh\necho \"$@\" >> {}\nexec \"$@\"\n", log.display()),
+            format!(
+                "#!/bin/sh\necho \"$@\" >> {}\n{env}exec \"$@\"\n",
+                log.display()
+            ),
         )
         .unwrap();
         use std::os::unix::fs::PermissionsExt;
@@ -141,7 +164,17 @@ impl Daemon {
     }
 
     fn start_with(home: &Path, extra: &[&str]) -> Daemon {
-        let mut child = StdCommand::new(SHARD)
+        Daemon::start_path(home, extra, None)
+    }
+
+    /// Started with `path` first on its `PATH`.
+    fn start_path(home: &Path, extra: &[&str], path: Option<&Path>) -> Daemon {
+        let mut cmd = StdCommand::new(SHARD);
+        if let Some(p) = path {
+            let rest = std::env::var("PATH").unwrap_or_default();
+            cmd.env("PATH", format!("{}:{rest}", p.display()));
+        }
+        let mut child = cmd
             .args(["daemon", "--port", "0"])
             .args(extra)
             .env("SHARD_HOME", home)
