@@ -25,11 +25,6 @@ pub(crate) fn command_line(program_path: &str, args: &[String]) -> String {
     line
 }
 
-/// Every word quoted, the program too: the host's shell runs exactly `argv`.
-pub(crate) fn words(argv: &[String]) -> String {
-    argv.iter().map(|a| word(a)).collect::<Vec<_>>().join(" ")
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -73,7 +68,7 @@ mod tests {
         .collect();
         let out = std::process::Command::new("sh")
             .arg("-c")
-            .arg(words(&argv))
+            .arg(command_line(&argv[0], &argv[1..]))
             .output()
             .unwrap();
         assert_eq!(

@@ -17,6 +17,7 @@ use super::Workspaces;
 use super::git;
 use super::record::{WorkspaceRecord, version_for};
 use super::site::Site;
+use super::status::resolve;
 use super::{begin, check_version, conflict, invalid, not_found, redact};
 use crate::reply::{ProtocolError, Reply};
 use shard_protocol::CommandSpec;
@@ -69,24 +70,6 @@ pub(super) async fn inspect(site: &Site, cwd: &Path) -> Result<Repo, ProtocolErr
         common_dir,
         main_branch: main.branch,
     })
-}
-
-/// Resolves `rev` to a commit id in `repo` (`None`: not a commit).
-async fn resolve(site: &Site, repo: &Path, rev: &str) -> Result<Option<String>, ProtocolError> {
-    let spec = format!("{rev}^{{commit}}");
-    let out = site
-        .git(
-            repo,
-            &[
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                "--end-of-options",
-                &spec,
-            ],
-        )
-        .await?;
-    Ok(out.ok().then(|| out.line().to_string()))
 }
 
 /// The full ref of an integration target given as `main`, `refs/heads/main` or a

@@ -3,11 +3,13 @@
 //!
 //! A service on top of the daemon's core (it creates agents and reads their state through
 //! the core's API; the core never imports it). [`Workspaces`] owns the durable records in
-//! memory and marks which workspace has an operation in flight (a second one is refused as `busy`, so no lock is ever held across
-//! the git calls). Every git call goes through a [`site::Site`]: [`git`] (the user's own `git`, as
-//! a child process) here, or the same git on the workspace's host. `create` launches worktrees and agents, `status` reads git, `retire` proves
-//! before it deletes. Responses and events carry [`record::WorkspaceRecord::info`] only:
-//! the common-dir never leaves the daemon, and git's messages are redacted.
+//! memory and marks which workspace has an operation in flight (a second one is refused as
+//! `busy`, so no lock is ever held across the git calls). Every git call goes through a
+//! [`site::Site`]: [`git`] (the user's own `git`, as a child process) on this machine, or
+//! the same git run on the workspace's host over the host's link (docs/hosts.md).
+//! `create` launches worktrees and agents, `status` reads git, `retire` proves before it
+//! deletes. Responses and events carry [`record::WorkspaceRecord::info`] only: the
+//! common-dir never leaves the daemon, and git's messages are redacted.
 
 mod create;
 mod git;

@@ -16,7 +16,7 @@ use shard_protocol::{ErrorCode, Event, ids};
 use super::Workspaces;
 use super::record::WorkspaceRecord;
 use super::site::{Site, SiteError};
-use super::status::{agents, branch_tip, is_missing, worktree_status};
+use super::status::{agents, branch_tip, is_missing, resolve, worktree_status};
 use super::{begin, check_version, conflict, git, not_found, redact};
 use crate::reply::{ProtocolError, Reply};
 use shard_protocol::command::kind;
@@ -212,24 +212,11 @@ async fn proven(
     };
     let rc = Path::new(&rec.repository_cwd);
     let short = git::short_ref(target).to_string();
-    let spec = format!("{target}^{{commit}}");
-    let t = site
-        .git(
-            rc,
-            &[
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                "--end-of-options",
-                &spec,
-            ],
-        )
-        .await?;
-    if !t.ok() {
+    let Some(t) = resolve(site, rc, target).await? else {
         return Ok(Err(format!(
             "the integration target {short} no longer exists locally"
         )));
-    }
+    };
     let mut commits = vec![tip.to_string()];
     commits.extend(reflog(site, rc, &format!("refs/heads/{}", rec.branch)).await?);
     if !is_missing(site, &rec.cwd).await? {
@@ -237,7 +224,7 @@ async fn proven(
     }
     commits.sort();
     commits.dedup();
-    let not = format!("^{}", t.line());
+    let not = format!("^{t}");
     let mut args = vec!["rev-list", "--count", "--ignore-missing", &not];
     args.extend(commits.iter().map(String::as_str));
     let out = site.git(rc, &args).await?;

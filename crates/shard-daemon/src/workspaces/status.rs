@@ -140,6 +140,28 @@ pub(super) async fn worktree_status(
     Ok(out.ok().then(|| git::parse_status(&out.stdout)))
 }
 
+/// Resolves `rev` to a commit id in `repo` (`None`: not a commit).
+pub(super) async fn resolve(
+    site: &Site,
+    repo: &Path,
+    rev: &str,
+) -> Result<Option<String>, SiteError> {
+    let spec = format!("{rev}^{{commit}}");
+    let out = site
+        .git(
+            repo,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                &spec,
+            ],
+        )
+        .await?;
+    Ok(out.ok().then(|| out.line().to_string()))
+}
+
 /// The current tip of the workspace branch (`None`: it no longer exists).
 pub(super) async fn branch_tip(
     site: &Site,
