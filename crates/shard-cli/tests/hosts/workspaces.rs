@@ -418,14 +418,24 @@ async fn a_command_host_runs_workspace_git_through_its_prefix() {
     let id = info["workspace_id"].as_str().unwrap().to_string();
     let wt = PathBuf::from(info["cwd"].as_str().unwrap());
     assert!(wt.starts_with(w.rhome().join("workspaces")), "{wt:?}");
+    // A second agent in it: on the host too, in the same worktree.
+    let attached = ok(
+        &c,
+        json!({"type":"workspace.attach","workspace_id":id,"provider":"scripted","model":s}),
+    )
+    .await;
+    let second = attached["agent_id"].as_str().unwrap().to_string();
+    let listed = c.list().await.unwrap();
+    let a = listed.iter().find(|a| a.agent_id == second).unwrap();
+    assert_eq!(a.host.as_deref(), Some("box"));
+    assert_eq!(a.cwd, wt.display().to_string());
     std::fs::write(wt.join("new.txt"), "x\n").unwrap();
     let st = ok(&c, json!({"type":"workspace.status","workspace_id":id})).await;
     assert_eq!(st["dirty_files"], 1, "{st}");
-    ok(
-        &c,
-        json!({"type":"agent.kill","agent_id":created["agent_id"],"force":true}),
-    )
-    .await;
+    assert_eq!(st["live_agents"].as_array().unwrap().len(), 2, "{st}");
+    for a in [&created["agent_id"], &attached["agent_id"]] {
+        ok(&c, json!({"type":"agent.kill","agent_id":a,"force":true})).await;
+    }
     let e = fails(&c, json!({"type":"workspace.retire","workspace_id":id})).await;
     assert!(e.contains("uncommitted or untracked"), "{e}");
     std::fs::remove_file(wt.join("new.txt")).unwrap();
