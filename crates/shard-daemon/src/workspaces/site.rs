@@ -222,3 +222,43 @@ impl Site {
         Ok(Some(PathBuf::from(line)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host's scripts, run here by `sh` as the host's would: a home with shell syntax
+    /// in it is a path, `~` is the host's `HOME`.
+    #[test]
+    fn the_host_root_script_expands_the_tilde_and_runs_nothing_in_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let pwned = dir.path().join("pwned");
+        let home = format!("~/x $(touch {}) `id`", pwned.display());
+        let out = std::process::Command::new("sh")
+            .args(["-c", HOST_ROOT, "sh", &home])
+            .env("HOME", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let root = String::from_utf8(out.stdout).unwrap();
+        let want = dir
+            .path()
+            .canonicalize()
+            .unwrap()
+            .join(format!("x $(touch {}) `id`", pwned.display()))
+            .join("workspaces");
+        assert_eq!(root.trim_end_matches('\n'), want.display().to_string());
+        assert!(want.is_dir() && !pwned.exists());
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&want).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{mode:o}");
+        let canon = std::process::Command::new("sh")
+            .args(["-c", CANONICAL_DIR, "sh", &want.display().to_string()])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(canon.stdout).unwrap(),
+            format!("{}\n", want.display())
+        );
+    }
+}
