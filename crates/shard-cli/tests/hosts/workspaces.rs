@@ -354,8 +354,9 @@ async fn shell_syntax_in_paths_and_branch_names_runs_nothing_on_the_host() {
     assert!(ran.is_empty(), "shell syntax ran on the host: {ran:?}");
 }
 
-/// The host down, git missing there, a directory that is no repository: one line each,
-/// and nothing made — no record with the daemon, no worktree on the host.
+/// The host down, a directory that is no repository, an agent the host refuses, a
+/// record that cannot be written: one line each, and nothing made — no record with the
+/// daemon, no worktree or branch on the host. (Git missing there: the command host test.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_host_or_a_directory_without_a_repository_is_one_line_and_makes_nothing() {
     let Some((mut w, _g, d)) = ssh_git_world() else {
@@ -376,6 +377,28 @@ async fn an_unreachable_host_or_a_directory_without_a_repository_is_one_line_and
     let e = fails(&c, other).await;
     assert!(e.contains("unknown host \"nowhere\""), "{e}");
     nothing_made(&w);
+    // The agent refused by the host's Runtime: the worktree and branch made on the host
+    // are taken back there.
+    let e = fails(&c, create_on_box(&r, &s, json!({"mode": "nope"}))).await;
+    assert!(e.contains("unknown mode `nope`"), "{e}");
+    nothing_made(&w);
+    assert_eq!(
+        git(&r, &["branch", "--list", "shard/*"]),
+        "",
+        "no branch left"
+    );
+    // The record cannot be written: git is never asked to make the worktree.
+    let _ = std::fs::remove_dir(w.home().join("workspaces"));
+    std::fs::write(w.home().join("workspaces"), "not a folder").unwrap();
+    let e = fails(&c, create_on_box(&r, &s, json!({}))).await;
+    assert!(e.contains("could not record the workspace"), "{e}");
+    std::fs::remove_file(w.home().join("workspaces")).unwrap();
+    nothing_made(&w);
+    assert_eq!(
+        git(&r, &["worktree", "list"]).lines().count(),
+        1,
+        "no worktree"
+    );
     w.sshd().stop();
     drop(c);
     drop(d);
