@@ -136,7 +136,9 @@ export class Overview {
         children.set(a.parent_agent_id, list);
       } else {
         const ws = this.workspaceOf.get(a.agent_id);
-        const project = ws?.repository_cwd ?? (a.host ? `${a.host}:${a.cwd}` : a.cwd);
+        // A host's paths as HOST:PATH, so one path on two machines is two projects.
+        const [host, path] = ws?.repository_cwd ? [ws.host, ws.repository_cwd] : [a.host, a.cwd];
+        const project = host ? `${host}:${path}` : path;
         const list = byProject.get(project) ?? [];
         list.push(a);
         byProject.set(project, list);

@@ -386,7 +386,7 @@ export type WorkspaceCreate = {
   provider?: (string | null);
   /** Mode. */
   mode?: (string | null);
-  /** The `[hosts.NAME]` whose checkout `cwd` is in (absent: the daemon's machine). Workspaces on hosts are not available yet: a create naming one is refused. */
+  /** The `[hosts.NAME]` whose checkout `cwd` is in (absent: the daemon's machine): the worktree is made there, and the workspace's git and agents run there. */
   host?: (string | null);
 };
 
@@ -416,6 +416,8 @@ export type WorkspaceList = {
   cwd?: (string | null);
   /** Include retired ones. */
   include_retired?: (boolean | null);
+  /** Additive: `cwd` is a path on this `[hosts.NAME]` (absent: the daemon's machine). */
+  host?: (string | null);
 };
 
 /** `workspace.status`. */
@@ -1252,6 +1254,8 @@ export type WorkspaceInfo = {
   created_at: number;
   /** Retirement, ms since the epoch. */
   retired_at?: (number | null);
+  /** Additive: the `[hosts.NAME]` the repository and worktree are on, where the workspace's git and agents run; `cwd` and `repository_cwd` are paths there (absent: the daemon's machine). */
+  host?: (string | null);
 };
 
 /** Lifecycle of a workspace. */
@@ -1469,7 +1473,7 @@ export type WorkspaceLaunched = {
 
 /** `workspace.list` success data. */
 export type WorkspaceListData = {
-  /** One group per repository, ordered by `repository_cwd`. */
+  /** One group per repository, ordered by host (this machine first), then `repository_cwd`. */
   repositories: WorkspaceGroup[];
 };
 
@@ -1477,6 +1481,8 @@ export type WorkspaceListData = {
 export type WorkspaceGroup = {
   /** The main checkout of the repository. */
   repository_cwd: string;
+  /** Additive: the `[hosts.NAME]` that checkout is on (absent: the daemon's machine); the same path on two machines is two groups. */
+  host?: (string | null);
   /** Its workspaces, oldest first. */
   workspaces: WorkspaceInfo[];
 };

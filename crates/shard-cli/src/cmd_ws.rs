@@ -87,7 +87,8 @@ struct CreateArgs {
     /// The branch it is merged into (default: the branch of the main checkout).
     #[arg(long)]
     integration_target: Option<String>,
-    /// The `[hosts.NAME]` the repository is on (not available yet: the daemon refuses it).
+    /// The `[hosts.NAME]` the repository is on: `--cwd` is a path there, and the
+    /// worktree, its git and its agent are there too.
     #[arg(long)]
     host: Option<String>,
     #[command(flatten)]
@@ -113,6 +114,9 @@ struct ListArgs {
     /// Only the repository of this directory.
     #[arg(long)]
     cwd: Option<PathBuf>,
+    /// `--cwd` is a path on this `[hosts.NAME]`.
+    #[arg(long, requires = "cwd")]
+    host: Option<String>,
     /// Include retired workspaces.
     #[arg(long)]
     all: bool,
@@ -214,8 +218,12 @@ fn build(cmd: WsCommand) -> Result<Planned, ExitCode> {
         WsCommand::List(a) => Planned {
             command: Command::WorkspaceList(WorkspaceList {
                 version: None,
-                cwd: a.cwd.map(|c| cwd_of(Some(c))).transpose()?,
+                cwd: match &a.host {
+                    Some(_) => a.cwd.map(|p| p.display().to_string()),
+                    None => a.cwd.map(|c| cwd_of(Some(c))).transpose()?,
+                },
                 include_retired: Some(a.all),
+                host: a.host,
             }),
             json: a.json,
             print: print_list,
@@ -295,15 +303,23 @@ fn s<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("-")
 }
 
+/// Path `k` of `v`, as `HOST:PATH` when `v` names a host.
+fn at(v: &Value, k: &str) -> String {
+    match v.get("host").and_then(Value::as_str) {
+        Some(h) => format!("{h}:{}", s(v, k)),
+        None => s(v, k).to_string(),
+    }
+}
+
 fn print_launched(d: &Value) -> String {
     let w = &d["workspace"];
     format!(
         "{}\t{}\t{}\n  branch {} in {}\n  follow it with: shard attach {}",
         s(w, "workspace_id"),
         s(d, "agent_id"),
-        s(w, "cwd"),
+        at(w, "cwd"),
         s(w, "branch"),
-        s(w, "repository_cwd"),
+        at(w, "repository_cwd"),
         s(d, "agent_id")
     )
 }
@@ -315,7 +331,7 @@ fn print_list(d: &Value) -> String {
     }
     let mut out = String::new();
     for g in groups {
-        out.push_str(&format!("{}\n", s(&g, "repository_cwd")));
+        out.push_str(&format!("{}\n", at(&g, "repository_cwd")));
         for w in g["workspaces"].as_array().cloned().unwrap_or_default() {
             let agents = w["agent_ids"].as_array().map_or(0, Vec::len);
             out.push_str(&format!(
@@ -338,8 +354,8 @@ fn print_status(d: &Value) -> String {
         "{} {} ({})\n  worktree  {}{}\n  branch    {}",
         s(w, "workspace_id"),
         s(w, "lifecycle"),
-        s(w, "repository_cwd"),
-        s(w, "cwd"),
+        at(w, "repository_cwd"),
+        at(w, "cwd"),
         if d["missing"] == true {
             "  MISSING (removed by hand; never recreated)"
         } else {
@@ -386,7 +402,7 @@ fn print_retired(d: &Value) -> String {
             s(w, "branch"),
             s(d, "branch_tip"),
             s(d, "restore"),
-            s(w, "repository_cwd")
+            at(w, "repository_cwd")
         ));
     } else {
         out.push_str(&format!("; branch {} kept", s(w, "branch")));

@@ -131,6 +131,40 @@ pub trait RuntimeLauncher: Send + Sync {
     async fn check(&self, _spec: &LaunchSpec) -> Result<Option<String>, String> {
         Ok(None)
     }
+
+    /// Runs the program and arguments `argv` on host `host` through the link its
+    /// Runtimes use (an `ssh` host's shared connection, a `command` host's prefix), each
+    /// word arriving there as one literal argument, and waits for it. Workspaces on a host
+    /// run their git this way (docs/hosts.md). The default knows no host.
+    async fn run_on_host(&self, host: &str, _argv: &[String]) -> Result<HostOutput, HostRunError> {
+        Err(HostRunError::NotStarted(format!(
+            "host {host}: this daemon cannot run commands on hosts"
+        )))
+    }
+}
+
+/// What a command run on a host with [`RuntimeLauncher::run_on_host`] produced.
+#[derive(Debug, Clone, Default)]
+pub struct HostOutput {
+    /// Exit code on the host (`None`: ended by a signal).
+    pub code: Option<i32>,
+    /// Its stdout.
+    pub stdout: Vec<u8>,
+    /// Its stderr.
+    pub stderr: Vec<u8>,
+}
+
+/// Why a command could not be run on a host. The two cases differ in what the caller
+/// may assume: [`NotStarted`](HostRunError::NotStarted) ran nothing there, so there is
+/// nothing to undo; after [`Lost`](HostRunError::Lost) the command may have run.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum HostRunError {
+    /// The host could not be reached (or is not configured): nothing ran there.
+    #[error("{0}")]
+    NotStarted(String),
+    /// The connection ended while the command ran: it may have run, whole or in part.
+    #[error("{0}")]
+    Lost(String),
 }
 
 /// Validates an agent's settings (mode, provider, model, credentials, configuration)

@@ -204,8 +204,8 @@ pub struct WorkspaceCreate {
     /// Mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
-    /// The `[hosts.NAME]` whose checkout `cwd` is in (absent: the daemon's machine).
-    /// Workspaces on hosts are not available yet: a create naming one is refused.
+    /// The `[hosts.NAME]` whose checkout `cwd` is in (absent: the daemon's machine): the
+    /// worktree is made there, and the workspace's git and agents run there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
 }
@@ -247,6 +247,9 @@ pub struct WorkspaceList {
     /// Include retired ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_retired: Option<bool>,
+    /// Additive: `cwd` is a path on this `[hosts.NAME]` (absent: the daemon's machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// `workspace.status`.

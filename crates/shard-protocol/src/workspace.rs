@@ -45,6 +45,11 @@ pub struct WorkspaceInfo {
     /// Retirement, ms since the epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retired_at: Option<u64>,
+    /// Additive: the `[hosts.NAME]` the repository and worktree are on, where the
+    /// workspace's git and agents run; `cwd` and `repository_cwd` are paths there
+    /// (absent: the daemon's machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// `workspace.create` / `workspace.attach` success data: the fresh agent and session the
@@ -64,6 +69,10 @@ pub struct WorkspaceLaunched {
 pub struct WorkspaceGroup {
     /// The main checkout of the repository.
     pub repository_cwd: String,
+    /// Additive: the `[hosts.NAME]` that checkout is on (absent: the daemon's machine);
+    /// the same path on two machines is two groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// Its workspaces, oldest first.
     pub workspaces: Vec<WorkspaceInfo>,
 }
@@ -71,7 +80,8 @@ pub struct WorkspaceGroup {
 /// `workspace.list` success data.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkspaceListData {
-    /// One group per repository, ordered by `repository_cwd`.
+    /// One group per repository, ordered by host (this machine first), then
+    /// `repository_cwd`.
     pub repositories: Vec<WorkspaceGroup>,
 }
 

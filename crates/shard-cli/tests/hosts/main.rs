@@ -9,181 +9,28 @@ mod pool;
 mod skip;
 mod sshd;
 mod unavailable;
+mod workspaces;
+mod world;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command as StdCommand, Stdio};
+use std::process::Command as StdCommand;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use shard_client::{AgentEvents, Client};
 use shard_protocol::IncomingEvent;
-use shard_protocol::command::{AgentCreate, AttachRole, Command};
+use shard_protocol::command::{AttachRole, Command};
 
-use sshd::{Sshd, processes_with};
+use sshd::processes_with;
+use world::{Daemon, World};
 
 /// Generous: the machine is small and shared.
 pub const T: Duration = Duration::from_secs(60);
 
-const SHARD: &str = env!("CARGO_BIN_EXE_shard");
+/// The `shard` under test: the daemon, the far end and the line client.
+pub const SHARD: &str = env!("CARGO_BIN_EXE_shard");
 /// Stands in for a provider key: it must reach the Runtime's memory and nothing else.
-const FAKE_KEY: &str = "sk-ant-hosts-test-3e1f9b0c7d";
-
-/// A test's directories: the daemon's home, the host's home, a work dir and the server.
-struct World {
-    dir: tempfile::TempDir,
-    sshd: Option<Sshd>,
-}
-
-impl World {
-    fn new() -> World {
-        // Short: the control socket path must fit a unix socket address.
-        let dir = tempfile::Builder::new()
-            .prefix("sh")
-            .tempdir_in("/tmp")
-            .unwrap();
-        for d in ["home", "rhome", "work"] {
-            std::fs::create_dir_all(dir.path().join(d)).unwrap();
-        }
-        World { dir, sshd: None }
-    }
-    fn with_sshd() -> Option<World> {
-        World::with_sshd_sessions(None)
-    }
-    /// With the server's `MaxSessions` set (`None`: sshd's default, 10).
-    fn with_sshd_sessions(max_sessions: Option<u32>) -> Option<World> {
-        let mut w = World::new();
-        w.sshd = Some(Sshd::start(&w.dir.path().join("ssh"), max_sessions)?);
-        Some(w)
-    }
-    fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
-    }
-    fn rhome(&self) -> PathBuf {
-        self.dir.path().join("rhome")
-    }
-    fn work(&self) -> PathBuf {
-        self.dir.path().join("work")
-    }
-    fn sshd(&mut self) -> &mut Sshd {
-        self.sshd.as_mut().unwrap()
-    }
-    /// The far Runtimes of this test's agents (and their sandboxes' zygotes).
-    fn far_runtimes(&self) -> Vec<u32> {
-        let work = self.work().display().to_string();
-        processes_with("agent --remote")
-            .into_iter()
-            .filter(|p| !sshd::cmdline(*p).starts_with("ssh"))
-            .filter(|p| sshd::cmdline(*p).contains(&work))
-            .collect()
-    }
-    /// How many sessions the host holds.
-    fn host_sessions(&self) -> usize {
-        std::fs::read_dir(self.rhome().join("sessions"))
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with("sess-"))
-            .count()
-    }
-    /// `[hosts.box]` over the test server, plus `extra` lines of config.
-    fn ssh_host(&self, shard: &str, extra: &str) {
-        let s = self.sshd.as_ref().unwrap();
-        self.config(&format!(
-            "[hosts.box]\nssh = \"box\"\nssh_options = {}\nshard = \"{shard}\"\nhome = \"{}\"\n{extra}",
-            s.ssh_options(),
-            self.rhome().display()
-        ));
-    }
-    /// `[hosts.box]` as a `command` host: a wrapper script that logs its arguments to
-    /// the returned file and runs them.
-    fn wrapper_host(&self) -> PathBuf {
-        let wrapper = self.dir.path().join("wrap.sh");
-        let log = self.dir.path().join("wrap.log");
-        std::fs::write(
-            &wrapper,
-            format!("#!/bin/sh\necho \"$@\" >> {}\nexec \"$@\"\n", log.display()),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-        self.config(&format!(
-            "[hosts.box]\ncommand = [\"{}\"]\nshard = \"{SHARD}\"\nhome = \"{}\"\n",
-            wrapper.display(),
-            self.rhome().display()
-        ));
-        log
-    }
-    fn config(&self, text: &str) {
-        std::fs::write(self.home().join("config.toml"), text).unwrap();
-    }
-    fn script(&self, name: &str, turns: Value) -> String {
-        let p = self.dir.path().join(name);
-        std::fs::write(&p, serde_json::to_vec(&json!({ "turns": turns })).unwrap()).unwrap();
-        p.display().to_string()
-    }
-    fn create(&self, script: &str) -> AgentCreate {
-        serde_json::from_value(json!({
-            "cwd": self.work().display().to_string(), "provider": "scripted", "model": script,
-            "headless_policy": "queue", "host": "box"
-        }))
-        .unwrap()
-    }
-}
-
-struct Daemon {
-    child: Child,
-    home: PathBuf,
-}
-
-impl Daemon {
-    fn start(home: &Path) -> Daemon {
-        Daemon::start_with(home, &[])
-    }
-
-    fn start_with(home: &Path, extra: &[&str]) -> Daemon {
-        let mut child = StdCommand::new(SHARD)
-            .args(["daemon", "--port", "0"])
-            .args(extra)
-            .env("SHARD_HOME", home)
-            .env("SHARD_LOG", "shard_daemon=debug")
-            .env("ANTHROPIC_API_KEY", FAKE_KEY)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let log = home.join("daemon-test.log");
-        std::thread::spawn(move || {
-            use std::io::Write;
-            let mut f = std::fs::File::create(log).unwrap();
-            let mut sent = false;
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = writeln!(f, "{line}");
-                if !sent && line.contains("listening on") {
-                    let _ = tx.send(());
-                    sent = true;
-                }
-            }
-        });
-        rx.recv_timeout(T).expect("daemon started");
-        Daemon {
-            child,
-            home: home.to_path_buf(),
-        }
-    }
-    async fn client(&self) -> Client {
-        Client::connect_daemon(&self.home).await.unwrap()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+pub const FAKE_KEY: &str = "sk-ant-hosts-test-3e1f9b0c7d";
 
 fn prompt(agent: &str, text: &str) -> Command {
     serde_json::from_value(json!({"type":"prompt","agent_id":agent,"message":text})).unwrap()

@@ -42,7 +42,8 @@ impl Sshd {
     /// Keys and configuration in `dir`, then the server, its `MaxSessions` set to
     /// `max_sessions` (`None`: sshd's default, 10); `None` (after printing why) when this
     /// machine has no sshd or ssh.
-    pub fn start(dir: &Path, max_sessions: Option<u32>) -> Option<Sshd> {
+    /// `extra` lines are added to its `sshd_config` (e.g. `SetEnv`).
+    pub fn start(dir: &Path, max_sessions: Option<u32>, extra: &str) -> Option<Sshd> {
         let Some(sshd) = sshd_program() else {
             crate::skip::skip("no sshd (install openssh-server)");
             return None;
@@ -69,7 +70,7 @@ impl Sshd {
         std::fs::write(
             dir.join("sshd_config"),
             format!(
-                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/hostkey\nAuthorizedKeysFile {d}/authorized_keys\nPidFile {d}/sshd.pid\nUsePAM no\nStrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n{}MaxStartups 300\nLogLevel ERROR\n",
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/hostkey\nAuthorizedKeysFile {d}/authorized_keys\nPidFile {d}/sshd.pid\nUsePAM no\nStrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n{}MaxStartups 300\nLogLevel ERROR\n{extra}",
                 max_sessions.map_or(String::new(), |n| format!("MaxSessions {n}\n"))
             ),
         )

@@ -178,17 +178,40 @@ pub(crate) fn remote_command(
     ctl: Option<&Path>,
     args: &[String],
 ) -> Result<tokio::process::Command, String> {
+    program_command(cfg, ctl, cfg.shard_program(), args)
+}
+
+/// `argv` run on the host as it is (its first word the program); see
+/// [`program_command`].
+pub(crate) fn argv_command(
+    cfg: &HostConfig,
+    ctl: Option<&Path>,
+    argv: &[String],
+) -> Result<tokio::process::Command, String> {
+    let (program, args) = argv.split_first().ok_or("nothing to run on the host")?;
+    program_command(cfg, ctl, program, args)
+}
+
+/// `program args…` on the host: through the shared connection (`ctl`) with every word
+/// quoted for the host's shell (a `~/` program expanded there), or after the host's
+/// command prefix, which passes words on without a shell.
+fn program_command(
+    cfg: &HostConfig,
+    ctl: Option<&Path>,
+    program: &str,
+    args: &[String],
+) -> Result<tokio::process::Command, String> {
     match cfg.kind() {
         Some(HostKind::Ssh { dest, options }) => Ok(ssh_command(
             ctl,
             dest,
             options,
-            super::quote::command_line(cfg.shard_program(), args),
+            super::quote::command_line(program, args),
         )),
         Some(HostKind::Command(prefix)) => {
-            let (program, rest) = prefix.split_first().ok_or("the host command is empty")?;
-            let mut cmd = tokio::process::Command::new(program);
-            cmd.args(rest).arg(cfg.shard_program()).args(args);
+            let (first, rest) = prefix.split_first().ok_or("the host command is empty")?;
+            let mut cmd = tokio::process::Command::new(first);
+            cmd.args(rest).arg(program).args(args);
             Ok(cmd)
         }
         None => Err("the host has neither `ssh` nor `command`".into()),

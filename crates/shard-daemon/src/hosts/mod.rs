@@ -13,6 +13,7 @@ mod install;
 mod link;
 mod master;
 mod quote;
+mod run;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Seek, SeekFrom};
@@ -27,9 +28,11 @@ use shard_gate::hosts::HostConfig;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 pub use install::{InstallReport, install};
+pub(crate) use master::last_line;
 
 use crate::launcher::{
-    LaunchSpec, LaunchedRuntime, ProcessLauncher, RuntimeLauncher, SettingsCheck,
+    HostOutput, HostRunError, LaunchSpec, LaunchedRuntime, ProcessLauncher, RuntimeLauncher,
+    SettingsCheck,
 };
 
 /// Longest wait for a host's answer to the settings check.
@@ -419,6 +422,10 @@ impl RuntimeLauncher for HostsLauncher {
             None => self.local.check(spec).await,
             Some(name) => self.check_remote(name, spec).await,
         }
+    }
+
+    async fn run_on_host(&self, host: &str, argv: &[String]) -> Result<HostOutput, HostRunError> {
+        self.run_argv(host, argv).await
     }
 }
 

@@ -53,6 +53,31 @@ mod tests {
     }
 
     #[test]
+    fn every_word_of_an_argv_arrives_literally() {
+        let argv: Vec<String> = [
+            "sh",
+            "-c",
+            "printf '%s\\n' \"$@\"",
+            "sh",
+            "$(touch /tmp/shard-quote-pwned)",
+            "a b'c\"d;`id`",
+            "",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command_line(&argv[0], &argv[1..]))
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            "$(touch /tmp/shard-quote-pwned)\na b'c\"d;`id`\n\n"
+        );
+    }
+
+    #[test]
     fn a_tilde_program_expands_on_the_host() {
         assert_eq!(program("~/bin/shard"), "~/'bin/shard'");
         assert_eq!(program("shard"), "'shard'");

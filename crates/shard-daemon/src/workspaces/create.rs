@@ -1,6 +1,7 @@
 //! `workspace.create` and `workspace.attach`: a worktree and branch from `base_ref` in a
 //! root outside the user's checkout, then a fresh daemon-generated agent and session in
-//! it. The record is written before the worktree exists, so a crash never leaves a
+//! it — on this machine or, with `host`, on that host, where its git and its agent run.
+//! The record is written before the worktree exists, so a crash never leaves a
 //! worktree the daemon has forgotten; a creation whose agent is refused is rolled back
 //! (the fresh worktree is clean and its branch still at the base commit).
 
@@ -14,8 +15,10 @@ use shard_protocol::{ErrorCode, Event, ids};
 
 use super::Workspaces;
 use super::git;
-use super::record::{RECORD_VERSION, WorkspaceRecord};
-use super::{begin, check_version, conflict, invalid, no_git, not_found, redact};
+use super::record::{WorkspaceRecord, version_for};
+use super::site::Site;
+use super::status::resolve;
+use super::{begin, check_version, conflict, invalid, not_found, redact};
 use crate::reply::{ProtocolError, Reply};
 use shard_protocol::CommandSpec;
 use shard_protocol::command::kind;
@@ -30,20 +33,22 @@ pub(super) struct Repo {
 }
 
 /// Finds the repository of `cwd`; refuses a directory outside git and a bare repository.
-pub(super) async fn inspect(cwd: &Path) -> Result<Repo, ProtocolError> {
-    let common = git::run(
-        cwd,
-        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-    )
-    .await
-    .map_err(|e| no_git(&e))?;
+pub(super) async fn inspect(site: &Site, cwd: &Path) -> Result<Repo, ProtocolError> {
+    let common = site
+        .git(
+            cwd,
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        )
+        .await?;
     if !common.ok() {
-        return Err(invalid("cwd is not inside a git repository"));
+        return Err(invalid(format!(
+            "cwd {} is not inside a git repository{}",
+            cwd.display(),
+            site.on()
+        )));
     }
     let common_dir = common.line().to_string();
-    let list = git::run(cwd, &["worktree", "list", "--porcelain"])
-        .await
-        .map_err(|e| no_git(&e))?;
+    let list = site.git(cwd, &["worktree", "list", "--porcelain"]).await?;
     if !list.ok() {
         return Err(invalid(format!(
             "git worktree list failed: {}",
@@ -59,9 +64,7 @@ pub(super) async fn inspect(cwd: &Path) -> Result<Repo, ProtocolError> {
             "the repository is bare: there is no main checkout to integrate into",
         ));
     }
-    let repository_cwd = tokio::fs::canonicalize(&main.path)
-        .await
-        .unwrap_or(main.path);
+    let repository_cwd = site.canonical_dir(&main.path).await?.unwrap_or(main.path);
     Ok(Repo {
         repository_cwd,
         common_dir,
@@ -69,34 +72,16 @@ pub(super) async fn inspect(cwd: &Path) -> Result<Repo, ProtocolError> {
     })
 }
 
-/// Resolves `rev` to a commit id in `repo` (`None`: not a commit).
-async fn resolve(repo: &Path, rev: &str) -> Result<Option<String>, ProtocolError> {
-    let spec = format!("{rev}^{{commit}}");
-    let out = git::run(
-        repo,
-        &[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            "--end-of-options",
-            &spec,
-        ],
-    )
-    .await
-    .map_err(|e| no_git(&e))?;
-    Ok(out.ok().then(|| out.line().to_string()))
-}
-
 /// The full ref of an integration target given as `main`, `refs/heads/main` or a
 /// remote-tracking `origin/main` — local refs only, nothing is fetched.
-async fn target_ref(repo: &Path, t: &str) -> Result<String, ProtocolError> {
+async fn target_ref(site: &Site, repo: &Path, t: &str) -> Result<String, ProtocolError> {
     let candidates = if t.starts_with("refs/") {
         vec![t.to_string()]
     } else {
         vec![format!("refs/heads/{t}"), format!("refs/remotes/{t}")]
     };
     for c in candidates {
-        if resolve(repo, &c).await?.is_some() {
+        if resolve(site, repo, &c).await?.is_some() {
             return Ok(c);
         }
     }
@@ -154,11 +139,6 @@ pub(super) async fn create(
     c: WorkspaceCreate,
 ) -> Result<Reply, ProtocolError> {
     check_version(c.version)?;
-    if let Some(host) = &c.host {
-        return Err(invalid(format!(
-            "workspaces are not available for agents on hosts yet: make a worktree on host {host} with git there and `shard new --host {host} --cwd` it"
-        )));
-    }
     if let Some(l) = &c.label
         && (l.len() > 200 || l.chars().any(char::is_control))
     {
@@ -166,11 +146,16 @@ pub(super) async fn create(
             "label must be at most 200 bytes without control characters",
         ));
     }
-    let cwd = match tokio::fs::canonicalize(&c.cwd).await {
-        Ok(p) if tokio::fs::metadata(&p).await.is_ok_and(|m| m.is_dir()) => p,
-        _ => return Err(invalid(format!("cwd {:?} is not a directory", c.cwd))),
-    };
-    let repo = inspect(&cwd).await?;
+    let site = ws.site(c.host.as_deref());
+    if let Some(host) = &c.host {
+        // Configured, and `cwd` an absolute path (it is one on the host).
+        crate::hosts::check_create(&ws.core.cfg, host, &c.cwd).map_err(invalid)?;
+    }
+    let cwd = site
+        .canonical_dir(Path::new(&c.cwd))
+        .await?
+        .ok_or_else(|| invalid(format!("cwd {:?} is not a directory{}", c.cwd, site.on())))?;
+    let repo = inspect(&site, &cwd).await?;
     let rc = repo.repository_cwd.clone();
     let workspace_id = ids::new_id(ids::WORKSPACE);
     let tail = workspace_id
@@ -185,13 +170,13 @@ pub(super) async fn create(
             None => format!("shard/{tail}"),
         },
     };
-    let check = git::run(&rc, &["check-ref-format", "--branch", &branch])
-        .await
-        .map_err(|e| no_git(&e))?;
+    let check = site
+        .git(&rc, &["check-ref-format", "--branch", &branch])
+        .await?;
     if branch.starts_with('-') || !check.ok() {
         return Err(invalid(format!("{branch:?} is not a valid branch name")));
     }
-    if resolve(&rc, &format!("refs/heads/{branch}"))
+    if resolve(&site, &rc, &format!("refs/heads/{branch}"))
         .await?
         .is_some()
     {
@@ -201,14 +186,17 @@ pub(super) async fn create(
     if base_ref.starts_with('-') {
         return Err(invalid("base_ref must not start with '-'"));
     }
-    let base_sha = resolve(&rc, &base_ref)
+    let base_sha = resolve(&site, &rc, &base_ref)
         .await?
         .ok_or_else(|| invalid(format!("base_ref {base_ref:?} does not name a commit")))?;
     let integration_target = match &c.integration_target {
-        Some(t) => Some(target_ref(&rc, t).await?),
+        Some(t) => Some(target_ref(&site, &rc, t).await?),
         None => repo.main_branch.clone(),
     };
-    let root = root(ws).await?;
+    let root = match site.host_root().await? {
+        Some(r) => r,
+        None => root(ws).await?,
+    };
     if root.starts_with(&rc) {
         return Err(conflict(
             ws,
@@ -224,7 +212,7 @@ pub(super) async fn create(
         .unwrap_or_else(|| "repo".into());
     let path = root.join(&workspace_id).join(name);
     let mut rec = WorkspaceRecord {
-        version: RECORD_VERSION,
+        version: version_for(c.host.as_deref()),
         workspace_id: workspace_id.clone(),
         label: c.label.clone(),
         cwd: path.display().to_string(),
@@ -241,49 +229,48 @@ pub(super) async fn create(
         recorded_tip: None,
         branch_deleted: false,
         disposition: None,
+        host: c.host.clone(),
     };
     let guard = begin(ws, &workspace_id)?;
     ws.commit(&rec).await?;
     let parent = root.join(&workspace_id);
-    let made = parent.clone();
-    let _ = tokio::task::spawn_blocking(move || crate::fsutil::ensure_private_dir(&made)).await;
+    site.make_private_dir(&parent).await;
     let path_arg = path.display().to_string();
-    // Git not even starting, or failing before the worktree exists, leaves nothing: the
-    // record committed above goes with the empty directory.
-    let add = git::run(
-        &rc,
-        &["worktree", "add", "-b", &branch, &path_arg, &base_sha],
-    )
-    .await;
-    let failure = match &add {
-        Err(e) => Some(no_git(e)),
-        Ok(out) if !out.ok() && tokio::fs::metadata(&path).await.is_err() => {
-            Some(invalid(format!(
-                "git worktree add failed: {}",
-                redact(&out.why(), &repo.common_dir)
-            )))
-        }
-        Ok(_) => None,
+    let kept = |why: String| {
+        // Git may have made the worktree (it reported a failure after, or the host's
+        // connection went during it): it is kept and recorded, never deleted behind the
+        // user's back.
+        ProtocolError::new(
+            ErrorCode::InternalError,
+            format!("{why}; the workspace is kept — retire it to remove it"),
+        )
+        .with_data(Some(serde_json::json!({ "workspace_id": workspace_id })))
     };
-    if let Some(e) = failure {
-        let _ = ws.store.remove(&workspace_id).await;
-        ws.forget(&workspace_id);
-        let _ = tokio::fs::remove_dir(&parent).await;
-        return Err(e);
-    }
-    let add = add.map_err(|e| no_git(&e))?;
+    let add = match site
+        .git(
+            &rc,
+            &["worktree", "add", "-b", &branch, &path_arg, &base_sha],
+        )
+        .await
+    {
+        Ok(add) => add,
+        Err(e) if e.maybe_ran() => return Err(kept(e.to_string())),
+        // Git not even starting leaves nothing: the record committed above goes with
+        // the empty directory.
+        Err(e) => {
+            unmake(ws, &site, &workspace_id, &parent).await;
+            return Err(e.into());
+        }
+    };
     if !add.ok() {
         let why = redact(&add.why(), &repo.common_dir);
-        // Git made the worktree but reported a failure (a failing post-checkout hook):
-        // it is kept and recorded, never deleted behind the user's back.
-        return Err(ProtocolError::new(
-            ErrorCode::InternalError,
-            format!(
-                "git worktree add reported a failure after creating the worktree: {why}; \
-                 the workspace is kept — retire it to remove it"
-            ),
-        )
-        .with_data(Some(serde_json::json!({ "workspace_id": workspace_id }))));
+        if let Ok(false) = site.exists(&path).await {
+            unmake(ws, &site, &workspace_id, &parent).await;
+            return Err(invalid(format!("git worktree add failed: {why}")));
+        }
+        return Err(kept(format!(
+            "git worktree add reported a failure after creating the worktree: {why}"
+        )));
     }
     let launched = launch(
         ws,
@@ -305,7 +292,7 @@ pub(super) async fn create(
             return Err(e);
         }
         Err((e, false)) => {
-            rollback(ws, &rec).await;
+            rollback(ws, &site, &rec).await;
             return Err(e);
         }
     };
@@ -317,12 +304,20 @@ pub(super) async fn create(
     finish::<kind::WorkspaceCreate>(ws, rec, agent_id, session_id)
 }
 
+/// Forgets a creation that made nothing but its record and the empty directory.
+async fn unmake(ws: &Workspaces, site: &Site, workspace_id: &str, parent: &Path) {
+    let _ = ws.store.remove(workspace_id).await;
+    ws.forget(workspace_id);
+    site.remove_dir(parent).await;
+}
+
 /// Undoes a creation whose agent was refused before anything was started: the worktree
 /// is fresh (`git worktree remove` without force still refuses if anything appeared in
 /// it) and the branch is deleted only while it still points at the base commit.
-async fn rollback(ws: &Workspaces, rec: &WorkspaceRecord) {
+async fn rollback(ws: &Workspaces, site: &Site, rec: &WorkspaceRecord) {
     let rc = PathBuf::from(&rec.repository_cwd);
-    let removed = git::run(&rc, &["worktree", "remove", &rec.cwd])
+    let removed = site
+        .git(&rc, &["worktree", "remove", &rec.cwd])
         .await
         .is_ok_and(|o| o.ok());
     if !removed {
@@ -330,12 +325,11 @@ async fn rollback(ws: &Workspaces, rec: &WorkspaceRecord) {
         return;
     }
     let r = format!("refs/heads/{}", rec.branch);
-    let _ = git::run(&rc, &["update-ref", "-d", &r, &rec.base_sha]).await;
-    if let Some(parent) = Path::new(&rec.cwd).parent() {
-        let _ = tokio::fs::remove_dir(parent).await;
-    }
-    let _ = ws.store.remove(&rec.workspace_id).await;
-    ws.forget(&rec.workspace_id);
+    let _ = site
+        .git(&rc, &["update-ref", "-d", &r, &rec.base_sha])
+        .await;
+    let cwd = Path::new(&rec.cwd);
+    unmake(ws, site, &rec.workspace_id, cwd.parent().unwrap_or(cwd)).await;
 }
 
 /// Launches a fresh agent and session in the workspace and records its id. `Err(e,
@@ -351,6 +345,8 @@ async fn launch(
 ) -> Result<(String, String), (ProtocolError, bool)> {
     let req = AgentCreate {
         cwd: rec.cwd.clone(),
+        // A workspace on a host: its agent runs there, in the worktree.
+        host: rec.host.clone(),
         name,
         model,
         provider,
@@ -432,9 +428,10 @@ pub(super) async fn attach(
     if rec.lifecycle == WorkspaceLifecycle::Retired {
         return Err(invalid("the workspace is retired"));
     }
-    if !tokio::fs::metadata(&rec.cwd)
-        .await
-        .is_ok_and(|m| m.is_dir())
+    if !ws
+        .site(rec.host.as_deref())
+        .is_dir(Path::new(&rec.cwd))
+        .await?
     {
         return Err(conflict(
             ws,

@@ -11,6 +11,9 @@
 //! repository's own config defines) is turned off on the command line, which overrides
 //! every config file, and git starts with an environment holding only what it needs
 //! (no key, no token, no `GIT_*` variable of the daemon's). docs/workspaces.md lists it.
+//!
+//! A workspace on a host runs the same git there ([`remote_argv`]): the same options, the
+//! host's environment cleared the same way, every word passed as an argument.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -96,8 +99,40 @@ impl Output {
     }
 }
 
-/// The one builder of every git the daemon runs: `git -C dir`, the programs git could
-/// run turned off ([`OFF`], plus `extra` settings), a cleared environment, no terminal.
+/// Variables every git is started with: never wait for a password prompt nobody can
+/// see (the daemon has no terminal); never fetch missing objects of a partial clone (a
+/// transport is a program too); never take locks only a status refresh wants.
+const SET_ENV: &[(&str, &str)] = &[
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("GIT_NO_LAZY_FETCH", "1"),
+    ("GIT_OPTIONAL_LOCKS", "0"),
+    ("GIT_PROTOCOL_FROM_USER", "0"),
+];
+
+/// What lists the repository's filter, diff and merge drivers (reading config runs
+/// nothing); [`drivers_off`] turns each off.
+pub(crate) const DRIVERS_QUERY: &[&str] = &[
+    "config",
+    "--null",
+    "--name-only",
+    "--get-regexp",
+    r"^(filter|diff|merge)\.",
+];
+
+/// git's global options for every run: no pager, and each setting of [`OFF`] and
+/// `extra` given with `-c`.
+fn options(extra: &[String]) -> Vec<String> {
+    let mut v = vec!["--no-pager".to_string()];
+    for setting in OFF.iter().copied().chain(extra.iter().map(String::as_str)) {
+        v.push("-c".into());
+        v.push(setting.into());
+    }
+    v
+}
+
+/// The one builder of every git the daemon runs on its own machine: `git -C dir`, the
+/// programs git could run turned off ([`options`]), a cleared environment
+/// ([`KEEP_ENV`], [`SET_ENV`]), no terminal. [`remote_argv`] is its twin for a host.
 fn command(dir: &Path, extra: &[String]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new("git");
     cmd.env_clear();
@@ -106,17 +141,10 @@ fn command(dir: &Path, extra: &[String]) -> tokio::process::Command {
             cmd.env(k, v);
         }
     }
-    // Never wait for a password prompt nobody can see (the daemon has no terminal); never
-    // fetch missing objects of a partial clone (a transport is a program too); never take
-    // locks only a status refresh wants.
-    cmd.env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_NO_LAZY_FETCH", "1")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GIT_PROTOCOL_FROM_USER", "0");
-    cmd.arg("--no-pager").arg("-C").arg(dir);
-    for setting in OFF.iter().copied().chain(extra.iter().map(String::as_str)) {
-        cmd.arg("-c").arg(setting);
+    for (k, v) in SET_ENV {
+        cmd.env(k, v);
     }
+    cmd.args(options(extra)).arg("-C").arg(dir);
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -124,21 +152,35 @@ fn command(dir: &Path, extra: &[String]) -> tokio::process::Command {
     cmd
 }
 
-/// The filter, diff and merge drivers every config file of the repository at `dir`
-/// defines, each turned off (`-c filter.NAME.clean=` …): their names are chosen by the
-/// repository, so [`OFF`] cannot list them. Reading config runs nothing.
-async fn drivers_off(dir: &Path) -> std::io::Result<Vec<String>> {
-    let mut cmd = command(dir, &[]);
-    cmd.args([
-        "config",
-        "--null",
-        "--name-only",
-        "--get-regexp",
-        r"^(filter|diff|merge)\.",
-    ]);
-    let out = crate::children::output(cmd).await?;
+/// The program and arguments that run `git -C dir args…` on a host with exactly the
+/// hardening of [`command`]: the same options, and `env -i` keeping only the host's own
+/// [`KEEP_ENV`] variables plus [`SET_ENV`]. The script is built from those constants
+/// alone; `dir`, the settings and `args` reach git as positional parameters (`"$@"`),
+/// never as shell text.
+pub(crate) fn remote_argv(dir: &str, extra: &[String], args: &[&str]) -> Vec<String> {
+    let mut script = String::from("exec env -i");
+    for k in KEEP_ENV {
+        // Passed on only when set there: `${V+"V=$V"}` is one word or none.
+        script.push_str(&format!(" ${{{k}+\"{k}=${k}\"}}"));
+    }
+    for (k, v) in SET_ENV {
+        script.push_str(&format!(" {k}={v}"));
+    }
+    script.push_str(" git \"$@\"");
+    let mut argv = vec!["sh".to_string(), "-c".into(), script, "sh".into()];
+    argv.extend(options(extra));
+    argv.push("-C".into());
+    argv.push(dir.into());
+    argv.extend(args.iter().map(|a| a.to_string()));
+    argv
+}
+
+/// The filter, diff and merge drivers named in `names` (the NUL-separated output of
+/// [`DRIVERS_QUERY`]), each turned off (`-c filter.NAME.clean=` …): their names are
+/// chosen by the repository, so [`OFF`] cannot list them.
+pub(crate) fn drivers_in(names: &[u8]) -> Vec<String> {
     let mut off = Vec::new();
-    for name in String::from_utf8_lossy(&out.stdout).split('\0') {
+    for name in String::from_utf8_lossy(names).split('\0') {
         let name = name.trim();
         let Some((section, rest)) = name.split_once('.') else {
             continue;
@@ -159,7 +201,15 @@ async fn drivers_off(dir: &Path) -> std::io::Result<Vec<String>> {
     }
     off.sort();
     off.dedup();
-    Ok(off)
+    off
+}
+
+/// The drivers every config file of the repository at `dir` defines, each turned off.
+async fn drivers_off(dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut cmd = command(dir, &[]);
+    cmd.args(DRIVERS_QUERY);
+    let out = crate::children::output(cmd).await?;
+    Ok(drivers_in(&out.stdout))
 }
 
 /// Runs `git -C dir args…` through [`command`] and waits for it. `Err` only when git
@@ -292,6 +342,79 @@ mod tests {
         assert_eq!(s.dirty, 3);
         let d = parse_status("# branch.oid (initial)\x00# branch.head (detached)\x00");
         assert_eq!(d, StatusSummary::default());
+    }
+
+    /// The host's twin of [`command`]: run here by `sh` as a host's shell would, with
+    /// a `git` that prints what it was given.
+    #[test]
+    fn the_remote_git_gets_the_same_options_and_only_the_kept_environment() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let git = dir.path().join("git");
+        std::fs::write(
+            &git,
+            "#!/bin/sh\nenv | sort\necho --\nprintf '%s\\n' \"$@\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let pwned = dir.path().join("pwned");
+        let weird = format!("/x y/$(touch {})/'q'", pwned.display());
+        let argv = remote_argv(&weird, &["filter.lfs.clean=".into()], &["status", "`id`"]);
+        let out = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", dir.path().display()))
+            .env("HOME", "/home/h")
+            .env("ANTHROPIC_API_KEY", "secret")
+            .env("GIT_DIR", "/elsewhere")
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let (env, args) = text.split_once("--\n").unwrap();
+        // What the fake git's own shell sets is not the environment it was given.
+        let names: Vec<&str> = env
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, _)| k)
+            .filter(|k| !["PWD", "OLDPWD", "SHLVL", "_"].contains(k))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "GIT_NO_LAZY_FETCH",
+                "GIT_OPTIONAL_LOCKS",
+                "GIT_PROTOCOL_FROM_USER",
+                "GIT_TERMINAL_PROMPT",
+                "HOME",
+                "PATH"
+            ],
+            "{env}"
+        );
+        let args: Vec<&str> = args.lines().collect();
+        let mut want = options(&["filter.lfs.clean=".into()]);
+        want.extend([
+            "-C".to_string(),
+            weird.clone(),
+            "status".into(),
+            "`id`".into(),
+        ]);
+        assert_eq!(args, want);
+        assert!(args.contains(&"core.hooksPath=/dev/null"));
+        assert!(!pwned.exists());
+    }
+
+    #[test]
+    fn drivers_named_by_the_repository_are_turned_off() {
+        let off = drivers_in(b"filter.lfs.clean\0diff.x.textconv\0merge.m.name\0merge.m.driver\0");
+        assert_eq!(
+            off,
+            [
+                "diff.x.textconv=",
+                "filter.lfs.clean=",
+                "filter.lfs.required=false",
+                "merge.m.driver="
+            ]
+        );
     }
 
     #[test]

@@ -3,17 +3,20 @@
 //!
 //! A service on top of the daemon's core (it creates agents and reads their state through
 //! the core's API; the core never imports it). [`Workspaces`] owns the durable records in
-//! memory and marks which workspace has an operation in flight (a second one is refused as `busy`, so no lock is ever held across
-//! the git calls). Every git call goes through [`git`] (the user's own `git`, as a child
-//! process). `create` launches worktrees and agents, `status` reads git, `retire` proves
-//! before it deletes. Responses and events carry [`record::WorkspaceRecord::info`] only:
-//! the common-dir never leaves the daemon, and git's messages are redacted.
+//! memory and marks which workspace has an operation in flight (a second one is refused as
+//! `busy`, so no lock is ever held across the git calls). Every git call goes through a
+//! [`site::Site`]: [`git`] (the user's own `git`, as a child process) on this machine, or
+//! the same git run on the workspace's host over the host's link (docs/hosts.md).
+//! `create` launches worktrees and agents, `status` reads git, `retire` proves before it
+//! deletes. Responses and events carry [`record::WorkspaceRecord::info`] only: the
+//! common-dir never leaves the daemon, and git's messages are redacted.
 
 mod create;
 mod git;
 pub(crate) mod handlers;
 mod record;
 mod retire;
+mod site;
 mod status;
 
 use std::collections::{BTreeMap, HashSet};
@@ -55,6 +58,24 @@ impl Workspaces {
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Where git runs for a workspace on `host` (`None`: this machine).
+    fn site(&self, host: Option<&str>) -> site::Site {
+        match host {
+            None => site::Site::Local,
+            Some(name) => site::Site::Host {
+                name: name.to_string(),
+                launcher: Arc::clone(&self.core.launcher),
+                home: self
+                    .core
+                    .cfg
+                    .hosts
+                    .get(name)
+                    .and_then(|h| h.home.clone())
+                    .unwrap_or_else(|| "~/.shard".to_string()),
+            },
+        }
     }
 
     /// Reads the records written by earlier daemons (at startup).
@@ -165,14 +186,6 @@ fn invalid(msg: impl Into<String>) -> ProtocolError {
 
 fn not_found() -> ProtocolError {
     ProtocolError::new(ErrorCode::NotFound, "no such workspace")
-}
-
-/// Git could not be started at all.
-fn no_git(e: &std::io::Error) -> ProtocolError {
-    ProtocolError::new(
-        ErrorCode::InternalError,
-        format!("could not run git (is it installed and on PATH?): {e}"),
-    )
 }
 
 /// Removes the repository's private paths from a git message before it reaches a client.

@@ -11,8 +11,21 @@ use shard_protocol::ids;
 use shard_protocol::orchestrator::BranchDisposition;
 use shard_protocol::workspace::{WorkspaceInfo, WorkspaceLifecycle};
 
-/// Format version of a record file.
+/// Format version of a record file of a workspace on this machine.
 pub(crate) const RECORD_VERSION: u32 = 1;
+/// Format version of a record of a workspace on a host: a daemon that predates hosts
+/// skips it (unknown version) instead of running git on this machine for a path that is
+/// the host's (docs/decisions.md, "Workspaces on hosts").
+pub(crate) const HOST_RECORD_VERSION: u32 = 2;
+
+/// The format version a record with this `host` is written with.
+pub(crate) fn version_for(host: Option<&str>) -> u32 {
+    if host.is_some() {
+        HOST_RECORD_VERSION
+    } else {
+        RECORD_VERSION
+    }
+}
 
 /// One workspace as the daemon remembers it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,6 +63,10 @@ pub(crate) struct WorkspaceRecord {
     pub branch_deleted: bool,
     #[serde(default)]
     pub disposition: Option<BranchDisposition>,
+    /// The `[hosts.NAME]` its repository and worktree are on (`None`: this machine);
+    /// every git of the workspace runs there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl WorkspaceRecord {
@@ -70,6 +87,7 @@ impl WorkspaceRecord {
             agent_ids: self.agent_ids.clone(),
             created_at: self.created_at,
             retired_at: self.retired_at,
+            host: self.host.clone(),
         }
     }
 
@@ -133,7 +151,7 @@ impl RecordStore {
         Ok(records
             .into_iter()
             .filter(|r| {
-                if r.version == RECORD_VERSION {
+                if r.version == version_for(r.host.as_deref()) {
                     return true;
                 }
                 tracing::error!(

@@ -15,8 +15,9 @@ use shard_protocol::{ErrorCode, Event, ids};
 
 use super::Workspaces;
 use super::record::WorkspaceRecord;
-use super::status::{agents, branch_tip, is_missing, worktree_status};
-use super::{begin, check_version, conflict, git, no_git, not_found, redact};
+use super::site::{Site, SiteError};
+use super::status::{agents, branch_tip, is_missing, resolve, worktree_status};
+use super::{begin, check_version, conflict, git, not_found, redact};
 use crate::reply::{ProtocolError, Reply};
 use shard_protocol::command::kind;
 
@@ -54,27 +55,26 @@ pub(super) async fn retire(
             "an agent of the workspace is live; terminate or kill it first",
         ));
     }
+    let site = ws.site(rec.host.as_deref());
     let rc = Path::new(&rec.repository_cwd);
-    let common = git::run(
-        rc,
-        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-    )
-    .await
-    .map_err(|e| no_git(&e))?;
+    let common = site
+        .git(
+            rc,
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        )
+        .await?;
     if !common.ok() || common.line() != rec.common_dir {
         return Err(refuse(
             K::MissingAuthority,
             "the repository's main checkout is gone or is no longer the repository this workspace was made from",
         ));
     }
-    let list = git::run(rc, &["worktree", "list", "--porcelain"])
-        .await
-        .map_err(|e| no_git(&e))?;
+    let list = site.git(rc, &["worktree", "list", "--porcelain"]).await?;
     let entry = git::parse_worktrees(&list.stdout)
         .into_iter()
         .skip(1)
         .find(|e| e.path == Path::new(&rec.cwd));
-    let missing = is_missing(&rec.cwd).await;
+    let missing = is_missing(&site, &rec.cwd).await?;
     if !missing {
         match &entry {
             None => {
@@ -97,7 +97,7 @@ pub(super) async fn retire(
             }
             Some(_) => {}
         }
-        match worktree_status(&rec.cwd).await? {
+        match worktree_status(&site, &rec.cwd).await? {
             None => {
                 return Err(refuse(K::Unsafe, "git cannot read the worktree's status"));
             }
@@ -111,11 +111,11 @@ pub(super) async fn retire(
             Some(_) => {}
         }
     }
-    let tip = branch_tip(&rec).await?;
+    let tip = branch_tip(&site, &rec).await?;
     let delete = match (disposition, &tip) {
         (BranchDisposition::Keep, _) | (_, None) => false,
         (BranchDisposition::DeleteConfirmed, Some(_)) => true,
-        (BranchDisposition::DeleteIfMerged, Some(tip)) => match proven(&rec, tip).await? {
+        (BranchDisposition::DeleteIfMerged, Some(tip)) => match proven(&site, &rec, tip).await? {
             Ok(()) => true,
             Err(reason) => {
                 return Err(conflict(
@@ -134,13 +134,9 @@ pub(super) async fn retire(
     ws.commit(&next).await?;
     // The worktree first: if its removal fails, the branch is untouched.
     let removed = if missing {
-        git::run(rc, &["worktree", "prune"])
-            .await
-            .map_err(|e| no_git(&e))?
+        site.git(rc, &["worktree", "prune"]).await?
     } else {
-        git::run(rc, &["worktree", "remove", &rec.cwd])
-            .await
-            .map_err(|e| no_git(&e))?
+        site.git(rc, &["worktree", "remove", &rec.cwd]).await?
     };
     if !removed.ok() {
         let why = redact(&removed.why(), &rec.common_dir);
@@ -154,14 +150,12 @@ pub(super) async fn retire(
             .file_name()
             .is_some_and(|n| n.to_str() == Some(rec.workspace_id.as_str()))
     {
-        let _ = tokio::fs::remove_dir(parent).await;
+        site.remove_dir(parent).await;
     }
     let mut deleted = false;
     if delete && let Some(tip) = &tip {
         let r = format!("refs/heads/{}", rec.branch);
-        let out = git::run(rc, &["update-ref", "-d", &r, tip])
-            .await
-            .map_err(|e| no_git(&e))?;
+        let out = site.git(rc, &["update-ref", "-d", &r, tip]).await?;
         deleted = out.ok();
         if !deleted {
             tracing::warn!(workspace_id = %id, "branch not deleted: {}", redact(&out.why(), &rec.common_dir));
@@ -206,7 +200,11 @@ pub(super) async fn retire(
 /// from the integration target's local ref (no fetch), else the reason it could not be
 /// proven. Deleting the branch deletes its reflog: a commit only the reflog still names
 /// (an amended or reset-away commit) would be lost with it.
-async fn proven(rec: &WorkspaceRecord, tip: &str) -> Result<Result<(), String>, ProtocolError> {
+async fn proven(
+    site: &Site,
+    rec: &WorkspaceRecord,
+    tip: &str,
+) -> Result<Result<(), String>, SiteError> {
     let Some(target) = &rec.integration_target else {
         return Ok(Err(
             "the workspace has no integration target, so a merge cannot be proven".into(),
@@ -214,35 +212,22 @@ async fn proven(rec: &WorkspaceRecord, tip: &str) -> Result<Result<(), String>, 
     };
     let rc = Path::new(&rec.repository_cwd);
     let short = git::short_ref(target).to_string();
-    let spec = format!("{target}^{{commit}}");
-    let t = git::run(
-        rc,
-        &[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            "--end-of-options",
-            &spec,
-        ],
-    )
-    .await
-    .map_err(|e| no_git(&e))?;
-    if !t.ok() {
+    let Some(t) = resolve(site, rc, target).await? else {
         return Ok(Err(format!(
             "the integration target {short} no longer exists locally"
         )));
-    }
+    };
     let mut commits = vec![tip.to_string()];
-    commits.extend(reflog(rc, &format!("refs/heads/{}", rec.branch)).await?);
-    if !is_missing(&rec.cwd).await {
-        commits.extend(reflog(Path::new(&rec.cwd), "HEAD").await?);
+    commits.extend(reflog(site, rc, &format!("refs/heads/{}", rec.branch)).await?);
+    if !is_missing(site, &rec.cwd).await? {
+        commits.extend(reflog(site, Path::new(&rec.cwd), "HEAD").await?);
     }
     commits.sort();
     commits.dedup();
-    let not = format!("^{}", t.line());
+    let not = format!("^{t}");
     let mut args = vec!["rev-list", "--count", "--ignore-missing", &not];
     args.extend(commits.iter().map(String::as_str));
-    let out = git::run(rc, &args).await.map_err(|e| no_git(&e))?;
+    let out = site.git(rc, &args).await?;
     let unmerged: Option<u64> = out.ok().then(|| out.line().parse().ok()).flatten();
     Ok(match unmerged {
         Some(0) => Ok(()),
@@ -259,19 +244,19 @@ async fn proven(rec: &WorkspaceRecord, tip: &str) -> Result<Result<(), String>, 
 }
 
 /// The commits `reference` pointed at, from its reflog (none when it has no reflog).
-async fn reflog(dir: &Path, reference: &str) -> Result<Vec<String>, ProtocolError> {
-    let out = git::run(
-        dir,
-        &[
-            "log",
-            "--walk-reflogs",
-            "--format=%H",
-            "--end-of-options",
-            reference,
-        ],
-    )
-    .await
-    .map_err(|e| no_git(&e))?;
+async fn reflog(site: &Site, dir: &Path, reference: &str) -> Result<Vec<String>, SiteError> {
+    let out = site
+        .git(
+            dir,
+            &[
+                "log",
+                "--walk-reflogs",
+                "--format=%H",
+                "--end-of-options",
+                reference,
+            ],
+        )
+        .await?;
     Ok(out
         .stdout
         .lines()

@@ -1,5 +1,5 @@
 //! `workspace.list` (from the registry, no git) and `workspace.status` (what git says
-//! now). A worktree directory that is gone is reported `missing` and nothing else is
+//! now, on the workspace's machine). A worktree directory that is gone is reported `missing` and nothing else is
 //! done: the daemon never recreates a worktree the user removed.
 
 use std::collections::BTreeMap;
@@ -15,7 +15,8 @@ use shard_protocol::workspace::{
 use super::Workspaces;
 use super::git;
 use super::record::WorkspaceRecord;
-use super::{check_version, no_git, not_found};
+use super::site::{Site, SiteError};
+use super::{check_version, not_found};
 use crate::reply::{ProtocolError, Reply};
 use shard_protocol::command::kind;
 
@@ -24,10 +25,12 @@ use shard_protocol::command::kind;
 /// checkout or by one of its workspaces).
 pub(super) async fn list(ws: &Arc<Workspaces>, l: &WorkspaceList) -> Result<Reply, ProtocolError> {
     check_version(l.version)?;
-    // Resolving `cwd` touches the disk: never on the connection's read loop.
-    let cwd = match &l.cwd {
-        None => None,
-        Some(c) => Some(
+    // Resolving `cwd` touches the disk: never on the connection's read loop. A path on
+    // a host is compared as given.
+    let cwd = match (&l.cwd, &l.host) {
+        (None, _) => None,
+        (Some(c), Some(_)) => Some(PathBuf::from(c)),
+        (Some(c), None) => Some(
             tokio::fs::canonicalize(c)
                 .await
                 .unwrap_or_else(|_| PathBuf::from(c)),
@@ -37,9 +40,9 @@ pub(super) async fn list(ws: &Arc<Workspaces>, l: &WorkspaceList) -> Result<Repl
     let wanted: Option<String> = match cwd {
         None => None,
         Some(c) => {
-            let hit = all
-                .iter()
-                .find(|r| c.starts_with(&r.repository_cwd) || c.starts_with(&r.cwd));
+            let hit = all.iter().find(|r| {
+                r.host == l.host && (c.starts_with(&r.repository_cwd) || c.starts_with(&r.cwd))
+            });
             match hit {
                 Some(r) => Some(r.repository_cwd.clone()),
                 None => {
@@ -50,19 +53,26 @@ pub(super) async fn list(ws: &Arc<Workspaces>, l: &WorkspaceList) -> Result<Repl
             }
         }
     };
-    let mut groups: BTreeMap<String, Vec<WorkspaceRecord>> = BTreeMap::new();
+    // By host (this machine first), then path: one path on two machines is two groups.
+    let mut groups: BTreeMap<(Option<String>, String), Vec<WorkspaceRecord>> = BTreeMap::new();
     for r in all {
         if r.lifecycle == WorkspaceLifecycle::Retired && !l.include_retired.unwrap_or(false) {
             continue;
         }
-        if wanted.as_ref().is_some_and(|w| *w != r.repository_cwd) {
+        if wanted
+            .as_ref()
+            .is_some_and(|w| *w != r.repository_cwd || r.host != l.host)
+        {
             continue;
         }
-        groups.entry(r.repository_cwd.clone()).or_default().push(r);
+        groups
+            .entry((r.host.clone(), r.repository_cwd.clone()))
+            .or_default()
+            .push(r);
     }
     let repositories = groups
         .into_iter()
-        .map(|(repository_cwd, mut v)| {
+        .map(|((host, repository_cwd), mut v)| {
             v.sort_by(|a, b| {
                 a.created_at
                     .cmp(&b.created_at)
@@ -70,6 +80,7 @@ pub(super) async fn list(ws: &Arc<Workspaces>, l: &WorkspaceList) -> Result<Repl
             });
             WorkspaceGroup {
                 repository_cwd,
+                host,
                 workspaces: v.iter().map(WorkspaceRecord::info).collect(),
             }
         })
@@ -98,51 +109,71 @@ pub(super) fn agents(ws: &Workspaces, rec: &WorkspaceRecord) -> (Vec<String>, Ve
 }
 
 /// The worktree directory is gone.
-pub(super) async fn is_missing(cwd: &str) -> bool {
-    !tokio::fs::metadata(cwd).await.is_ok_and(|m| m.is_dir())
+pub(super) async fn is_missing(site: &Site, cwd: &str) -> Result<bool, SiteError> {
+    Ok(!site.is_dir(Path::new(cwd)).await?)
 }
 
-/// The worktree's own git link (`.git` file) is present, so git in it talks about it
-/// and not about some repository above it.
-pub(super) async fn has_git_link(cwd: &str) -> bool {
-    tokio::fs::symlink_metadata(Path::new(cwd).join(".git"))
-        .await
-        .is_ok()
-}
-
-/// `git status` of a present worktree: `None` when git cannot read it.
+/// `git status` of a present worktree: `None` when git cannot read it. Only when the
+/// worktree's own git link (`.git` file) is present, so git in it talks about it and
+/// not about some repository above it.
 pub(super) async fn worktree_status(
+    site: &Site,
     cwd: &str,
-) -> Result<Option<git::StatusSummary>, ProtocolError> {
-    if !has_git_link(cwd).await {
+) -> Result<Option<git::StatusSummary>, SiteError> {
+    if !site.exists(&Path::new(cwd).join(".git")).await? {
         return Ok(None);
     }
-    let out = git::run(
-        Path::new(cwd),
-        &[
-            "status",
-            "--porcelain=v2",
-            "--branch",
-            "-z",
-            "--untracked-files=all",
-            "--no-renames",
-            "--ignore-submodules=none",
-        ],
-    )
-    .await
-    .map_err(|e| no_git(&e))?;
+    let out = site
+        .git(
+            Path::new(cwd),
+            &[
+                "status",
+                "--porcelain=v2",
+                "--branch",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+                "--ignore-submodules=none",
+            ],
+        )
+        .await?;
     Ok(out.ok().then(|| git::parse_status(&out.stdout)))
 }
 
+/// Resolves `rev` to a commit id in `repo` (`None`: not a commit).
+pub(super) async fn resolve(
+    site: &Site,
+    repo: &Path,
+    rev: &str,
+) -> Result<Option<String>, SiteError> {
+    let spec = format!("{rev}^{{commit}}");
+    let out = site
+        .git(
+            repo,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                &spec,
+            ],
+        )
+        .await?;
+    Ok(out.ok().then(|| out.line().to_string()))
+}
+
 /// The current tip of the workspace branch (`None`: it no longer exists).
-pub(super) async fn branch_tip(rec: &WorkspaceRecord) -> Result<Option<String>, ProtocolError> {
+pub(super) async fn branch_tip(
+    site: &Site,
+    rec: &WorkspaceRecord,
+) -> Result<Option<String>, SiteError> {
     let r = format!("refs/heads/{}", rec.branch);
-    let out = git::run(
-        Path::new(&rec.repository_cwd),
-        &["rev-parse", "--verify", "--quiet", "--end-of-options", &r],
-    )
-    .await
-    .map_err(|e| no_git(&e))?;
+    let out = site
+        .git(
+            Path::new(&rec.repository_cwd),
+            &["rev-parse", "--verify", "--quiet", "--end-of-options", &r],
+        )
+        .await?;
     Ok(out.ok().then(|| out.line().to_string()))
 }
 
@@ -165,19 +196,20 @@ pub(super) async fn status(ws: &Arc<Workspaces>, r: WorkspaceRef) -> Result<Repl
         out.branch_tip = rec.recorded_tip.clone();
         return Reply::data::<kind::WorkspaceStatus>(&out);
     }
-    out.missing = is_missing(&rec.cwd).await;
+    let site = ws.site(rec.host.as_deref());
+    out.missing = is_missing(&site, &rec.cwd).await?;
     let counts = async {
         let Some(target) = &rec.integration_target else {
             return Ok(None);
         };
         let range = format!("{target}...refs/heads/{}", rec.branch);
-        let o = git::run(
-            Path::new(&rec.repository_cwd),
-            &["rev-list", "--left-right", "--count", &range, "--"],
-        )
-        .await
-        .map_err(|e| no_git(&e))?;
-        Ok::<_, ProtocolError>(if o.ok() {
+        let o = site
+            .git(
+                Path::new(&rec.repository_cwd),
+                &["rev-list", "--left-right", "--count", &range, "--"],
+            )
+            .await?;
+        Ok::<_, SiteError>(if o.ok() {
             git::parse_counts(&o.stdout)
         } else {
             None
@@ -187,7 +219,7 @@ pub(super) async fn status(ws: &Arc<Workspaces>, r: WorkspaceRef) -> Result<Repl
         if out.missing {
             Ok(None)
         } else {
-            worktree_status(&rec.cwd).await
+            worktree_status(&site, &rec.cwd).await
         }
     };
     let (counts, wt) = tokio::join!(counts, wt);
@@ -204,7 +236,7 @@ pub(super) async fn status(ws: &Arc<Workspaces>, r: WorkspaceRef) -> Result<Repl
         out.dirty_files = Some(s.dirty);
     }
     if out.branch_tip.is_none() {
-        out.branch_tip = branch_tip(&rec).await?;
+        out.branch_tip = branch_tip(&site, &rec).await?;
     }
     Reply::data::<kind::WorkspaceStatus>(&out)
 }

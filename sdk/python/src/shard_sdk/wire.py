@@ -12,7 +12,7 @@ from typing import Any, Literal, Union
 
 from ._base import Event, WireObject, _list, _obj, _tagged
 
-SCHEMA_SHA256 = "96876189e48d0701c28a932461a66485986d3edb16d4dae114f18b4497f4c43d"
+SCHEMA_SHA256 = "16edc5cc983f4c475754e9dc7673c5073c3c48cbdf4cd815d4e12253e161d0c5"
 """SHA-256 of the schema file this module was generated from."""
 
 PROTOCOL_VERSION = "0.1.0"
@@ -674,7 +674,7 @@ class WorkspaceCreate(WireObject):
 
     @property
     def host(self) -> str | None:
-        """The `[hosts.NAME]` whose checkout `cwd` is in (absent: the daemon's machine). Workspaces on hosts are not available yet: a create naming one is refused."""
+        """The `[hosts.NAME]` whose checkout `cwd` is in (absent: the daemon's machine): the worktree is made there, and the workspace's git and agents run there."""
         return self._d.get("host")
 
 
@@ -738,6 +738,11 @@ class WorkspaceList(WireObject):
     def include_retired(self) -> bool | None:
         """Include retired ones."""
         return self._d.get("include_retired")
+
+    @property
+    def host(self) -> str | None:
+        """Additive: `cwd` is a path on this `[hosts.NAME]` (absent: the daemon's machine)."""
+        return self._d.get("host")
 
 
 class WorkspaceRef(WireObject):
@@ -2426,6 +2431,11 @@ class WorkspaceInfo(WireObject):
         """Retirement, ms since the epoch."""
         return self._d.get("retired_at")
 
+    @property
+    def host(self) -> str | None:
+        """Additive: the `[hosts.NAME]` the repository and worktree are on, where the workspace's git and agents run; `cwd` and `repository_cwd` are paths there (absent: the daemon's machine)."""
+        return self._d.get("host")
+
 
 class WorkspaceEvent(Event):
     """`workspace_created` / `workspace_retired`."""
@@ -2865,7 +2875,7 @@ class WorkspaceListData(WireObject):
 
     @property
     def repositories(self) -> list[WorkspaceGroup]:
-        """One group per repository, ordered by `repository_cwd`."""
+        """One group per repository, ordered by host (this machine first), then `repository_cwd`."""
         return _list(lambda x: _obj(WorkspaceGroup, x), self._d.get("repositories"))
 
 
@@ -2878,6 +2888,11 @@ class WorkspaceGroup(WireObject):
     def repository_cwd(self) -> str:
         """The main checkout of the repository."""
         return self._d.get("repository_cwd")
+
+    @property
+    def host(self) -> str | None:
+        """Additive: the `[hosts.NAME]` that checkout is on (absent: the daemon's machine); the same path on two machines is two groups."""
+        return self._d.get("host")
 
     @property
     def workspaces(self) -> list[WorkspaceInfo]:
@@ -3923,7 +3938,7 @@ COMMAND_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "daemon.shutdown": ((), ("force",)),
     "workspace.create": (("cwd",), ("version", "cwd", "label", "branch", "base_ref", "integration_target", "title", "name", "model", "provider", "mode", "host")),
     "workspace.attach": (("workspace_id",), ("version", "workspace_id", "title", "name", "model", "provider", "mode")),
-    "workspace.list": ((), ("version", "cwd", "include_retired")),
+    "workspace.list": ((), ("version", "cwd", "include_retired", "host")),
     "workspace.status": (("workspace_id",), ("version", "workspace_id")),
     "workspace.retire": (("workspace_id",), ("version", "workspace_id", "branch_disposition")),
     "subagent.create": (("parent_agent_id",), ("parent_agent_id", "name", "task", "tasks", "strategy", "model", "provider", "mode")),
