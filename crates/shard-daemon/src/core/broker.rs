@@ -378,15 +378,19 @@ fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut
             let _ = w.send(Ok(()));
         }
         flush_queued(shared, rt);
+        // A local agent's own session records its first start (`ManifestStore::load_all`
+        // reads it there), so only an adopted agent's or a host's manifest is rewritten.
         if !entry.manifest.started {
             entry.manifest.started = true;
-            let shared = Arc::clone(shared);
-            let agent_id = agent_id.to_string();
-            tokio::spawn(async move {
-                if let Err(e) = shared.persist_manifest(&agent_id).await {
-                    tracing::warn!(error = %e.message, "could not record the first start");
-                }
-            });
+            if !crate::manifest::start_recorded_by_session(&entry.manifest) {
+                let shared = Arc::clone(shared);
+                let agent_id = agent_id.to_string();
+                tokio::spawn(async move {
+                    if let Err(e) = shared.persist_manifest(&agent_id).await {
+                        tracing::warn!(error = %e.message, "could not record the first start");
+                    }
+                });
+            }
         }
     }
     s.agent_id = Some(agent_id.to_string());
