@@ -202,8 +202,8 @@ fn note_started(home: &Path, m: &mut AgentManifest) {
 /// `rename` per file: each is atomic, so a migration cut short leaves every manifest whole
 /// in one folder or the other, and the next start moves the rest. A manifest already in
 /// the new folder is the one this version has been keeping current: it is used, and the
-/// old copy is left where it is and logged, so nothing is ever deleted unread. Moved files keep (or are
-/// given) mode 0600 in the 0700 folder. Returns how many were moved. Blocking.
+/// old copy is left where it is and logged, so nothing is ever deleted unread. Moved files
+/// keep (or are given) mode 0600 in the 0700 folder. Returns how many were moved. Blocking.
 pub fn migrate_legacy(home: &Path) -> std::io::Result<usize> {
     use std::os::unix::fs::PermissionsExt;
     let old = home.join(LEGACY_MANIFEST_DIR);
