@@ -257,14 +257,14 @@ def sync(s, runs=40):
 
 
 def fake_agents(home, n):
-    os.makedirs(os.path.join(home, "agents"), mode=0o700, exist_ok=True)
+    os.makedirs(os.path.join(home, "manifests"), mode=0o700, exist_ok=True)
     now = int(time.time() * 1000)
     for i in range(n):
         aid = new_id("agent")
         m = {"version": 1, "agent_id": aid, "session_id": new_id("sess"), "cwd": home,
              "model": os.path.join(home, "idle.json"), "provider": "scripted",
              "headless_policy": "deny", "created_at": now + i, "adopted": False, "started": False}
-        p = os.path.join(home, "agents", aid + ".json")
+        p = os.path.join(home, "manifests", aid + ".json")
         with open(p, "w") as f:
             json.dump(m, f)
         os.chmod(p, 0o600)

@@ -83,13 +83,19 @@ async fn many_agents(bin: &Path, count: usize) -> Value {
     let after = rss_kb(d.id());
     let mut runtime_kb = 0;
     for id in &ids {
-        let v: Value = serde_json::from_slice(
-            &std::fs::read(home.path().join("runtime").join(format!("{id}.json")))
+        // The Runtime's pid is in its session's lock (the runtime state file exists only
+        // while tool process groups do).
+        let manifest: Value = serde_json::from_slice(
+            &std::fs::read(home.path().join("manifests").join(format!("{id}.json")))
                 .unwrap_or_default(),
         )
         .unwrap_or_default();
-        if let Some(pid) = v["pid"].as_u64() {
-            runtime_kb += rss_kb(pid as u32);
+        let lock = manifest["session_id"].as_str().and_then(|sid| {
+            std::fs::read_to_string(home.path().join("sessions").join(sid).join("session.lock"))
+                .ok()
+        });
+        if let Some(pid) = lock.and_then(|l| l.trim().parse::<u32>().ok()) {
+            runtime_kb += rss_kb(pid);
         }
     }
     let live = c

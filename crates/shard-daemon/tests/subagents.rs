@@ -501,9 +501,12 @@ async fn after_a_daemon_restart_unfinished_runs_are_interrupted_and_relaunchable
     let home2 = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(home2.path().join("jobs")).unwrap();
     std::fs::write(home2.path().join(format!("jobs/{job_id}.json")), &record).unwrap();
-    for e in std::fs::read_dir(s.home.join("agents")).unwrap().flatten() {
-        std::fs::create_dir_all(home2.path().join("agents")).unwrap();
-        std::fs::copy(e.path(), home2.path().join("agents").join(e.file_name())).unwrap();
+    for e in std::fs::read_dir(s.home.join("manifests"))
+        .unwrap()
+        .flatten()
+    {
+        std::fs::create_dir_all(home2.path().join("manifests")).unwrap();
+        std::fs::copy(e.path(), home2.path().join("manifests").join(e.file_name())).unwrap();
     }
     let (tx, mut rx2) = tokio::sync::mpsc::unbounded_channel();
     let cfg = shard_daemon::DaemonConfig::new(home2.path().to_path_buf());

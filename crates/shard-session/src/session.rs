@@ -209,10 +209,12 @@ impl Session {
     /// Rewrites `meta.json` atomically from the current state. The transcript is synced
     /// first so the meta never describes bytes a power loss could take back.
     pub fn write_meta(&mut self) -> Result<(), SessionError> {
+        // Synced even when the meta is current: a new session's first meta is written
+        // before anything is synced.
+        self.sync_data()?;
         if self.meta_len == Some(self.state.transcript_len) {
             return Ok(());
         }
-        self.sync_data()?;
         // The meta is a cache checked against the transcript on open (a stale or lost
         // one means a scan, never wrong state), so it is replaced atomically but not
         // fsynced: two fewer fsyncs at every turn end.
@@ -230,10 +232,14 @@ impl Session {
         Ok(())
     }
 
-    /// The meta of a brand-new session: listed at once, made durable by the first
-    /// [`Session::write_meta`]. Skipping the fsyncs keeps creating a session cheap.
+    /// The meta of a brand-new session: listed at once, its folder made durable by the
+    /// first [`Session::write_meta`] (which rewrites it only if the transcript has grown
+    /// since; like every meta it is a cache checked against the transcript, never
+    /// fsynced). Skipping the fsyncs keeps creating a session cheap.
     pub(crate) fn write_initial_meta(&mut self) -> Result<(), SessionError> {
-        atomic_write_unsynced(&self.dir.join(META_FILE), &self.meta_bytes()?)
+        atomic_write_unsynced(&self.dir.join(META_FILE), &self.meta_bytes()?)?;
+        self.meta_len = Some(self.state.transcript_len);
+        Ok(())
     }
 
     fn meta_bytes(&self) -> Result<Vec<u8>, SessionError> {

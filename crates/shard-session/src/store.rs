@@ -98,7 +98,7 @@ impl SessionStore {
 
     /// Opens the existing session in `dir` (a fork being written).
     pub(crate) fn open_dir(&self, session_id: &str, dir: PathBuf) -> Result<Session, SessionError> {
-        self.open_in(session_id, dir, None)
+        self.open_in(session_id, dir, None, |_| {})
     }
 
     /// Opens the session, creating it with this id and `cwd` when absent (the daemon
@@ -106,6 +106,20 @@ impl SessionStore {
     /// its header. Holds an exclusive lock for the `Session`'s life; a second opener gets
     /// `Conflict("session is in use by pid N")`.
     pub fn open_or_create(&self, session_id: &str, cwd: &Path) -> Result<Session, SessionError> {
+        self.open_or_create_then(session_id, cwd, |_| {})
+    }
+
+    /// [`Self::open_or_create`], with `first` run on the session before its meta is written
+    /// (a new session's first meta, or the refresh of a stale one). What `first` appends —
+    /// the Runtime records the model and mode it starts with — is then in that meta, which
+    /// is not rewritten for it at the next turn end or exit: one file replaced fewer per
+    /// new session (docs/decisions.md, "Fewer files per create").
+    pub fn open_or_create_then(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+        first: impl FnOnce(&mut Session),
+    ) -> Result<Session, SessionError> {
         let dir = self.session_dir(session_id)?;
         ensure_private_dir(&self.home)?;
         let sessions = self.sessions_dir();
@@ -116,7 +130,7 @@ impl SessionStore {
             fork_index::rebuild(&sessions, &[]);
         }
         ensure_private_dir(&dir)?;
-        self.open_in(session_id, dir, Some(cwd))
+        self.open_in(session_id, dir, Some(cwd), first)
     }
 
     /// Opens an existing session; `NotFound` when there is none.
@@ -125,7 +139,7 @@ impl SessionStore {
         if !dir.join(TRANSCRIPT_FILE).is_file() {
             return Err(SessionError::NotFound(format!("session {session_id}")));
         }
-        self.open_in(session_id, dir, None)
+        self.open_in(session_id, dir, None, |_| {})
     }
 
     /// Checks that a session exists and its header is readable, without locking or
@@ -197,6 +211,7 @@ impl SessionStore {
         session_id: &str,
         dir: PathBuf,
         create_cwd: Option<&Path>,
+        first: impl FnOnce(&mut Session),
     ) -> Result<Session, SessionError> {
         let lock = take_lock(&dir.join(LOCK_FILE), session_id)?;
         let path = dir.join(TRANSCRIPT_FILE);
@@ -257,6 +272,7 @@ impl SessionStore {
             handed_len: None,
             armed: None,
         };
+        first(&mut session);
         if created {
             session.write_initial_meta()?;
         } else if !fresh {

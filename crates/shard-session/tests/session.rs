@@ -1,6 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Behaviour of the session store as the Runtime and the daemon use it.
 
+#[path = "session/first_meta.rs"]
+mod first_meta;
 #[path = "session/fork_index.rs"]
 mod fork_index;
 

@@ -5,9 +5,9 @@ use shard_protocol::ErrorCode;
 use shard_protocol::event::{Event, Hello};
 use shard_protocol::types::AgentStatus;
 
+use super::Runtime;
 use super::inbox::{Input, Internal, Next};
 use super::toolbox::Answer;
-use super::{Runtime, runtime_state_path};
 
 impl Runtime {
     /// Serves until end of input, then finishes persisting. Emits `hello` and `sync`
@@ -69,11 +69,8 @@ impl Runtime {
 
     fn shutdown(&mut self) {
         self.conv.persist();
+        // Also removes the runtime state file, if tool groups made one.
         self.toolbox.processes.kill_all();
-        if let Some(agent_id) = &self.opts.agent_id {
-            let path = runtime_state_path(&self.opts.shard_home, agent_id);
-            let _ = std::fs::remove_file(path);
-        }
     }
 
     /// Waits for a transport input or an internal message (a tool's UI request, a tool

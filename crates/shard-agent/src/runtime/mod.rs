@@ -168,21 +168,22 @@ impl Runtime {
             .map_err(session_start_error)?
             .join("tool-output");
         let sandbox = start_sandbox(&config, &opts, tool_output.clone());
+        if let Some(provider) = seams.provider {
+            models.set_provider_override(provider);
+        }
+        let mut modes = ModeController::new(&config.modes);
+        // The choices are recorded before the session's meta is written, so a new
+        // session's first meta already holds them.
         let session = store
-            .open_or_create(&session_id, &opts.cwd)
+            .open_or_create_then(&session_id, &opts.cwd, |session| {
+                restore_choices(&opts, session, &mut modes, &mut models);
+            })
             .map_err(session_start_error)?;
         if let Some(torn) = session.torn() {
             tracing::warn!(?torn, "a torn last line of the transcript was set aside");
         }
         // The spill files tool results name are readable although SHARD_HOME is not.
         gate.set_tool_output(&session.dir().join("tool-output"));
-
-        if let Some(provider) = seams.provider {
-            models.set_provider_override(provider);
-        }
-        let mut modes = ModeController::new(&config.modes);
-        let mut session = session;
-        restore_choices(&opts, &mut session, &mut modes, &mut models);
 
         let (internal_tx, internal) = mpsc::channel(inbox::INTERNAL_QUEUE);
         // `subagent` is offered only under a daemon: it forwards to `subagent.*`. Its
@@ -367,8 +368,11 @@ fn runtime_state_path(shard_home: &std::path::Path, agent_id: &str) -> PathBuf {
 }
 
 /// A tracker that records the Runtime's pid and live tool process groups in
-/// `SHARD_HOME/runtime/<agent_id>.json`, so the daemon can kill them if this process dies
-/// (docs/protocol.md §16 item 15).
+/// `SHARD_HOME/runtime/<agent_id>.json` while there are any, so the daemon can kill them if
+/// this process dies (docs/protocol.md §16 item 15). With none live the daemon has nothing
+/// to kill but the Runtime's own group, which it knows: the file is removed rather than
+/// rewritten empty, and a Runtime that runs no tool never writes it (docs/decisions.md,
+/// "Fewer files per create").
 fn runtime_state_tracker(shard_home: &std::path::Path, agent_id: &str) -> ProcessTracker {
     if !ids::is_valid(ids::AGENT, agent_id) {
         return ProcessTracker::default();
@@ -376,6 +380,14 @@ fn runtime_state_tracker(shard_home: &std::path::Path, agent_id: &str) -> Proces
     let path = runtime_state_path(shard_home, agent_id);
     let pid = std::process::id();
     let write = move |groups: Vec<i32>| {
+        if groups.is_empty() {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => tracing::warn!(error = %e, "could not remove the tool process record"),
+            }
+            return;
+        }
         let body = serde_json::json!({ "version": 1, "pid": pid, "process_groups": groups });
         if let Some(dir) = path.parent() {
             let _ = shard_session::records::ensure_private_dir(dir);
@@ -384,6 +396,5 @@ fn runtime_state_tracker(shard_home: &std::path::Path, agent_id: &str) -> Proces
             tracing::warn!(error = %e, "could not record tool process groups");
         }
     };
-    write(Vec::new());
     ProcessTracker::with_hook(Arc::new(write))
 }

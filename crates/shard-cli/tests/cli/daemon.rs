@@ -329,12 +329,23 @@ pub(super) async fn raw_attach(
     r
 }
 
+/// The pid of the agent's live Runtime, from its session's lock (the runtime state file
+/// exists only while tool process groups do).
 pub(super) fn runtime_pid(home: &Path, agent: &str) -> i32 {
-    let v: Value = serde_json::from_slice(
-        &std::fs::read(home.join("runtime").join(format!("{agent}.json"))).unwrap(),
+    let manifest: Value = serde_json::from_slice(
+        &std::fs::read(home.join("manifests").join(format!("{agent}.json"))).unwrap(),
     )
     .unwrap();
-    v["pid"].as_i64().unwrap() as i32
+    let session = manifest["session_id"].as_str().unwrap();
+    let lock = shard_session::SessionStore::new(home)
+        .session_dir(session)
+        .unwrap()
+        .join("session.lock");
+    std::fs::read_to_string(lock)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -145,7 +145,7 @@ async fn out_of_descriptors_a_create_says_so_and_leaves_no_half_made_agent() {
     assert!(created > 0, "some agents fit: {refusal}");
     let listed = c.list().await.unwrap();
     assert_eq!(listed.len(), created, "no half-made agent is listed");
-    let manifests = std::fs::read_dir(h.path().join("agents"))
+    let manifests = std::fs::read_dir(h.path().join("manifests"))
         .unwrap()
         .filter(|e| {
             e.as_ref()

@@ -191,7 +191,7 @@ async fn agent_create_refuses_an_unknown_mode_or_provider_and_creates_nothing() 
         assert_eq!(err.message, check_message(h.path(), &flags), "{bad}");
     }
     assert!(c.list().await.unwrap().is_empty(), "nothing was created");
-    let manifests = std::fs::read_dir(h.path().join("agents")).unwrap().count();
+    let manifests = std::fs::read_dir(h.path().join("manifests")).map_or(0, |r| r.count());
     assert_eq!(manifests, 0);
     // A good one still works.
     c.create(create_req(h.path(), &s)).await.unwrap();

@@ -8,6 +8,10 @@ use shard_protocol::command::AttachRole;
 
 use super::daemon::{Daemon, create_req, home, prompt, script, until};
 
+fn manifest_path(home: &std::path::Path, agent: &str) -> std::path::PathBuf {
+    home.join("manifests").join(format!("{agent}.json"))
+}
+
 fn activate(agent: &str, session: &str) -> shard_protocol::command::Command {
     serde_json::from_value(json!({"type":"session.activate","agent_id":agent,"session_id":session}))
         .unwrap()
@@ -99,8 +103,7 @@ async fn session_activate_moves_the_next_prompt_to_another_session() {
     assert_eq!(r["runtime_stopping"], true);
     // Durable: the manifest names the new session.
     let manifest: Value =
-        serde_json::from_slice(&std::fs::read(h.path().join(format!("agents/{id}.json"))).unwrap())
-            .unwrap();
+        serde_json::from_slice(&std::fs::read(manifest_path(h.path(), &id)).unwrap()).unwrap();
     assert_eq!(manifest["session_id"], json!(session_b));
 
     // The next prompt restores the agent on B: the new generation's sync says so.
@@ -120,4 +123,53 @@ async fn session_activate_moves_the_next_prompt_to_another_session() {
     );
     let agents = c.list().await.unwrap();
     assert_eq!(agents[0].session_id.as_deref(), Some(session_b.as_str()));
+}
+
+/// A create writes its manifest once (before the Runtime starts): the first start is not
+/// written back into it, since the session records it. A restarted daemon reads it there,
+/// so the agent comes back in the mode its session recorded (here changed after creation),
+/// not the one it was created with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_daemon_restores_the_mode_the_session_recorded() {
+    let h = home();
+    let s = script(h.path(), "s.json", json!([{"steps":[{"text":"hi"}]}]));
+    let id;
+    {
+        let mut d = Daemon::start(h.path(), &[]);
+        let c = d.client().await;
+        let mut req = create_req(h.path(), &s);
+        req.mode = Some("plan".into());
+        id = c.create(req).await.unwrap();
+        let (_, mut e) = c.attach(&id, AttachRole::Interactive).await.unwrap();
+        let (ev, _) = until(&mut e, |e| matches!(e, Event::Sync(_))).await;
+        let Event::Sync(first) = ev else {
+            unreachable!()
+        };
+        assert_eq!(first.mode, "plan");
+        let set = json!({"type":"set_mode","agent_id":id,"mode":"build"});
+        c.call(serde_json::from_value(set).unwrap()).await.unwrap();
+        until(&mut e, |e| matches!(e, Event::ModeChanged(_))).await;
+        let manifest: Value =
+            serde_json::from_slice(&std::fs::read(manifest_path(h.path(), &id)).unwrap()).unwrap();
+        assert_eq!(manifest["started"], json!(false), "written once, at create");
+        let down = json!({"type":"daemon.shutdown"});
+        assert!(
+            c.request(serde_json::from_value(down).unwrap())
+                .await
+                .unwrap()
+                .success
+        );
+        assert!(d.wait_exit().success());
+    }
+    let d = Daemon::start(h.path(), &[]);
+    let c = d.client().await;
+    let (_, mut e) = c.attach(&id, AttachRole::Interactive).await.unwrap();
+    let (ev, _) = until(&mut e, |e| matches!(e, Event::Sync(_))).await;
+    let Event::Sync(again) = ev else {
+        unreachable!()
+    };
+    assert_eq!(
+        again.mode, "build",
+        "the session's mode, not the creation's"
+    );
 }

@@ -236,7 +236,7 @@ async fn a_daemon_killed_mid_run_leaves_it_interrupted_and_relaunch_keeps_the_hi
     assert_eq!(re["runs"][0]["final_text"], "resumed-final");
     // The same conversation: the interrupted task is still in the child's session.
     let manifest: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(h.path().join(format!("agents/{child}.json"))).unwrap(),
+        &std::fs::read(h.path().join(format!("manifests/{child}.json"))).unwrap(),
     )
     .unwrap();
     let session = manifest["session_id"].as_str().unwrap();

@@ -30,7 +30,7 @@ fn definition(project: &Path, name: &str, front: &str) {
 
 fn manifest(home: &Path, agent: &str) -> Value {
     serde_json::from_slice(
-        &std::fs::read(home.join("agents").join(format!("{agent}.json"))).unwrap(),
+        &std::fs::read(home.join("manifests").join(format!("{agent}.json"))).unwrap(),
     )
     .unwrap()
 }

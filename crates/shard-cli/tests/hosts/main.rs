@@ -199,7 +199,7 @@ async fn a_host_that_is_down_at_create_creates_nothing() {
     assert!(e.contains("host box"), "{e}");
     assert!(e.contains("refused") || e.contains("connect"), "{e}");
     assert!(c.list().await.unwrap().is_empty());
-    let manifests = std::fs::read_dir(w.home().join("agents")).map_or(0, |r| r.count());
+    let manifests = std::fs::read_dir(w.home().join("manifests")).map_or(0, |r| r.count());
     assert_eq!(manifests, 0);
     // An unknown host is one clear error too.
     let mut bad = w.create(&s);

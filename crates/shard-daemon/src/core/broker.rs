@@ -341,10 +341,15 @@ pub(crate) fn on_status(
 fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut s: Sync) {
     // Delegated requests of descendants whose nearest interactive ancestor is this agent.
     let mut delegated: Vec<(String, String, serde_json::Value)> = Vec::new();
-    // Most agents have no open request: that test comes first, so a sync costs no id
-    // comparison per registered agent.
-    for (id, e) in &st.agents {
-        if e.pending.is_empty() || id == agent_id {
+    // Only agents that may have open requests are looked at (`State::requesting`), so a
+    // sync costs nothing per registered agent; those found without any leave the set.
+    let mut settled = Vec::new();
+    for id in &st.requesting {
+        let Some(e) = st.agents.get(id).filter(|e| !e.pending.is_empty()) else {
+            settled.push(id.clone());
+            continue;
+        };
+        if id == agent_id {
             continue;
         }
         for p in e.pending.iter().filter(|p| !p.answered) {
@@ -355,6 +360,9 @@ fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut
                 delegated.push((id.clone(), p.request_id.clone(), p.value.clone()));
             }
         }
+    }
+    for id in settled {
+        st.requesting.remove(&id);
     }
     let Some(entry) = st.agents.get_mut(agent_id) else {
         return;
@@ -378,15 +386,19 @@ fn on_sync(shared: &Arc<Shared>, st: &mut State, agent_id: &str, epoch: u64, mut
             let _ = w.send(Ok(()));
         }
         flush_queued(shared, rt);
+        // A local agent's own session records its first start (`ManifestStore::load_all`
+        // reads it there), so only an adopted agent's or a host's manifest is rewritten.
         if !entry.manifest.started {
             entry.manifest.started = true;
-            let shared = Arc::clone(shared);
-            let agent_id = agent_id.to_string();
-            tokio::spawn(async move {
-                if let Err(e) = shared.persist_manifest(&agent_id).await {
-                    tracing::warn!(error = %e.message, "could not record the first start");
-                }
-            });
+            if !crate::manifest::start_recorded_by_session(&entry.manifest) {
+                let shared = Arc::clone(shared);
+                let agent_id = agent_id.to_string();
+                tokio::spawn(async move {
+                    if let Err(e) = shared.persist_manifest(&agent_id).await {
+                        tracing::warn!(error = %e.message, "could not record the first start");
+                    }
+                });
+            }
         }
     }
     s.agent_id = Some(agent_id.to_string());

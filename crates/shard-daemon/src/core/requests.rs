@@ -47,6 +47,7 @@ pub(crate) fn on_request(
             }
         }
     }
+    st.requesting.insert(agent_id.to_string());
     if let Some(entry) = st.agents.get_mut(agent_id) {
         entry.pending.push(Pending {
             request_id: request_id.clone(),

@@ -335,6 +335,9 @@ pub(crate) struct ConnEntry {
 #[derive(Default)]
 pub(crate) struct State {
     pub(super) agents: HashMap<String, AgentEntry>,
+    /// Every agent that may have open requests: added when one is recorded, dropped by the
+    /// next `sync` that finds it has none, so a `sync` need not walk every agent.
+    pub(super) requesting: std::collections::BTreeSet<String>,
     pub(super) conns: HashMap<ConnId, ConnEntry>,
     pub(super) shutting_down: bool,
 }
