@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 
 use shard_protocol::ids;
 
-use crate::entry::{
-    Decoded, FORMAT_VERSION, HeaderTag, SessionHeader, decode_entry, decode_header, encode_header,
-};
+use crate::entry::{Decoded, SessionHeader, decode_entry, decode_header, encode_header};
 use crate::error::SessionError;
 use crate::fork_index;
 use crate::lines::{last_newline_end, read_first_line};
@@ -32,6 +30,11 @@ impl SessionStore {
         SessionStore {
             home: shard_home.into(),
         }
+    }
+
+    /// `SHARD_HOME`.
+    pub(crate) fn home(&self) -> &Path {
+        &self.home
     }
 
     /// `SHARD_HOME/sessions`.
@@ -205,14 +208,7 @@ impl SessionStore {
             let Some(cwd) = create_cwd else {
                 return Err(SessionError::NotFound(format!("session {session_id}")));
             };
-            let header = SessionHeader {
-                kind: HeaderTag::Header,
-                version: FORMAT_VERSION,
-                session_id: session_id.to_owned(),
-                cwd: cwd.to_string_lossy().into_owned(),
-                created_at: ids::now_millis(),
-                forked_from: None,
-            };
+            let header = crate::deferred::new_header(session_id, cwd);
             // Written whole by rename, so a transcript never exists without its header.
             // No fsync yet: an empty new session is worth nothing after a power cut, and
             // the first `write_meta` (turn end, shutdown) syncs the file and directory.
@@ -244,8 +240,9 @@ impl SessionStore {
         let mut session = Session {
             id: session_id.to_owned(),
             dir,
-            file,
-            _lock: lock,
+            file: file.into(),
+            _lock: lock.into(),
+            creating: std::sync::Mutex::new(None),
             header,
             header_end,
             state,
@@ -270,7 +267,7 @@ impl SessionStore {
 }
 
 /// Takes the session's exclusive lock and records our pid in it.
-fn take_lock(path: &Path, session_id: &str) -> Result<File, SessionError> {
+pub(crate) fn take_lock(path: &Path, session_id: &str) -> Result<File, SessionError> {
     let mut lock = open_private(
         path,
         OpenOptions::new()

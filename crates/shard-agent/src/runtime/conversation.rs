@@ -73,13 +73,15 @@ impl Conversation {
         live_window_budget: usize,
         one_shot: bool,
     ) -> Conversation {
+        // A session still being created is brand new: no message to read back.
+        let context = session.being_created().then(Vec::new);
         Conversation {
             store,
             session,
             system: None,
             instructions,
             last_usage: None,
-            context: None,
+            context,
             usage_mark: None,
             live_window_budget,
             one_shot,
@@ -188,6 +190,11 @@ impl Conversation {
 
     /// The persisted part of the live window, read on a blocking thread.
     pub(crate) async fn read_live_window(&self) -> LiveWindow {
+        // A brand-new session still being created holds no message yet (its first sync
+        // must not wait for the disk).
+        if self.session.being_created() && self.session.state().message_count == 0 {
+            return LiveWindow::default();
+        }
         let budget = self.live_window_budget;
         let window = self
             .read_session(move |reader| reader.live_window(budget))

@@ -70,6 +70,9 @@ pub use toolbox::PendingPermission;
 use toolbox::{ToolSite, Toolbox};
 pub use tools::{RuntimeGone, ToolsHandle};
 
+/// The session's folder for the saved outputs of cut tool results.
+const TOOL_OUTPUT: &str = "tool-output";
+
 /// Prepares the tool sandbox on its own thread (docs/sandbox.md).
 fn start_sandbox(
     config: &Config,
@@ -158,24 +161,38 @@ impl Runtime {
             live_window_budget,
         } = prepared;
         let store = SessionStore::new(opts.shard_home.clone());
+        // A one-shot run's new session is made on a thread while its first request goes
+        // out: that request waits for no file system write (docs/sessions.md, "Creating a
+        // session off the start path"); the turn's end reports a creation that failed.
+        let deferred = opts.one_shot && opts.session_id.is_none();
         let session_id = opts
             .session_id
             .clone()
             .unwrap_or_else(|| ids::new_id(ids::SESSION));
-        // The sandbox's probe (a fork that enters it) overlaps with opening the session.
-        let tool_output = store
-            .session_dir(&session_id)
-            .map_err(session_start_error)?
-            .join("tool-output");
-        let sandbox = start_sandbox(&config, &opts, tool_output.clone());
-        let session = store
-            .open_or_create(&session_id, &opts.cwd)
-            .map_err(session_start_error)?;
+        let (session, tool_output, sandbox) = if deferred {
+            let session = store
+                .create_deferred(&session_id, &opts.cwd, &[TOOL_OUTPUT])
+                .map_err(session_start_error)?;
+            let tool_output = session.dir().join(TOOL_OUTPUT);
+            let sandbox = start_sandbox(&config, &opts, tool_output.clone());
+            (session, tool_output, sandbox)
+        } else {
+            // The sandbox's probe (a fork that enters it) overlaps with opening the session.
+            let tool_output = store
+                .session_dir(&session_id)
+                .map_err(session_start_error)?
+                .join(TOOL_OUTPUT);
+            let sandbox = start_sandbox(&config, &opts, tool_output.clone());
+            let session = store
+                .open_or_create(&session_id, &opts.cwd)
+                .map_err(session_start_error)?;
+            (session, tool_output, sandbox)
+        };
         if let Some(torn) = session.torn() {
             tracing::warn!(?torn, "a torn last line of the transcript was set aside");
         }
         // The spill files tool results name are readable although SHARD_HOME is not.
-        gate.set_tool_output(&session.dir().join("tool-output"));
+        gate.set_tool_output(&tool_output);
 
         if let Some(provider) = seams.provider {
             models.set_provider_override(provider);
@@ -202,7 +219,7 @@ impl Runtime {
 
         // The saved outputs of cut results stay readable by `bash` inside the sandbox (a
         // folder created after the probe is mounted from the next call on).
-        if let Err(err) = shard_session::records::ensure_private_dir(&tool_output) {
+        if !deferred && let Err(err) = shard_session::records::ensure_private_dir(&tool_output) {
             tracing::warn!(%err, "cannot create the session's tool-output folder");
         }
         let sandbox = sandbox
@@ -322,7 +339,7 @@ impl Runtime {
         let site = ToolSite {
             cwd: self.opts.cwd.clone(),
             limits,
-            output_dir: self.conv.session.dir().join("tool-output"),
+            output_dir: self.conv.session.dir().join(TOOL_OUTPUT),
             accepts_images,
             image_max_bytes,
         };
