@@ -266,23 +266,33 @@ impl Session {
         }
     }
 
-    /// Keeps `line` for a transcript still being made; `false` when the transcript exists
-    /// (the caller writes the line itself).
+    /// Takes over the creation if it has finished, writing what was appended meanwhile;
+    /// never waits. Until this (or a call that waits) runs, appends stay in memory even
+    /// after the files exist: the Runtime calls it once the model answers, so nothing
+    /// before the first request writes to the file system. `Err` if the creation failed.
+    pub fn take_over_if_created(&self) -> Result<(), SessionError> {
+        self.settle(false)
+    }
+
+    /// Keeps `line` for a transcript still being made (or made but not taken over yet);
+    /// `false` when the transcript is open (the caller writes the line itself). A
+    /// creation known to have failed fails the append.
     pub(crate) fn buffer_while_creating(&mut self, line: &[u8]) -> Result<bool, SessionError> {
         if self.file.get().is_some() {
             return Ok(false);
         }
-        self.settle(false)?;
-        if self.file.get().is_some() {
-            return Ok(false);
-        }
-        match self.creating.get_mut() {
-            Ok(Some(creating)) => {
+        let failed = match self.creating.get_mut() {
+            Ok(Some(creating)) if creating.failed.is_none() => {
                 creating.buffered.extend_from_slice(line);
-                Ok(true)
+                return Ok(true);
             }
-            _ => Ok(false),
+            Ok(Some(_)) => true,
+            _ => false,
+        };
+        if failed {
+            self.settle(false)?;
         }
+        Ok(false)
     }
 }
 
@@ -315,6 +325,14 @@ mod tests {
         assert_eq!(session.state().entry_count, 2);
         assert_eq!(session.state().title.as_deref(), Some("the prompt"));
         go.send(()).unwrap();
+        // Made, but not taken over: appends still wait in memory, nothing is written.
+        while !session.transcript_path().exists() || !session.dir().join("tool-output").is_dir() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        session.append(said("meanwhile")).unwrap();
+        let header_only = std::fs::metadata(session.transcript_path()).unwrap().len();
+        assert_eq!(header_only, session.header_end);
+        session.take_over_if_created().unwrap();
         session.created().unwrap();
         assert!(!session.being_created());
         session.append(said("after")).unwrap();
@@ -325,7 +343,7 @@ mod tests {
         assert_eq!(len, session.state().transcript_len);
         drop(session);
         let reopened = store.open_existing(&id).unwrap();
-        assert_eq!(reopened.state().entry_count, 3);
+        assert_eq!(reopened.state().entry_count, 4);
         assert_eq!(reopened.state().mode.as_deref(), Some("build"));
         let texts: Vec<String> = reopened
             .context_messages()
@@ -336,7 +354,7 @@ mod tests {
                 other => format!("{other:?}"),
             })
             .collect();
-        assert_eq!(texts, ["the prompt", "after"]);
+        assert_eq!(texts, ["the prompt", "meanwhile", "after"]);
     }
 
     #[test]

@@ -148,9 +148,16 @@ impl Conversation {
         }
     }
 
-    /// A one-shot Runtime starts its exit's sync helper ahead, so that its turn's end only
-    /// closes a pipe (a no-op after the first time and for other Runtimes).
+    /// Once the model answers: a session created off the start path takes its files over,
+    /// and a one-shot Runtime starts its exit's sync helper ahead, so that its turn's end
+    /// only closes a pipe (each a no-op after the first time and for other Runtimes).
     pub(super) fn arm_exit(&mut self) {
+        // A session created off the start path takes its files over now that the first
+        // request is out (its appends waited in memory until here); a failure is
+        // reported at the turn's end.
+        if let Err(e) = self.session.take_over_if_created() {
+            tracing::debug!(error = %e, "the session's creation failed");
+        }
         if self.one_shot {
             self.session.arm_detached_finish();
         }
