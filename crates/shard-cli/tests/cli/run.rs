@@ -156,16 +156,7 @@ fn a_session_that_cannot_be_created_fails_the_run_loudly() {
     // A file where the sessions folder goes: the session, made off the start path while
     // the model answers, can never be written.
     std::fs::write(sb.home().join("sessions"), "not a folder").unwrap();
-    let out = shard_run(
-        &sb,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
-            script.to_str().unwrap(),
-            "keep what I typed",
-        ],
-    );
+    let out = shard_run(&sb, &scripted(&script, &["keep what I typed"]));
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("nothing of this session was saved"), "{err}");
