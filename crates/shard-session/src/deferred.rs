@@ -73,9 +73,11 @@ impl SessionStore {
         self.create_deferred_with(session_id, cwd, subdirs, None)
     }
 
-    /// [`SessionStore::create_deferred`] whose thread first waits for `gate` (tests hold a
-    /// creation back to append while the folder does not exist yet).
-    pub(crate) fn create_deferred_with(
+    /// [`SessionStore::create_deferred`] whose thread first waits for `gate` (a message or
+    /// its sender's drop): the Runtime holds the creation back until the sandbox's probe
+    /// has forked, so that child (which does not exec) never holds a copy of the session's
+    /// lock; tests hold it back to append while the folder does not exist yet.
+    pub fn create_deferred_with(
         &self,
         session_id: &str,
         cwd: &Path,

@@ -169,9 +169,12 @@ impl Runtime {
             .session_id
             .clone()
             .unwrap_or_else(|| ids::new_id(ids::SESSION));
+        // The creation waits for the sandbox's probe, whose forked child (no exec) would
+        // otherwise keep a copy of the session's lock until it exits.
+        let (probed, probe_done) = std::sync::mpsc::channel::<()>();
         let (session, tool_output, sandbox) = if deferred {
             let session = store
-                .create_deferred(&session_id, &opts.cwd, &[TOOL_OUTPUT])
+                .create_deferred_with(&session_id, &opts.cwd, &[TOOL_OUTPUT], Some(probe_done))
                 .map_err(session_start_error)?;
             let tool_output = session.dir().join(TOOL_OUTPUT);
             let sandbox = start_sandbox(&config, &opts, tool_output.clone());
@@ -222,8 +225,9 @@ impl Runtime {
         if !deferred && let Err(err) = shard_session::records::ensure_private_dir(&tool_output) {
             tracing::warn!(%err, "cannot create the session's tool-output folder");
         }
+        let sandbox = sandbox.join();
+        drop(probed);
         let sandbox = sandbox
-            .join()
             .map_err(|_| StartError::Config("the sandbox probe panicked".to_string()))?
             .map_err(|e| StartError::Config(e.to_string()))?;
         if let Some(warning) = sandbox.warning() {

@@ -28,20 +28,9 @@ async fn a_one_shot_session_holds_the_whole_turn_once_it_ends() {
     assert!(a.seen_of("error").is_empty(), "{:?}", a.seen_of("error"));
     let id = a.session_id.clone();
     a.close().await;
-    // A child forked without exec (the sandbox probe of this or another test in this
-    // process) holds a copy of every descriptor open at its fork, a session's lock among
-    // them, until it exits a few milliseconds later.
-    let store = SessionStore::new(&dirs.home);
-    let mut tries = 0;
-    let session = loop {
-        match store.open_existing(&id) {
-            Err(shard_session::SessionError::Conflict(_)) if tries < 500 => {
-                tries += 1;
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            }
-            other => break other.expect("reopen"),
-        }
-    };
+    let session = SessionStore::new(&dirs.home)
+        .open_existing(&id)
+        .expect("reopen");
     let state = session.state();
     assert_eq!(state.message_count, 2);
     assert_eq!(state.title.as_deref(), Some("hi"));

@@ -160,6 +160,11 @@ fn a_session_that_cannot_be_created_fails_the_run_loudly() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("nothing of this session was saved"), "{err}");
+    // The closing line offers no session to continue.
+    assert!(
+        err.contains("no session was saved") && !err.contains("continue with"),
+        "{err}"
+    );
 }
 
 /// `shard run` with a deadline: a run that hangs fails the test instead of hanging it.
