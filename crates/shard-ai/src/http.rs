@@ -75,82 +75,21 @@ pub(crate) struct Transport {
     pub idle_timeout: Duration,
 }
 
-/// Makes rustls's `ring` provider the process default, which reqwest (built without a
-/// provider of its own) requires before a client is built. Installing it twice is
-/// harmless: the first one stays.
-pub(crate) fn install_tls_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
-/// The HTTP client, built on a thread of its own. Building it loads and parses the
-/// system's root certificates (a few hundred files under /etc/ssl/certs), which took
-/// the largest share of a Runtime's start before its first request; off the start path,
-/// that work overlaps the session's opening and the first call waits only for what is
-/// left of it.
-#[derive(Debug, Clone)]
-pub(crate) struct ClientSlot {
-    built: tokio::sync::watch::Receiver<Option<Result<reqwest::Client, String>>>,
-}
-
-impl ClientSlot {
-    /// Starts building the client on its own thread. If no thread can be started, the
-    /// sender is dropped unused and the first call fails with a configuration error.
-    fn build(connect_timeout: Duration) -> ClientSlot {
-        let (tx, built) = tokio::sync::watch::channel(None);
-        let spawned = std::thread::Builder::new()
-            .name("shard-http-client".into())
-            .spawn(move || {
-                install_tls_provider();
-                let client = reqwest::Client::builder()
-                    .connect_timeout(connect_timeout)
-                    .user_agent(concat!("shard/", env!("CARGO_PKG_VERSION")))
-                    .build()
-                    .map_err(|e| format!("cannot build the HTTP client: {e}"));
-                tx.send_replace(Some(client));
-            });
-        if let Err(err) = spawned {
-            tracing::warn!(%err, "cannot start the thread that builds the HTTP client");
-        }
-        ClientSlot { built }
-    }
-
-    /// The client, once built.
-    pub(crate) async fn get(&self) -> Result<reqwest::Client, ProviderError> {
-        let mut built = self.built.clone();
-        let ready = built.wait_for(Option::is_some).await;
-        match ready.as_deref().map(|r| r.as_ref()) {
-            Ok(Some(Ok(client))) => Ok(client.clone()),
-            Ok(Some(Err(e))) => Err(ProviderError::Config(e.clone())),
-            Ok(None) | Err(_) => Err(ProviderError::Config(
-                "the HTTP client could not be built (no thread could be started)".to_string(),
-            )),
-        }
-    }
-}
+pub(crate) use crate::http_client::{ClientSlot, Tls};
 
 impl Transport {
-    /// The transport a provider's settings describe.
+    /// The transport a provider's settings describe: a plain `http://` base URL gets a
+    /// client without root certificates ([`Tls::None`]).
     pub fn for_settings(
         settings: &crate::settings::ProviderSettings,
     ) -> Result<Self, ProviderError> {
-        Transport::new(
-            settings.connect_timeout,
-            settings.idle_timeout,
-            settings.retry,
-        )
-    }
-
-    /// Starts building the HTTP client (connection pool, connect timeout) in the
-    /// background; a failure to build it is the first call's error.
-    pub fn new(
-        connect_timeout: Duration,
-        idle_timeout: Duration,
-        policy: RetryPolicy,
-    ) -> Result<Self, ProviderError> {
         Ok(Transport {
-            client: ClientSlot::build(connect_timeout),
-            policy,
-            idle_timeout,
+            client: ClientSlot::build(
+                settings.connect_timeout,
+                Tls::for_base_url(&settings.base_url),
+            ),
+            policy: settings.retry,
+            idle_timeout: settings.idle_timeout,
         })
     }
 }

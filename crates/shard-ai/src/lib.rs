@@ -17,6 +17,7 @@ mod convert;
 pub mod decode;
 pub mod errors;
 mod http;
+mod http_client;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod provider;

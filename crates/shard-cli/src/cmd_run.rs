@@ -268,7 +268,16 @@ async fn drive(
     let _ = actor.await;
     printer.finish();
     // On stderr in both modes: scripts reading --json from stdout still learn the session.
-    eprintln!("{}", closing_line(&view, &session_id));
+    // A failed run whose session was never written (its creation failed) names none.
+    let saved = !failed
+        || shard_session::SessionStore::new(shard_home.to_path_buf())
+            .inspect(&session_id)
+            .is_ok();
+    if saved {
+        eprintln!("{}", closing_line(&view, &session_id));
+    } else {
+        eprintln!("no session was saved");
+    }
     Ok(match interrupted {
         Some(code) => ExitCode::from(code),
         None if failed || !finished => ExitCode::from(common::EXIT_FAILED),

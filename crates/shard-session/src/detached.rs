@@ -121,11 +121,11 @@ impl Session {
         if synced && self.meta_len == Some(len) {
             return Ok(());
         }
-        // The meta first: its rename joins the journal commit that the helper's sync
-        // makes, and none of our file system operations competes with that commit on the
-        // way out.
+        // The meta first, overwritten in place: one write into its existing blocks, no
+        // file created or renamed on the way out (each of those waits for the journal on a
+        // busy disk).
         if self.meta_len != Some(len) {
-            self.write_meta_unsynced()?;
+            self.write_meta_in_place()?;
         }
         if synced {
             return Ok(());
@@ -159,14 +159,15 @@ impl Session {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use crate::{EntryKind, SessionStore};
     use shard_protocol::ids;
     use shard_protocol::types::{ContentBlock, Message, Role};
 
-    fn said(text: &str) -> EntryKind {
+    /// A user message entry saying `text`.
+    pub(crate) fn said(text: &str) -> EntryKind {
         EntryKind::message(Message {
             id: String::new(),
             role: Role::User,
@@ -194,6 +195,41 @@ mod tests {
         let missing = dir.path().join("gone");
         let mut child = spawn_sync(program, &[missing]).unwrap();
         assert!(!child.wait().unwrap().success());
+    }
+
+    #[test]
+    fn the_exit_overwrites_the_meta_in_place_and_a_longer_old_one_stays_valid_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path().join("home"));
+        let id = ids::new_id(ids::SESSION);
+        let mut session = store.open_or_create(&id, dir.path()).unwrap();
+        session.append(said("hello")).unwrap();
+        let meta = session.dir().join(crate::META_FILE);
+        // An older, longer meta: the new text is padded to its length.
+        std::fs::write(&meta, " ".repeat(4096)).unwrap();
+        let inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&meta).unwrap());
+        session.finish_detached_with(&[]).unwrap();
+        let after = std::fs::metadata(&meta).unwrap();
+        assert_eq!(
+            std::os::unix::fs::MetadataExt::ino(&after),
+            inode,
+            "not replaced"
+        );
+        assert_eq!(after.len(), 4096);
+        let parsed: crate::SessionMeta =
+            serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+        assert_eq!(parsed.transcript_len, session.state().transcript_len);
+        assert_eq!(parsed.title.as_deref(), Some("hello"));
+        // Without a meta to overwrite, it is created.
+        std::fs::remove_file(&meta).unwrap();
+        session.append(said("again")).unwrap();
+        session.finish_detached_with(&[]).unwrap();
+        let parsed: crate::SessionMeta =
+            serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+        assert_eq!(parsed.transcript_len, session.state().transcript_len);
+        drop(session);
+        let reopened = store.open_existing(&id).unwrap();
+        assert_eq!(reopened.state().message_count, 2);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod compact;
+mod deferred;
 mod detached;
 mod entry;
 mod error;

@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 use shard_protocol::event::LiveWindow;
 use shard_protocol::ids;
@@ -15,7 +16,6 @@ use shard_protocol::types::Message;
 use crate::entry::{Decoded, Entry, EntryKind, SessionHeader, decode_entry, encode_entry};
 use crate::error::SessionError;
 use crate::lines::RevLines;
-use crate::meta::SessionMeta;
 use crate::reader::SessionReader;
 use crate::records::atomic_write_unsynced;
 use crate::state::{SessionState, TornLine};
@@ -32,10 +32,13 @@ pub const LOCK_FILE: &str = "session.lock";
 pub struct Session {
     pub(crate) id: String,
     pub(crate) dir: PathBuf,
-    /// The transcript, opened for reading and appending.
-    pub(crate) file: File,
-    /// Held only for its lock.
-    pub(crate) _lock: File,
+    /// The transcript, opened for reading and appending; empty while a deferred creation
+    /// runs ([`crate::SessionStore::create_deferred`]).
+    pub(crate) file: OnceLock<File>,
+    /// Held only for its lock (empty while a deferred creation runs).
+    pub(crate) _lock: OnceLock<File>,
+    /// A deferred creation still running or failed, with the lines appended meanwhile.
+    pub(crate) creating: Mutex<Option<crate::deferred::Creating>>,
     pub(crate) header: SessionHeader,
     pub(crate) header_end: u64,
     pub(crate) state: SessionState,
@@ -125,13 +128,22 @@ impl Session {
             kind,
         };
         let line = encode_entry(&entry)?;
-        if let Err(e) = self.file.write_all(&line) {
-            // A partial line would glue onto the next append; cut it off.
-            if let Err(undo) = self.file.set_len(self.state.transcript_len) {
-                tracing::error!(session = %self.id, error = %undo, "cannot undo a failed append");
-                self.poisoned = true;
+        if !self.buffer_while_creating(&line)? {
+            let failed = {
+                let mut file = self.transcript()?;
+                match file.write_all(&line) {
+                    Ok(()) => None,
+                    // A partial line would glue onto the next append; cut it off.
+                    Err(e) => Some((e, file.set_len(self.state.transcript_len).err())),
+                }
+            };
+            if let Some((e, undo)) = failed {
+                if let Some(undo) = undo {
+                    tracing::error!(session = %self.id, error = %undo, "cannot undo a failed append");
+                    self.poisoned = true;
+                }
+                return Err(SessionError::io("appending to", &self.transcript_path(), e));
             }
-            return Err(SessionError::io("appending to", &self.transcript_path(), e));
         }
         self.state.apply(&entry);
         self.state.transcript_len += line.len() as u64;
@@ -144,7 +156,7 @@ impl Session {
         if self.synced_len == Some(self.state.transcript_len) {
             return Ok(());
         }
-        self.file
+        self.transcript()?
             .sync_data()
             .map_err(|e| SessionError::io("syncing", &self.transcript_path(), e))?;
         if !self.dirs_synced {
@@ -163,7 +175,7 @@ impl Session {
     /// the executor free.
     pub fn reader(&self) -> Result<SessionReader, SessionError> {
         let file = self
-            .file
+            .transcript()?
             .try_clone()
             .map_err(|e| SessionError::io("duplicating", &self.transcript_path(), e))?;
         Ok(SessionReader {
@@ -192,7 +204,11 @@ impl Session {
         &self,
         mut visit: impl FnMut(Entry) -> ControlFlow<()>,
     ) -> Result<(), SessionError> {
-        let mut lines = RevLines::new(&self.file, self.header_end, self.state.transcript_len);
+        let mut lines = RevLines::new(
+            self.transcript()?,
+            self.header_end,
+            self.state.transcript_len,
+        );
         while let Some((_, line)) = lines
             .next_line()
             .map_err(|e| SessionError::io("reading", &self.transcript_path(), e))?
@@ -223,11 +239,36 @@ impl Session {
         Ok(())
     }
 
-    /// Rewrites `meta.json` without syncing the transcript first: for
-    /// [`Session::finish_detached`], whose helper syncs it. Safe because a meta that
-    /// describes more than the transcript holds is refused on open.
-    pub(crate) fn write_meta_unsynced(&mut self) -> Result<(), SessionError> {
-        atomic_write_unsynced(&self.dir.join(META_FILE), &self.meta_bytes()?)?;
+    /// Rewrites `meta.json` without syncing the transcript first, in place: for
+    /// [`Session::finish_detached`], whose helper syncs the transcript, on the way out of
+    /// the process. One `pwrite` into the existing file (padded with spaces, which JSON
+    /// allows, when the new text is shorter) instead of a temp file and a rename, which
+    /// create and rename directory entries and allocate blocks, each waiting for the
+    /// journal on a busy disk. Safe because the meta is a cache checked on open: a meta
+    /// that describes more than the transcript holds is refused, and one a power cut left
+    /// half-written is unreadable, so open scans (docs/sessions.md). Without an existing
+    /// meta, or if the write fails, the atomic replacement runs instead.
+    pub(crate) fn write_meta_in_place(&mut self) -> Result<(), SessionError> {
+        use std::os::unix::fs::FileExt;
+        self.transcript()?;
+        let path = self.dir.join(META_FILE);
+        let mut bytes = self.meta_bytes()?;
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|file| {
+                let old = file.metadata()?.len();
+                if let Ok(old) = usize::try_from(old)
+                    && old > bytes.len()
+                {
+                    bytes.resize(old, b' ');
+                }
+                file.write_all_at(&bytes, 0)
+            });
+        if let Err(e) = written {
+            tracing::debug!(error = %e, "meta not overwritten in place; replacing it");
+            atomic_write_unsynced(&path, &self.meta_bytes()?)?;
+        }
         self.meta_len = Some(self.state.transcript_len);
         Ok(())
     }
@@ -243,10 +284,6 @@ impl Session {
     }
 
     fn meta_bytes(&self) -> Result<Vec<u8>, SessionError> {
-        let meta = SessionMeta::from_state(&self.header, &self.state);
-        let mut bytes = serde_json::to_vec_pretty(&meta)
-            .map_err(|e| SessionError::Corrupt(format!("cannot encode meta: {e}")))?;
-        bytes.push(b'\n');
-        Ok(bytes)
+        crate::deferred::meta_bytes(&self.header, &self.state)
     }
 }

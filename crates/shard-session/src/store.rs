@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 
 use shard_protocol::ids;
 
-use crate::entry::{
-    Decoded, FORMAT_VERSION, HeaderTag, SessionHeader, decode_entry, decode_header, encode_header,
-};
+use crate::entry::{Decoded, SessionHeader, decode_entry, decode_header, encode_header};
 use crate::error::SessionError;
 use crate::fork_index;
 use crate::lines::{last_newline_end, read_first_line};
@@ -32,6 +30,11 @@ impl SessionStore {
         SessionStore {
             home: shard_home.into(),
         }
+    }
+
+    /// `SHARD_HOME`.
+    pub(crate) fn home(&self) -> &Path {
+        &self.home
     }
 
     /// `SHARD_HOME/sessions`.
@@ -220,14 +223,7 @@ impl SessionStore {
             let Some(cwd) = create_cwd else {
                 return Err(SessionError::NotFound(format!("session {session_id}")));
             };
-            let header = SessionHeader {
-                kind: HeaderTag::Header,
-                version: FORMAT_VERSION,
-                session_id: session_id.to_owned(),
-                cwd: cwd.to_string_lossy().into_owned(),
-                created_at: ids::now_millis(),
-                forked_from: None,
-            };
+            let header = crate::deferred::new_header(session_id, cwd);
             // Written whole by rename, so a transcript never exists without its header.
             // No fsync yet: an empty new session is worth nothing after a power cut, and
             // the first `write_meta` (turn end, shutdown) syncs the file and directory.
@@ -259,8 +255,9 @@ impl SessionStore {
         let mut session = Session {
             id: session_id.to_owned(),
             dir,
-            file,
-            _lock: lock,
+            file: file.into(),
+            _lock: lock.into(),
+            creating: std::sync::Mutex::new(None),
             header,
             header_end,
             state,
@@ -285,8 +282,11 @@ impl SessionStore {
     }
 }
 
+/// How long a session's lock is waited for before it counts as held by another process.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// Takes the session's exclusive lock and records our pid in it.
-fn take_lock(path: &Path, session_id: &str) -> Result<File, SessionError> {
+pub(crate) fn take_lock(path: &Path, session_id: &str) -> Result<File, SessionError> {
     let mut lock = open_private(
         path,
         OpenOptions::new()
@@ -295,7 +295,20 @@ fn take_lock(path: &Path, session_id: &str) -> Result<File, SessionError> {
             .create(true)
             .truncate(false),
     )?;
-    match lock.try_lock() {
+    // A Runtime that has just ended may have left a copy of its lock's descriptor in a
+    // child between `fork` and `exec` (the sandbox's zygote starts that way): the copy
+    // goes at the child's `exec`, milliseconds later. A holder still there after a short
+    // wait is a real one (docs/decisions.md, "A session lock waits briefly").
+    let patience = std::time::Instant::now() + LOCK_PATIENCE;
+    let locked = loop {
+        match lock.try_lock() {
+            Err(TryLockError::WouldBlock) if std::time::Instant::now() < patience => {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            other => break other,
+        }
+    };
+    match locked {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {
             let holder = read_small(&mut lock);

@@ -88,6 +88,11 @@ impl Runtime {
     /// message reached the transcript before the kill), its calls answered, so the next
     /// request carries it validly. Then the journal goes.
     fn recover_streamed(&mut self, window: &mut shard_protocol::event::LiveWindow) {
+        // A session still being created is brand new: it has no journal (and maybe no
+        // folder yet).
+        if self.conv.session.being_created() {
+            return;
+        }
         let dir = self.conv.session.dir().to_path_buf();
         let recovered = match streaming::read_journal(&dir) {
             Ok(r) => r,

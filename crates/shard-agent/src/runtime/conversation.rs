@@ -73,13 +73,15 @@ impl Conversation {
         live_window_budget: usize,
         one_shot: bool,
     ) -> Conversation {
+        // A session still being created is brand new: no message to read back.
+        let context = session.being_created().then(Vec::new);
         Conversation {
             store,
             session,
             system: None,
             instructions,
             last_usage: None,
-            context: None,
+            context,
             usage_mark: None,
             live_window_budget,
             one_shot,
@@ -146,9 +148,16 @@ impl Conversation {
         }
     }
 
-    /// A one-shot Runtime starts its exit's sync helper ahead, so that its turn's end only
-    /// closes a pipe (a no-op after the first time and for other Runtimes).
+    /// Once the model answers: a session created off the start path takes its files over,
+    /// and a one-shot Runtime starts its exit's sync helper ahead, so that its turn's end
+    /// only closes a pipe (each a no-op after the first time and for other Runtimes).
     pub(super) fn arm_exit(&mut self) {
+        // A session created off the start path takes its files over now that the first
+        // request is out (its appends waited in memory until here); a failure is
+        // reported at the turn's end.
+        if let Err(e) = self.session.take_over_if_created() {
+            tracing::debug!(error = %e, "the session's creation failed");
+        }
         if self.one_shot {
             self.session.arm_detached_finish();
         }
@@ -188,6 +197,11 @@ impl Conversation {
 
     /// The persisted part of the live window, read on a blocking thread.
     pub(crate) async fn read_live_window(&self) -> LiveWindow {
+        // A brand-new session still being created holds no message yet (its first sync
+        // must not wait for the disk).
+        if self.session.being_created() && self.session.state().message_count == 0 {
+            return LiveWindow::default();
+        }
         let budget = self.live_window_budget;
         let window = self
             .read_session(move |reader| reader.live_window(budget))

@@ -70,6 +70,9 @@ pub use toolbox::PendingPermission;
 use toolbox::{ToolSite, Toolbox};
 pub use tools::{RuntimeGone, ToolsHandle};
 
+/// The session's folder for the saved outputs of cut tool results.
+const TOOL_OUTPUT: &str = "tool-output";
+
 /// Prepares the tool sandbox on its own thread (docs/sandbox.md).
 fn start_sandbox(
     config: &Config,
@@ -158,32 +161,52 @@ impl Runtime {
             live_window_budget,
         } = prepared;
         let store = SessionStore::new(opts.shard_home.clone());
+        // A one-shot run's new session is made on a thread while its first request goes
+        // out: that request waits for no file system write (docs/sessions.md, "Creating a
+        // session off the start path"); the turn's end reports a creation that failed.
+        let deferred = opts.one_shot && opts.session_id.is_none();
         let session_id = opts
             .session_id
             .clone()
             .unwrap_or_else(|| ids::new_id(ids::SESSION));
-        // The sandbox's probe (a fork that enters it) overlaps with opening the session.
-        let tool_output = store
-            .session_dir(&session_id)
-            .map_err(session_start_error)?
-            .join("tool-output");
-        let sandbox = start_sandbox(&config, &opts, tool_output.clone());
         if let Some(provider) = seams.provider {
             models.set_provider_override(provider);
         }
         let mut modes = ModeController::new(&config.modes);
-        // The choices are recorded before the session's meta is written, so a new
-        // session's first meta already holds them.
-        let session = store
-            .open_or_create_then(&session_id, &opts.cwd, |session| {
-                restore_choices(&opts, session, &mut modes, &mut models);
-            })
-            .map_err(session_start_error)?;
+        // The creation waits for the sandbox's probe, whose forked child (no exec) would
+        // otherwise keep a copy of the session's lock until it exits.
+        let (probed, probe_done) = std::sync::mpsc::channel::<()>();
+        let (session, tool_output, sandbox) = if deferred {
+            let mut session = store
+                .create_deferred_with(&session_id, &opts.cwd, &[TOOL_OUTPUT], Some(probe_done))
+                .map_err(session_start_error)?;
+            // A deferred session writes its first meta later, so the choices recorded
+            // now are in it.
+            restore_choices(&opts, &mut session, &mut modes, &mut models);
+            let tool_output = session.dir().join(TOOL_OUTPUT);
+            let sandbox = start_sandbox(&config, &opts, tool_output.clone());
+            (session, tool_output, sandbox)
+        } else {
+            // The sandbox's probe (a fork that enters it) overlaps with opening the session.
+            let tool_output = store
+                .session_dir(&session_id)
+                .map_err(session_start_error)?
+                .join(TOOL_OUTPUT);
+            let sandbox = start_sandbox(&config, &opts, tool_output.clone());
+            // The choices are recorded before the session's meta is written, so a new
+            // session's first meta already holds them.
+            let session = store
+                .open_or_create_then(&session_id, &opts.cwd, |session| {
+                    restore_choices(&opts, session, &mut modes, &mut models);
+                })
+                .map_err(session_start_error)?;
+            (session, tool_output, sandbox)
+        };
         if let Some(torn) = session.torn() {
             tracing::warn!(?torn, "a torn last line of the transcript was set aside");
         }
         // The spill files tool results name are readable although SHARD_HOME is not.
-        gate.set_tool_output(&session.dir().join("tool-output"));
+        gate.set_tool_output(&tool_output);
 
         let (internal_tx, internal) = mpsc::channel(inbox::INTERNAL_QUEUE);
         // `subagent` is offered only under a daemon: it forwards to `subagent.*`. Its
@@ -203,11 +226,12 @@ impl Runtime {
 
         // The saved outputs of cut results stay readable by `bash` inside the sandbox (a
         // folder created after the probe is mounted from the next call on).
-        if let Err(err) = shard_session::records::ensure_private_dir(&tool_output) {
+        if !deferred && let Err(err) = shard_session::records::ensure_private_dir(&tool_output) {
             tracing::warn!(%err, "cannot create the session's tool-output folder");
         }
+        let sandbox = sandbox.join();
+        drop(probed);
         let sandbox = sandbox
-            .join()
             .map_err(|_| StartError::Config("the sandbox probe panicked".to_string()))?
             .map_err(|e| StartError::Config(e.to_string()))?;
         if let Some(warning) = sandbox.warning() {
@@ -323,7 +347,7 @@ impl Runtime {
         let site = ToolSite {
             cwd: self.opts.cwd.clone(),
             limits,
-            output_dir: self.conv.session.dir().join("tool-output"),
+            output_dir: self.conv.session.dir().join(TOOL_OUTPUT),
             accepts_images,
             image_max_bytes,
         };

@@ -68,6 +68,13 @@ impl Runtime {
                 }
             }
         }
+        // A session created off the start path is written by now, or this says loudly
+        // that nothing of it was saved (the prompt included).
+        if let Err(e) = self.conv.session.created() {
+            let msg = format!("could not persist the conversation: {e}");
+            self.emit_error(ErrorCode::InternalError, msg).await;
+            failed = true;
+        }
         let interrupted = self.flight.turn_cancelled();
         if interrupted && let Err(e) = self.append_message(None, EntryKind::interruption()) {
             tracing::error!(error = %e, "could not record the interruption");

@@ -9,6 +9,7 @@ mod hook;
 mod invariants;
 mod long_session;
 mod modes;
+mod one_shot;
 mod permissions;
 mod resume;
 mod strict_steer;

@@ -146,6 +146,27 @@ fn a_failed_turn_exits_non_zero() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("boom"));
 }
 
+#[test]
+fn a_session_that_cannot_be_created_fails_the_run_loudly() {
+    let sb = Sandbox::new();
+    let script = sb.script(
+        "s.json",
+        json!({"turns": [{"steps": [{"text": "answered"}]}]}),
+    );
+    // A file where the sessions folder goes: the session, made off the start path while
+    // the model answers, can never be written.
+    std::fs::write(sb.home().join("sessions"), "not a folder").unwrap();
+    let out = shard_run(&sb, &scripted(&script, &["keep what I typed"]));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nothing of this session was saved"), "{err}");
+    // The closing line offers no session to continue.
+    assert!(
+        err.contains("no session was saved") && !err.contains("continue with"),
+        "{err}"
+    );
+}
+
 /// `shard run` with a deadline: a run that hangs fails the test instead of hanging it.
 pub fn shard_run_timed(sb: &Sandbox, args: &[&str]) -> std::process::Output {
     use std::io::Read;

@@ -33,6 +33,28 @@ pub fn install(cmd: &mut std::process::Command, sandbox: Option<(std::sync::Arc<
     }
 }
 
+/// Closes every descriptor except `a` and `b` (either may be -1).
+///
+/// # Safety
+/// Meant for a forked child that does not exec: any other descriptor it holds is gone
+/// afterwards. Only `close_range`, which is async-signal-safe, is called.
+unsafe fn close_all_but(a: c_int, b: c_int) {
+    let (low, high) = if a <= b { (a, b) } else { (b, a) };
+    let mut next: libc::c_uint = 0;
+    for keep in [low, high] {
+        let Ok(keep) = libc::c_uint::try_from(keep) else {
+            continue;
+        };
+        if keep > next {
+            // SAFETY: a plain system call on integers.
+            unsafe { libc::syscall(libc::SYS_close_range, next, keep - 1, 0u32) };
+        }
+        next = keep.saturating_add(1).max(next);
+    }
+    // SAFETY: as above.
+    unsafe { libc::syscall(libc::SYS_close_range, next, libc::c_uint::MAX, 0u32) };
+}
+
 /// What a probe that entered the sandbox sends instead of a stage (stages start at 1).
 const PROBE_OK: u8 = 0;
 
@@ -56,6 +78,11 @@ pub fn probe(plan: &Plan, cwd: &std::ffi::CStr) -> io::Result<Option<Failure>> {
     if pid == 0 {
         // SAFETY: in the forked child; see above.
         unsafe {
+            // The probe keeps nothing of its parent's but the answer pipe and the
+            // ruleset: a descriptor another thread opened (a session's lock, say) must
+            // not stay held while this child enters and tears down its namespaces.
+            let landlock = plan.landlock.as_ref().map_or(-1, |fd| fd.as_raw_fd());
+            close_all_but(wfd, landlock);
             let (msg, code) = match enter(plan, cwd) {
                 Ok(()) => ([PROBE_OK, 0, 0, 0, 0], 0),
                 Err(f) => {

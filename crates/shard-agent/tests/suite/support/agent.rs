@@ -56,6 +56,8 @@ pub struct Start<'a> {
     pub tools: Option<Vec<String>>,
     /// `SHARD_LIVE_WINDOW_BYTES` in the Runtime's environment.
     pub live_window: Option<String>,
+    /// `RuntimeOptions::one_shot` (`shard run`).
+    pub one_shot: bool,
 }
 
 impl<'a> Start<'a> {
@@ -68,6 +70,7 @@ impl<'a> Start<'a> {
             hook: None,
             tools: None,
             live_window: None,
+            one_shot: false,
         }
     }
 }
@@ -122,6 +125,7 @@ impl Agent {
         let opts = RuntimeOptions {
             session_id: s.session_id,
             tools: s.tools,
+            one_shot: s.one_shot,
             ..options(s.dirs)
         };
         let prepared = shard_agent::prepare(opts, env(s.live_window)).expect("prepare");
