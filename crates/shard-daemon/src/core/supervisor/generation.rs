@@ -1,62 +1,26 @@
-//! The supervisor (docs/architecture.md#the-daemons-duties): starts Runtime generations, waits for `hello` +
-//! `sync` readiness, handles their ends (crash → `agent_exited`), kills with escalation,
-//! reaps inactive ones and makes sure no tool process outlives its Runtime (§16 item 15).
+//! A Runtime generation's start, its run (reading its events until it ends) and its end.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
-use shard_protocol::command::{AgentTarget, AttachRole, Command};
+use nix::sys::signal::Signal;
+use shard_protocol::command::Command;
 use shard_protocol::event::{AgentExited, AgentStatusChanged, PermissionResolved, UiResolved};
 use shard_protocol::types::{AgentStatus, PermissionDecision, RuntimeState};
 use shard_protocol::{ErrorCode, Event, JsonlCodec, PermissionAnswer};
-use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::FramedRead;
 
-use super::broker;
-use super::deliver::{close_stdin, send_to_runtime};
-use super::state::{Inflight, LiveRuntime, PendingKind, Shared, State};
+use super::super::broker;
+use super::super::state::{Inflight, LiveRuntime, PendingKind, Shared, State};
+use super::process::{ReadyRx, new_token, signal, wait_session_free, write_stdin};
 use crate::launcher::{ExitInfo, LaunchSpec, LaunchedRuntime};
 use crate::reply::ProtocolError;
 use crate::wire::frame;
 
-/// Readiness of a Runtime the caller is waiting for.
-pub(crate) type ReadyRx = oneshot::Receiver<Result<(), String>>;
-
-/// Makes sure a Runtime is live or starting. `Ok(None)`: it is ready now.
-pub(crate) fn ensure_started(
-    shared: &Arc<Shared>,
-    st: &mut State,
-    agent_id: &str,
-) -> Result<Option<ReadyRx>, String> {
-    if st.shutting_down {
-        return Err("the daemon is shutting down".into());
-    }
-    let Some(entry) = st.agents.get_mut(agent_id) else {
-        return Err("no such agent".into());
-    };
-    if let Some(rt) = entry.rt.as_mut() {
-        let (tx, rx) = oneshot::channel();
-        if rt.ready && !rt.stopping {
-            return Ok(None);
-        }
-        if rt.stopping {
-            // New work for a Runtime on its way out: start the next generation at its exit.
-            rt.restart_waiters.push(tx);
-        } else {
-            rt.start_waiters.push(tx);
-        }
-        return Ok(Some(rx));
-    }
-    let rx = begin_start(shared, st, agent_id, Vec::new(), Vec::new());
-    Ok(rx)
-}
-
-pub(super) fn begin_start(
+pub(crate) fn begin_start(
     shared: &Arc<Shared>,
     st: &mut State,
     agent_id: &str,
@@ -151,16 +115,6 @@ fn generation_wanted(shared: &Shared, agent_id: &str, epoch: u64) -> bool {
         .get(agent_id)
         .and_then(|e| e.rt.as_ref())
         .is_some_and(|rt| rt.epoch == epoch && !rt.killed)
-}
-
-fn new_token() -> String {
-    let mut b = [0u8; 32];
-    if getrandom::fill(&mut b).is_err() {
-        // Without entropy the token still differs per Runtime; it only guards calls back.
-        let a = shard_protocol::ids::new_id("t");
-        return a;
-    }
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 async fn run_generation(
@@ -296,76 +250,6 @@ async fn run_generation(
         _ = &mut read_all => exit.await,
     };
     on_exit(&shared, &agent_id, epoch, info, None);
-}
-
-/// Waits (bounded by the ready timeout) until no process holds the session's lock.
-async fn wait_session_free(
-    cfg: &crate::config::DaemonConfig,
-    session_id: &str,
-) -> Result<(), String> {
-    let Ok(dir) = shard_session::SessionStore::new(&cfg.home).session_dir(session_id) else {
-        return Ok(());
-    };
-    let lock = dir.join(shard_session::LOCK_FILE);
-    let deadline = Instant::now() + cfg.ready_timeout;
-    let mut backoff = Duration::from_millis(5);
-    loop {
-        let path = lock.clone();
-        let holder = tokio::task::spawn_blocking(move || lock_holder(&path))
-            .await
-            .unwrap_or(None);
-        let Some(holder) = holder else {
-            return Ok(());
-        };
-        if Instant::now() >= deadline {
-            return Err(format!(
-                "session {session_id} is still in use by {holder} after {} s",
-                cfg.ready_timeout.as_secs()
-            ));
-        }
-        tracing::info!(session_id, %holder, "waiting for the session to be released");
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_millis(200));
-    }
-}
-
-/// Who holds a session lock (`None`: nobody, or no lock file).
-fn lock_holder(path: &std::path::Path) -> Option<String> {
-    let f = std::fs::File::open(path).ok()?;
-    match f.try_lock() {
-        Ok(()) => None,
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let pid = std::fs::read_to_string(path).unwrap_or_default();
-            Some(if pid.trim().is_empty() {
-                "another process".into()
-            } else {
-                format!("pid {}", pid.trim())
-            })
-        }
-        Err(std::fs::TryLockError::Error(_)) => None,
-    }
-}
-
-async fn write_stdin(
-    mut stdin: std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
-    mut rx: mpsc::UnboundedReceiver<Bytes>,
-) {
-    while let Some(first) = rx.recv().await {
-        let mut buf = first.to_vec();
-        while let Ok(more) = rx.try_recv() {
-            buf.extend_from_slice(&more);
-        }
-        if stdin.write_all(&buf).await.is_err() || stdin.flush().await.is_err() {
-            break;
-        }
-    }
-    let _ = stdin.shutdown().await;
-}
-
-fn signal(pid: Option<u32>, sig: Signal) {
-    if let Some(p) = pid.and_then(|p| i32::try_from(p).ok()) {
-        let _ = kill(Pid::from_raw(p), sig);
-    }
 }
 
 /// Ends of a Runtime generation, clean or not (§16 item 6: in-flight commands fail,
@@ -525,164 +409,8 @@ pub(crate) fn on_exit(
     let aid = agent_id.to_string();
     let pid = rt.pid;
     tokio::task::spawn_blocking(move || {
-        super::orphans::kill_leftover_groups(&home, &aid, pid);
-        super::orphans::kill_escaped_orphans();
+        super::super::orphans::kill_leftover_groups(&home, &aid, pid);
+        super::super::orphans::kill_escaped_orphans();
     });
     shared.runtime_exited.notify_waiters();
-}
-
-/// `agent.kill`: `abort` and end of input, SIGTERM after the grace period, SIGKILL after
-/// another (`force`: SIGKILL at once). Resolves when the Runtime is gone; `None` when none was live.
-pub(crate) fn kill_runtime(
-    shared: &Arc<Shared>,
-    st: &mut State,
-    agent_id: &str,
-    force: bool,
-) -> Option<oneshot::Receiver<()>> {
-    let rt = st.agents.get_mut(agent_id)?.rt.as_mut()?;
-    let (tx, rx) = oneshot::channel();
-    rt.exit_waiters.push(tx);
-    rt.killed = true;
-    let epoch = rt.epoch;
-    if force || !rt.ready || rt.stdin.is_none() {
-        signal(rt.pid, Signal::SIGKILL);
-        return Some(rx);
-    }
-    let _ = send_to_runtime(
-        shared,
-        rt,
-        Command::Abort(AgentTarget { agent_id: None }),
-        Inflight::Internal,
-    );
-    // After the abort, end of input lets the Runtime persist and exit at once; the
-    // signals below are only for one that does not.
-    close_stdin(st, agent_id);
-    let shared = Arc::clone(shared);
-    let agent_id = agent_id.to_string();
-    tokio::spawn(async move {
-        for sig in [Signal::SIGTERM, Signal::SIGKILL] {
-            tokio::time::sleep(shared.cfg.kill_grace).await;
-            let pid = {
-                let st = shared.lock();
-                match st.agents.get(&agent_id).and_then(|e| e.rt.as_ref()) {
-                    Some(rt) if rt.epoch == epoch => rt.pid,
-                    _ => return,
-                }
-            };
-            signal(pid, sig);
-        }
-    });
-    Some(rx)
-}
-
-/// Closes the stdin of Runtimes inactive for longer than the idle timeout.
-pub(crate) async fn reap_idle(shared: Arc<Shared>) {
-    let idle = shared.cfg.idle_runtime_timeout;
-    let tick = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
-    loop {
-        tokio::select! {
-            _ = shared.shutdown.cancelled() => return,
-            _ = tokio::time::sleep(tick) => {}
-        }
-        let mut st = shared.lock();
-        let now = Instant::now();
-        let attached_idle = shared.cfg.attached_idle_timeout.max(idle);
-        let due: Vec<String> = st
-            .agents
-            .iter()
-            .filter(|(_, e)| {
-                let limit = if e
-                    .attachments
-                    .values()
-                    .any(|a| a.role == AttachRole::Interactive)
-                {
-                    attached_idle
-                } else {
-                    idle
-                };
-                !e.status.is_active()
-                    && !e.pending.iter().any(|p| !p.answered)
-                    && e.rt.as_ref().is_some_and(|rt| {
-                        rt.ready
-                            && rt.stdin.is_some()
-                            && rt.inflight.is_empty()
-                            && rt
-                                .idle_since
-                                .is_some_and(|t| now.duration_since(t) >= limit)
-                    })
-            })
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in due {
-            tracing::info!(agent_id = %id, "reaping an idle runtime");
-            close_stdin(&mut st, &id);
-        }
-    }
-}
-
-/// `daemon.shutdown`: graceful lets active turns finish (bounded), `force` kills at once.
-pub(crate) fn begin_shutdown(shared: &Arc<Shared>, force: bool) {
-    let mut guard = shared.lock();
-    let st = &mut *guard;
-    if st.shutting_down && !force {
-        return;
-    }
-    st.shutting_down = true;
-    let ids: Vec<String> = st.agents.keys().cloned().collect();
-    for id in ids {
-        let Some(entry) = st.agents.get_mut(&id) else {
-            continue;
-        };
-        let active = entry.status.is_active();
-        let Some(rt) = entry.rt.as_mut() else {
-            continue;
-        };
-        if force || !rt.ready {
-            rt.killed = true;
-            signal(rt.pid, Signal::SIGKILL);
-        } else if active {
-            rt.terminate_when_idle = true;
-        } else if rt.stdin.is_some() {
-            close_stdin(st, &id);
-        }
-    }
-    drop(guard);
-    let shared = Arc::clone(shared);
-    tokio::spawn(async move {
-        let deadline = Instant::now()
-            + if force {
-                Duration::from_secs(10)
-            } else {
-                Duration::from_secs(60)
-            };
-        loop {
-            let live: Vec<Option<u32>> = {
-                let st = shared.lock();
-                st.agents
-                    .values()
-                    .filter_map(|e| e.rt.as_ref().map(|r| r.pid))
-                    .collect()
-            };
-            if live.is_empty() {
-                break;
-            }
-            if Instant::now() >= deadline {
-                tracing::warn!(
-                    count = live.len(),
-                    "runtimes still live at the shutdown deadline; killing them"
-                );
-                for pid in live {
-                    signal(pid, Signal::SIGKILL);
-                }
-                let _ =
-                    tokio::time::timeout(Duration::from_secs(5), shared.runtime_exited.notified())
-                        .await;
-                break;
-            }
-            let _ =
-                tokio::time::timeout(Duration::from_millis(500), shared.runtime_exited.notified())
-                    .await;
-        }
-        shared.shutdown.cancel();
-    });
 }
