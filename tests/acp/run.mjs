@@ -607,8 +607,8 @@ const scenarios = {
       const pid = runtimeHides(sessionId, secret);
 
       // The manifest keeps the servers for later generations: owner-only.
-      const agents = join(sb.home, "agents");
-      eq(statSync(agents).mode & 0o777, 0o700, "agents/ is owner-only");
+      const agents = join(sb.home, "manifests");
+      eq(statSync(agents).mode & 0o777, 0o700, "manifests/ is owner-only");
       const manifests = readdirSync(agents).filter((f) => f.endsWith(".json"));
       const mine = manifests.map((f) => join(agents, f)).find((f) => readFileSync(f, "utf8").includes(sessionId));
       check(mine, "the agent's manifest");
