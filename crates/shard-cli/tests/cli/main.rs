@@ -18,6 +18,7 @@ mod gate_trust;
 mod git_outside;
 mod hard_links;
 mod harness;
+mod linking;
 mod mcp;
 mod mcp_client;
 mod mcp_sandbox;
