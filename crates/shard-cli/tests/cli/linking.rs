@@ -29,6 +29,7 @@ fn the_binary_is_packed_exactly_when_the_build_script_said_so_and_glibc_loads_it
     let tags = elf::dynamic_tags(&std::fs::read(shard_bin()).unwrap()).unwrap();
     let packed = tags.contains(&elf::DT_RELR);
     let glibc = host_glibc();
+    let glibc_loads_packed = glibc.is_some_and(|version| version >= (2, 36));
     assert_eq!(
         packed,
         DECISION == "packed",
@@ -37,13 +38,13 @@ fn the_binary_is_packed_exactly_when_the_build_script_said_so_and_glibc_loads_it
     );
     if packed {
         assert!(
-            glibc.is_some_and(|version| version >= (2, 36)),
+            glibc_loads_packed,
             "packed relocations, but this glibc ({glibc:?}) cannot load them"
         );
         // The binary that carries them really starts here.
         let version = Command::new(shard_bin()).arg("--version").output().unwrap();
         assert!(version.status.success(), "{version:?}");
-    } else if glibc.is_some_and(|version| version >= (2, 36)) {
+    } else if glibc_loads_packed {
         skip::skip(&format!(
             "glibc {glibc:?} loads packed relocations, but the binary has none: {DECISION}"
         ));
