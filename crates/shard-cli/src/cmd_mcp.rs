@@ -71,6 +71,8 @@ fn cwd_of(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 fn approve(args: ApproveArgs) -> anyhow::Result<ExitCode> {
     let home = common::shard_home()?;
     let cwd = cwd_of(args.cwd)?;
+    let config = shard_agent::config::Config::load(&home).map_err(|e| usage(e.to_string()))?;
+    let withheld = shard_ai::secret_env_vars(&config.ai_config());
     let project = shard_mcp::config::read_project(&cwd)
         .map_err(|e| usage(e.to_string()))?
         .ok_or_else(|| {
@@ -85,19 +87,74 @@ fn approve(args: ApproveArgs) -> anyhow::Result<ExitCode> {
     writeln!(
         out,
         "approved {} (sha256 {}); its servers start from the next agent on:",
-        project.path.display(),
+        shard_client::sanitize::strip(&project.path.display().to_string()),
         &project.sha256[..16]
     )?;
+    let env = common::process_env();
+    let shared: Vec<&str> = shard_mcp::config::SHARED_VARS
+        .iter()
+        .copied()
+        .filter(|k| env(k).is_some())
+        .collect();
     for (name, cfg) in &project.servers {
-        // What would run, never the env or header values (they may be secrets).
-        let what = match (&cfg.command, &cfg.url) {
-            (Some(c), _) => format!("{c} {}", cfg.args.join(" ")),
-            (None, Some(u)) => u.clone(),
-            (None, None) => "(invalid: no command or url)".into(),
-        };
-        writeln!(out, "  {name}: {}", what.trim_end())?;
+        for line in describe_project_server(name, cfg, &withheld, &shared) {
+            writeln!(out, "{}", shard_client::sanitize::strip(&line))?;
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `shard mcp approve` shows of one project server: what runs, and every variable
+/// and header it will receive, as the file writes them (a `${VAR}` is named, its value
+/// never printed).
+fn describe_project_server(
+    name: &str,
+    cfg: &shard_mcp::ServerConfig,
+    withheld: &[String],
+    shared: &[&str],
+) -> Vec<String> {
+    let what = match (&cfg.command, &cfg.url) {
+        (Some(c), _) => format!("{c} {}", cfg.args.join(" ")),
+        (None, Some(u)) => u.clone(),
+        (None, None) => "(invalid: no command or url)".into(),
+    };
+    let mut lines = vec![format!("  {name}: {}", what.trim_end())];
+    if cfg.disabled {
+        lines.push("    disabled: not started".into());
+        return lines;
+    }
+    if let Some(var) = shard_mcp::config::withheld_reference(cfg, withheld) {
+        lines.push(format!(
+            "    not started: it references `{var}`; a project's server never receives a \
+             provider key or a Shard variable"
+        ));
+        return lines;
+    }
+    if cfg.command.is_some() {
+        lines.push(format!(
+            "    environment: only {}{}",
+            if shared.is_empty() {
+                "nothing of yours".to_string()
+            } else {
+                shared.join(", ")
+            },
+            if cfg.env.is_empty() {
+                String::new()
+            } else {
+                ", and from the file:".to_string()
+            }
+        ));
+        for (k, v) in &cfg.env {
+            lines.push(format!("      {k}={v}"));
+        }
+    }
+    if !cfg.headers.is_empty() {
+        lines.push("    headers:".into());
+        for (k, v) in &cfg.headers {
+            lines.push(format!("      {k}: {v}"));
+        }
+    }
+    lines
 }
 
 /// One row of `shard mcp list`.
@@ -122,6 +179,7 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
         &home,
         &cwd,
         &|k: &str| env(k),
+        &shard_ai::secret_env_vars(&config.ai_config()),
     )
     .map_err(|e| usage(e.to_string()))?;
     let mut rows: Vec<Row> = Vec::new();

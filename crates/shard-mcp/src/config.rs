@@ -176,6 +176,13 @@ pub struct ServerSpec {
 }
 
 impl ServerSpec {
+    /// Whether a stdio server inherits the Runtime's environment (less the secrets):
+    /// only the user's own servers do; a project's or a client's gets [`SHARED_VARS`] and
+    /// its own `env`, nothing else.
+    pub fn inherits_environment(&self) -> bool {
+        self.origin == Origin::User
+    }
+
     /// True when the user's configuration says this tool only reads.
     pub fn tool_is_read_only(&self, tool: &str) -> bool {
         self.read_only || self.read_only_tools.iter().any(|t| t == tool)
@@ -198,8 +205,10 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 /// Variables a server's `env` may pass on that are nobody's secret: taking them from every
-/// other tool (as a server's secrets are) would break those tools.
-const SHARED_VARS: &[&str] = &[
+/// other tool (as a server's secrets are) would break those tools. They are also the whole
+/// environment a project's or a client's server inherits from the Runtime (allow-listed:
+/// the rest of the person's environment, their other tokens included, stays behind).
+pub const SHARED_VARS: &[&str] = &[
     "PATH",
     "HOME",
     "USER",
@@ -214,7 +223,30 @@ const SHARED_VARS: &[&str] = &[
     "XDG_DATA_HOME",
     "XDG_CACHE_HOME",
     "XDG_RUNTIME_DIR",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "LANGUAGE",
+    "TZ",
 ];
+
+/// The first variable a project's server references that it may never receive: a
+/// provider key (`withheld`, the Runtime's key variables) or one of Shard's own
+/// (`SHARD_*`). Every string of the server counts, defaults included: a project's file
+/// comes with the repository, so whoever wrote the repository would get the key.
+pub fn withheld_reference(cfg: &ServerConfig, withheld: &[String]) -> Option<String> {
+    cfg.command
+        .iter()
+        .chain(cfg.url.iter())
+        .chain(cfg.cwd.iter())
+        .chain(cfg.args.iter())
+        .chain(cfg.env.values())
+        .chain(cfg.headers.values())
+        .flat_map(|v| referenced_vars(v))
+        .find(|v| {
+            let upper = v.to_ascii_uppercase();
+            upper.starts_with("SHARD_") || withheld.iter().any(|w| w.eq_ignore_ascii_case(v))
+        })
+}
 
 /// Validates one server and expands its variables with `env`.
 pub fn spec(

@@ -381,8 +381,19 @@ async fn connect(
         } => {
             let mut cmd = tokio::process::Command::new(command);
             cmd.args(args);
-            for k in ctx.env_remove.iter() {
-                cmd.env_remove(k);
+            if shared.spec.inherits_environment() {
+                for k in ctx.env_remove.iter() {
+                    cmd.env_remove(k);
+                }
+            } else {
+                // Allow-listed: a server the repository or the editor named gets the
+                // shared variables and what its own `env` says, nothing else.
+                cmd.env_clear();
+                for k in crate::config::SHARED_VARS {
+                    if let Some(v) = std::env::var_os(k) {
+                        cmd.env(k, v);
+                    }
+                }
             }
             cmd.envs(env);
             let dir = cwd

@@ -142,6 +142,7 @@ pub fn prepare(mut opts: RuntimeOptions, env: EnvLookup) -> Result<Prepared, Sta
         &opts.shard_home,
         &opts.cwd,
         &|k: &str| env(k),
+        &shard_ai::secret_env_vars(&config.ai_config()),
     )
     .map_err(|e| StartError::Config(e.to_string()))?;
     shard_mcp::add_client_servers(&mut mcp, &opts.client_mcp_servers);
