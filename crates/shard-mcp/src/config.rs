@@ -459,67 +459,7 @@ pub fn read_project(cwd: &Path) -> Result<Option<ProjectServers>, McpConfigError
     }))
 }
 
-/// The files inside the project that the servers' `command` and `args` name (a script
-/// the server runs), with their content: an approval covers them too, so a server
-/// script changed after approval (by the agent, whose sandbox may write the project)
-/// needs approval again. Paths are taken as written, relative to the server's working
-/// directory; a `--flag=value` argument is looked at by its value.
-pub fn pinned_files(
-    servers: &BTreeMap<String, ServerConfig>,
-    cwd: &Path,
-    root: &Path,
-) -> Vec<(PathBuf, Vec<u8>)> {
-    let Ok(root) = std::fs::canonicalize(root) else {
-        return Vec::new();
-    };
-    let mut out: Vec<(PathBuf, Vec<u8>)> = Vec::new();
-    for cfg in servers.values().filter(|c| !c.disabled) {
-        let base = cfg
-            .cwd
-            .as_deref()
-            .map(|c| cwd.join(c))
-            .unwrap_or_else(|| cwd.to_path_buf());
-        let words = cfg.command.iter().chain(cfg.args.iter());
-        for word in words {
-            let value = word.rsplit_once('=').map_or(word.as_str(), |(_, v)| v);
-            for candidate in [word.as_str(), value] {
-                if candidate.is_empty() || candidate.contains("${") {
-                    continue;
-                }
-                let Ok(real) = std::fs::canonicalize(base.join(candidate)) else {
-                    continue;
-                };
-                if !real.starts_with(&root) || !real.is_file() {
-                    continue;
-                }
-                if out.iter().any(|(p, _)| *p == real) {
-                    continue;
-                }
-                // Unreadable: pinned as empty; it changes the hash once readable.
-                let content = std::fs::read(&real).unwrap_or_default();
-                out.push((real, content));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-/// What an approval records: the hash of the file alone when its servers name no file
-/// of the project, else of the file and every named file's path and content.
-pub fn approval_hash(file: &[u8], pinned: &[(PathBuf, Vec<u8>)]) -> String {
-    if pinned.is_empty() {
-        return crate::approval::sha256_hex(file);
-    }
-    let mut all = file.to_vec();
-    for (path, content) in pinned {
-        all.push(0);
-        all.extend_from_slice(path.as_os_str().as_encoded_bytes());
-        all.push(0);
-        all.extend_from_slice(crate::approval::sha256_hex(content).as_bytes());
-    }
-    crate::approval::sha256_hex(&all)
-}
+pub use crate::pinning::{approval_hash, pinned_files};
 
 #[cfg(test)]
 #[path = "config_tests.rs"]

@@ -13,6 +13,7 @@ pub mod client;
 pub mod config;
 pub mod content;
 mod limit;
+pub mod pinning;
 pub mod server;
 pub mod tool;
 
