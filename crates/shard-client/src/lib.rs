@@ -47,6 +47,16 @@ pub enum ClientError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The daemon socket's other end runs as another user: nothing was sent to it.
+    #[error("{path} is served by user id {uid}, not by you ({me}): refusing to talk to it")]
+    ForeignPeer {
+        /// The socket.
+        path: String,
+        /// Who serves it.
+        uid: u32,
+        /// Who we are.
+        me: u32,
+    },
     /// The connection is gone.
     #[error("the connection is closed")]
     Closed,
@@ -59,6 +69,24 @@ pub enum ClientError {
     /// The response data had an unexpected shape.
     #[error("unexpected response data: {0}")]
     Data(String),
+}
+
+/// Refuses a socket whose other end runs as another user (kernel-reported credentials,
+/// which the peer cannot forge).
+fn check_peer_is_us(stream: &tokio::net::UnixStream, path: &Path) -> Result<(), ClientError> {
+    let cred = stream.peer_cred().map_err(|source| ClientError::Io {
+        what: format!("reading who serves {}", path.display()),
+        source,
+    })?;
+    let me = nix::unistd::geteuid().as_raw();
+    if cred.uid() == me {
+        return Ok(());
+    }
+    Err(ClientError::ForeignPeer {
+        path: path.display().to_string(),
+        uid: cred.uid(),
+        me,
+    })
 }
 
 /// Events of one agent, in stream order.
@@ -85,7 +113,10 @@ impl Client {
         Self::connect_unix(&home.join("daemon.sock")).await
     }
 
-    /// Connects to a daemon socket.
+    /// Connects to a daemon socket. The process at the other end must run as this
+    /// user: a socket someone else bound (a `SHARD_HOME` on a shared folder, a squatter
+    /// after the daemon died) would otherwise receive every prompt and answer every
+    /// permission request.
     pub async fn connect_unix(path: &Path) -> Result<Client, ClientError> {
         let stream = tokio::net::UnixStream::connect(path)
             .await
@@ -93,6 +124,7 @@ impl Client {
                 what: format!("connecting to {}", path.display()),
                 source,
             })?;
+        check_peer_is_us(&stream, path)?;
         let (r, w) = stream.into_split();
         Self::from_io(r, w).await
     }

@@ -134,3 +134,62 @@ def test_a_fatal_error_before_the_close_is_in_the_reason() -> None:
     got, end = collect([delta("one") + too_slow])
     assert got == ["one"]
     assert isinstance(end, ConnectionClosed) and "CLIENT_TOO_SLOW" in end.message
+
+
+# A unix socket another user serves: the listener's credentials are taken when it
+# listens, so the helper drops to `nobody` before `listen()`.
+FOREIGN_LISTENER = r"""
+import os, socket, sys
+path = sys.argv[1]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+os.chmod(path, 0o777)
+os.setgid(65534)
+os.setuid(65534)
+s.listen(4)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    try:
+        c.sendall(b'{"type":"hello","protocol_version":"0.1.0","server_version":"x","capabilities":[]}\n')
+    except OSError:
+        pass
+    c.close()
+"""
+
+
+def test_a_daemon_socket_served_by_another_user_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import subprocess
+    import sys
+
+    from conftest import need
+
+    if os.geteuid() != 0:
+        need("needs root to start a listener as another user")
+        return
+    from shard_sdk import ShardClient as Client
+
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chmod(tmp_path, 0o755)
+    os.chmod(home, 0o777)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FOREIGN_LISTENER, str(home / "daemon.sock")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+
+        async def main() -> None:
+            await Client.connect(home=home)
+
+        with pytest.raises(ShardError) as err:
+            arun(main(), timeout=30)
+        assert err.value.code == "PERMISSION_DENIED"
+        assert "user id 65534" in str(err.value)
+    finally:
+        proc.kill()
+        proc.wait()

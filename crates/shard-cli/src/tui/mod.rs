@@ -315,10 +315,14 @@ async fn main_loop(start: Start, home: PathBuf) -> anyhow::Result<ExitCode> {
     // A daemon is running when its socket accepts a connection; `shard` never starts one.
     let daemon = match &start {
         Start::New(a) if a.no_daemon => None,
-        _ => Client::connect_daemon(&home)
-            .await
-            .ok()
-            .map(|c| link::daemon(Arc::new(c), inbox.clone())),
+        _ => match Client::connect_daemon(&home).await {
+            Ok(c) => Some(link::daemon(Arc::new(c), inbox.clone())),
+            // A socket someone else serves is not "no daemon": say so, never fall back.
+            Err(e @ shard_client::ClientError::ForeignPeer { .. }) => {
+                return Err(anyhow::anyhow!("{e}"));
+            }
+            Err(_) => None,
+        },
     };
     let (source, link, observer) = match start {
         Start::Attach { agent, observer } => {

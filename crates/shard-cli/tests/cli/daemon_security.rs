@@ -291,3 +291,84 @@ exec sleep 300
     eventually("the runtime to exit", || !process_alive(runtime)).await;
     eventually("the orphan to die with its runtime", || !process_alive(pid)).await;
 }
+
+/// A daemon socket another user serves (a `SHARD_HOME` on a shared folder, a squatter
+/// after the daemon died) gets nothing from a client: `shard ls`, `shard attach` and the
+/// terminal client refuse it with one line naming who serves it, and never fall back to
+/// talking to it. The listener drops to `nobody` before `listen()`, so the kernel reports
+/// that user for it.
+#[test]
+fn attack_a_daemon_socket_served_by_another_user_is_refused() {
+    if nix::unistd::geteuid().as_raw() != 0 {
+        crate::skip::skip("needs root to start a listener as another user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let listener = r#"
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+os.chmod(sys.argv[1], 0o777)
+os.setgid(65534)
+os.setuid(65534)
+s.listen(8)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    try:
+        c.sendall(b'{"type":"hello","protocol_version":"0.1.0","server_version":"x","capabilities":[]}\n')
+        got = c.recv(65536)
+        if got:
+            open("/tmp/shard-foreign-socket-got-" + str(os.getpid()), "ab").write(got)
+    except OSError:
+        pass
+    c.close()
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", listener, home.join("daemon.sock").to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut line = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let guard = Kill(child);
+    assert_eq!(line.trim(), "ready");
+    for args in [
+        &["ls"][..],
+        &["attach", "agent-x"][..],
+        &["kill", "agent-x"][..],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_shard"))
+            .args(args)
+            .env("SHARD_HOME", &home)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert!(
+            err.contains("served by user id 65534") && err.contains("refusing"),
+            "{args:?}: {err}"
+        );
+    }
+    let got = format!("/tmp/shard-foreign-socket-got-{}", guard.0.id());
+    assert!(
+        !std::path::Path::new(&got).exists(),
+        "a command reached the foreign socket"
+    );
+}

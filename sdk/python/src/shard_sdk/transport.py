@@ -9,6 +9,8 @@ import asyncio
 import contextlib
 import os
 import shutil
+import socket
+import struct
 from collections import deque
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -70,7 +72,12 @@ class StreamTransport(Transport):
 
 
 async def open_unix(path: str | os.PathLike[str]) -> StreamTransport:
-    """Connects to a daemon's unix socket."""
+    """Connects to a daemon's unix socket, served by this user only.
+
+    A socket another user bound (a ``SHARD_HOME`` on a shared folder, a squatter after
+    the daemon died) would receive every prompt and could answer every permission
+    request, so the kernel-reported credentials of the other end must be ours.
+    """
     try:
         reader, writer = await asyncio.open_unix_connection(os.fspath(path), limit=READ_CHUNK)
     except (FileNotFoundError, ConnectionRefusedError) as e:
@@ -78,7 +85,31 @@ async def open_unix(path: str | os.PathLike[str]) -> StreamTransport:
             "CONNECTION_CLOSED",
             f"no daemon running at {path}; start one with `shard daemon` ({e.strerror})",
         ) from e
+    try:
+        peer_uid = _peer_uid(writer)
+    except OSError as e:
+        writer.close()
+        raise ShardError(
+            "PERMISSION_DENIED", f"cannot tell who serves {path}: {e.strerror}"
+        ) from e
+    if peer_uid != os.geteuid():
+        writer.close()
+        raise ShardError(
+            "PERMISSION_DENIED",
+            f"{path} is served by user id {peer_uid}, not by you ({os.geteuid()}): "
+            "refusing to talk to it",
+        )
     return StreamTransport(reader, writer)
+
+
+def _peer_uid(writer: asyncio.StreamWriter) -> int:
+    """The user id of the process at the other end of a unix socket (``SO_PEERCRED``)."""
+    sock = writer.get_extra_info("socket")
+    if sock is None:
+        raise OSError(0, "no socket")
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return uid
 
 
 def find_binary(shard_binary: str | os.PathLike[str] | None = None) -> str:
