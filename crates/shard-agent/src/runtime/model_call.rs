@@ -200,6 +200,15 @@ impl Runtime {
             }
         };
         drop(stream);
+        let held = self
+            .flight
+            .streaming
+            .as_mut()
+            .map(|p| p.flush_args())
+            .unwrap_or_default();
+        for delta in held {
+            self.emit(Event::MessageDelta(delta)).await;
+        }
         let partial = self.flight.streaming.take()?;
         Some(Streamed {
             message_id,

@@ -13,6 +13,13 @@ use shard_protocol::types::ContentBlock;
 /// `message_complete`, `tool_call` and the transcript line always fit.
 pub(super) const MAX_TOOL_ARGS_BYTES: usize = shard_protocol::codec::DEFAULT_MAX_LINE / 2;
 
+/// Tool-call arguments go to clients in pieces of at least this many bytes (the rest
+/// when the stream ends). A provider streams arguments a few characters at a time; one
+/// event per piece made a large argument hundreds of thousands of events, which filled
+/// an attached client's queue faster than it could read and cost it its connection.
+/// Arguments are only shown as progress, so nothing is lost by sending them in batches.
+pub(super) const ARGS_DELTA_BATCH: usize = 16 * 1024;
+
 /// A tool call the model asked for.
 pub(crate) struct CallRequest {
     pub(crate) id: String,
@@ -26,6 +33,10 @@ pub(crate) struct PartialMessage {
     pub(crate) message_id: String,
     pub(super) blocks: Vec<PartialBlock>,
     by_provider_index: HashMap<u32, usize>,
+    /// Per tool-call block: bytes of its arguments not yet sent in a delta.
+    unsent_args: HashMap<usize, usize>,
+    /// [`ARGS_DELTA_BATCH`], smaller in tests that cut streams mid-arguments.
+    args_batch: usize,
 }
 
 pub(super) enum PartialBlock {
@@ -47,7 +58,17 @@ impl PartialMessage {
             message_id,
             blocks: Vec::new(),
             by_provider_index: HashMap::new(),
+            unsent_args: HashMap::new(),
+            args_batch: ARGS_DELTA_BATCH,
         }
+    }
+
+    /// The same message with argument deltas sent every `bytes` (tests of recovery from
+    /// a stream cut mid-arguments, whose fixtures hold small arguments).
+    #[cfg(test)]
+    pub(super) fn with_args_batch(mut self, bytes: usize) -> Self {
+        self.args_batch = bytes;
+        self
     }
 
     /// The local block index for a provider index, opening a block when new.
@@ -151,16 +172,53 @@ impl PartialMessage {
                     name: String::new(),
                     args_json: String::new(),
                 });
-                if let PartialBlock::ToolCall { args_json, .. } = &mut partial.blocks[i] {
-                    args_json.push_str(&json);
+                let PartialBlock::ToolCall { args_json, .. } = &mut partial.blocks[i] else {
+                    return None;
+                };
+                args_json.push_str(&json);
+                let total = args_json.len();
+                let unsent = partial.unsent_args.entry(i).or_default();
+                *unsent += json.len();
+                // Past the budget the call is refused: no client needs the rest.
+                if *unsent < partial.args_batch || total - *unsent > MAX_TOOL_ARGS_BYTES {
+                    return None;
                 }
+                let piece = args_json[total - *unsent..].to_string();
+                *unsent = 0;
                 Some(MessageDelta {
-                    args_delta: Some(json),
+                    args_delta: Some(piece),
                     ..delta(i, DeltaKind::ToolCall)
                 })
             }
             _ => None,
         }
+    }
+
+    /// The argument bytes still held back (see [`ARGS_DELTA_BATCH`]), one delta per
+    /// tool call, for the end of the stream.
+    pub(crate) fn flush_args(&mut self) -> Vec<MessageDelta> {
+        let mut held: Vec<(usize, usize)> =
+            self.unsent_args.drain().filter(|(_, n)| *n > 0).collect();
+        held.sort_unstable();
+        held.into_iter()
+            .filter_map(|(i, unsent)| match self.blocks.get(i) {
+                Some(PartialBlock::ToolCall { args_json, .. })
+                    if args_json.len() - unsent <= MAX_TOOL_ARGS_BYTES =>
+                {
+                    Some(MessageDelta {
+                        agent_id: None,
+                        message_id: self.message_id.clone(),
+                        block_index: i as u32,
+                        kind: DeltaKind::ToolCall,
+                        text_delta: None,
+                        tool_call_id: None,
+                        name: None,
+                        args_delta: Some(args_json[args_json.len() - unsent..].to_string()),
+                    })
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// The final blocks and the calls they hold. After an abort or a failure the caller
@@ -254,6 +312,40 @@ mod tests {
         if let PartialBlock::ToolCall { args_json, .. } = &mut p.blocks[i] {
             args_json.push_str(args);
         }
+    }
+
+    /// Arguments streamed a few bytes at a time reach clients in batches that add up to
+    /// the whole; nothing past the budget is sent.
+    #[test]
+    fn argument_deltas_are_batched_and_flushed_whole() {
+        let mut p = PartialMessage::new("m".into());
+        let start = StreamEvent::ToolCallStart {
+            index: 0,
+            id: "c".into(),
+            name: "write".into(),
+        };
+        assert!(p.apply(start).is_some(), "the call's start goes at once");
+        let piece = "abcdefg\u{e9}";
+        let n = 10_000;
+        let mut sent = String::new();
+        let mut deltas = 0;
+        for _ in 0..n {
+            let ev = StreamEvent::ToolCallArgsDelta {
+                index: 0,
+                json: piece.into(),
+            };
+            if let Some(d) = p.apply(ev) {
+                deltas += 1;
+                sent.push_str(&d.args_delta.unwrap());
+            }
+        }
+        for d in p.flush_args() {
+            deltas += 1;
+            sent.push_str(&d.args_delta.unwrap());
+        }
+        assert_eq!(sent, piece.repeat(n));
+        assert!(deltas <= piece.len() * n / ARGS_DELTA_BATCH + 1, "{deltas}");
+        assert!(p.flush_args().is_empty(), "flushed once");
     }
 
     #[test]

@@ -38,7 +38,9 @@ fn fixtures(folder: &str) -> Vec<PathBuf> {
 
 /// The journal lines the event writer keeps for the first `n` events of a stream.
 fn journal(events: &[StreamEvent], n: usize) -> Vec<u8> {
-    let mut p = PartialMessage::new("ent-01M8YKR4FXHSF9M9VV230DZ40Y".into());
+    // Every argument piece journaled, as a large argument's batches are: the fixtures'
+    // arguments are smaller than one batch.
+    let mut p = PartialMessage::new("ent-01M8YKR4FXHSF9M9VV230DZ40Y".into()).with_args_batch(1);
     let mut out = Vec::new();
     for ev in events.iter().take(n) {
         if let Some(d) = p.apply(ev.clone()) {

@@ -314,3 +314,62 @@ async fn agent_list_pages_cover_the_full_list_in_order() {
     assert!(!bad.success, "{bad:?}");
     assert_eq!(bad.error.map(|e| e.code), Some(ErrorCode::InvalidRequest));
 }
+
+/// A model that streams one tool call with a huge argument (4 MiB of `write` content,
+/// 16 characters per provider event, as fast as the provider can) never costs an attached
+/// client its connection: the arguments reach it in batches, whole, and the client sees
+/// the request, answers it and goes on working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_a_huge_tool_argument_keeps_the_attached_client() {
+    use serde_json::json;
+    use shard_protocol::event::DeltaKind;
+    let h = home();
+    let d = Daemon::start(h.path(), &[]);
+    let content = "x".repeat(4 * 1024 * 1024);
+    let args = json!({"path": "big.txt", "content": content});
+    let args_len = serde_json::to_string(&args).unwrap().len();
+    let turns = json!([
+        {"steps": [{"tool_call": {"id": "big", "name": "write", "args": args},
+            "chunk_chars": 16}]},
+        {"steps": [{"text": "done"}]}
+    ]);
+    drop(content);
+    let s = script(h.path(), "s.json", turns);
+    let c = d.client().await;
+    let id = c.create(create_req(h.path(), &s)).await.unwrap();
+    let (_, mut events) = c.attach(&id, AttachRole::Interactive).await.unwrap();
+    c.call(prompt(&id, "write it")).await.unwrap();
+    let (mut arg_deltas, mut arg_bytes, mut asked) = (0usize, 0usize, false);
+    let mut result = None;
+    loop {
+        let e = super::daemon::next(&mut events).await;
+        match &e {
+            Event::MessageDelta(m) if m.kind == DeltaKind::ToolCall => {
+                if let Some(a) = &m.args_delta {
+                    arg_deltas += 1;
+                    arg_bytes += a.len();
+                }
+            }
+            Event::PermissionRequest(r) => {
+                asked = true;
+                let deny = json!({"type": "permission_response", "agent_id": id,
+                    "request_id": r.request_id, "decision": "deny"});
+                c.call(serde_json::from_value(deny).unwrap()).await.unwrap();
+            }
+            Event::ToolResult(r) if r.tool_call_id == "big" => result = Some(r.clone()),
+            Event::TurnEnd(_) => break,
+            _ => {}
+        }
+    }
+    assert!(asked, "the person was asked");
+    assert!(result.is_some_and(|r| r.is_error));
+    assert_eq!(arg_bytes, args_len, "the arguments arrive whole");
+    assert!(
+        arg_deltas <= args_len / (16 * 1024) + 2,
+        "{arg_deltas} argument deltas for {args_len} bytes"
+    );
+    assert!(!h.path().join("big.txt").exists());
+    // Still connected and served.
+    let list = c.call(Command::AgentList(AgentListQuery::default())).await;
+    assert!(list.is_ok(), "{list:?}");
+}
