@@ -1,6 +1,6 @@
 //! The door under slow request bodies: a crowd of loopback connections whose heads are
 //! complete but whose bodies trickle in a byte a second (a declared length within the cap,
-//! chunked, or a length far over it). Each is closed by the body deadline, and enrollment
+//! chunked, or a length far over it; to `/enroll`, `/bootstrap` and `GET /`). Each is closed by the body deadline, and enrollment
 //! and `/bootstrap` are served all the while. docs/security.md, "Round three: the browser
 //! door".
 
@@ -40,31 +40,33 @@ fn server_closed(s: &mut TcpStream) -> bool {
     }
 }
 
-/// The head of the `i`th trickler: four spellings in turn.
+/// How many of the crowd, first, use the spellings a handler never waited for (a body on
+/// `/bootstrap` or `GET /`, a length far over the cap); the rest hold `/enroll` open, the
+/// kind that locked loopback out before, and come last so that they fill the slots.
+const MIXED: usize = 100;
+
+/// The head of the `i`th trickler, and whether its body is chunked.
 fn head(i: usize, host: &str) -> (String, bool) {
-    match i % 4 {
+    let enroll =
+        format!("POST /enroll HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n");
+    let spelling = if i < MIXED { i % 3 } else { 3 + i % 2 };
+    match spelling {
         0 => (
-            format!(
-                "POST /enroll HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{{"
-            ),
-            false,
-        ),
-        1 => (
             format!(
                 "POST /bootstrap HTTP/1.1\r\nHost: {host}\r\nTransfer-Encoding: chunked\r\n\r\n"
             ),
             true,
         ),
-        2 => (
-            format!(
-                "POST /enroll HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n{{"
-            ),
+        1 => (
+            format!("{enroll}Content-Length: 1000000000\r\n\r\n{{"),
             false,
         ),
-        _ => (
+        2 => (
             format!("GET / HTTP/1.1\r\nHost: {host}\r\nContent-Length: 4000\r\n\r\nx"),
             false,
         ),
+        3 => (format!("{enroll}Content-Length: 4000\r\n\r\n{{"), false),
+        _ => (format!("{enroll}Transfer-Encoding: chunked\r\n\r\n"), true),
     }
 }
 
