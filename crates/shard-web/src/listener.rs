@@ -375,4 +375,22 @@ mod tests {
         drop(x);
         assert!(r.admit(b).is_some());
     }
+
+    #[test]
+    fn a_request_counts_as_in_flight_only_once_its_body_is_in() {
+        let r = Registry::new(1, 1);
+        let a: IpAddr = "127.0.0.1".parse().unwrap();
+        let trickler = r.admit(a).unwrap();
+        // Head in, body still arriving: a newcomer closes it.
+        let next = r.admit(a).unwrap();
+        assert!(trickler.close.is_cancelled());
+        // Body in, handler running: the newcomer is refused instead.
+        let mark_next = InFlight {
+            busy_since: Arc::clone(&next.busy_since),
+            registry: Arc::clone(&r),
+        };
+        mark_next.start();
+        assert!(r.admit(a).is_none());
+        assert!(!next.close.is_cancelled());
+    }
 }
