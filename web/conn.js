@@ -1,11 +1,13 @@
 // The one WebSocket to the daemon (docs/protocol.md §2.2, §4.1): a fresh single-use ticket from
-// POST /bootstrap before every attempt, exponential backoff 1 s … 30 s, request/response
+// POST /bootstrap (the cookie plus the session key kept in localStorage) before every attempt, exponential backoff 1 s … 30 s, request/response
 // correlation by `id`. What to do after a (re)connect is the caller's (`onHello`).
 
 /** @typedef {import("./protocol").Response} ProtoResponse */
 /** @typedef {"connected" | "reconnecting" | "offline"} ConnState */
 
 const MIN_DELAY_MS = 1000;
+/** Where enrollment (/enroll.js) left the session key: this Origin's own storage. */
+const SESSION_KEY = "shard.session_key";
 const MAX_DELAY_MS = 30000;
 
 /** A command refused by the server (`response.success === false`). */
@@ -55,8 +57,20 @@ export class Connection {
     this.timer = null;
     this.setState("reconnecting");
     let ticket;
+    /** @type {string | null} */
+    let key = null;
     try {
-      const r = await fetch("/bootstrap", { method: "POST", credentials: "same-origin" });
+      key = localStorage.getItem(SESSION_KEY);
+    } catch (_e) {
+      key = null;
+    }
+    if (!key) {
+      // The cookie alone mints nothing (docs/web.md), so it is not even sent.
+      this.retryLater("this browser is not enrolled: run `shard web` and open its link");
+      return;
+    }
+    try {
+      const r = await fetch("/bootstrap", { method: "POST", credentials: "same-origin", headers: { "X-Shard-Session-Key": key } });
       if (r.status === 401) {
         this.retryLater("this browser is not enrolled: run `shard web` and open its link");
         return;

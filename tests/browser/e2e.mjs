@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, mkdirSync, realpathSync, writeFileSync } from "node:fs";
+import { createServer, request } from "node:http";
 import { join } from "node:path";
 import { Daemon, launch, enrolledPage, createAgent, textTurn, toolTurn, T } from "./lib.mjs";
 
@@ -104,6 +105,61 @@ test("enrollment through the printed URL, then the first connection", async () =
   await pg.getByRole("button", { name: "New agent", exact: true }).waitFor();
   await ctx.close();
 });
+
+test("the cookie reaches another port, the session key does not; a reload keeps the link, cleared storage enrolls again", async () => {
+  const { page: pg, ctx } = await page();
+  const key = await pg.evaluate(() => localStorage.getItem("shard.session_key"));
+  assert.match(String(key), /^[0-9a-f]{64}$/, "enrollment left the session key in this Origin's storage");
+  await pg.reload();
+  await pg.getByText("connected", { exact: true }).waitFor();
+  // A server on another port of the same host: the browser may send it the cookie, but its
+  // page cannot read the door's storage.
+  /** @type {string[]} */
+  const seen = [];
+  const other = createServer((req, res) => {
+    seen.push(req.headers.cookie ?? "");
+    res.writeHead(200, { "content-type": "text/html" });
+    res.end("<!doctype html><title>another port</title>");
+  });
+  await new Promise((r) => other.listen(0, "127.0.0.1", () => r(undefined)));
+  const port = /** @type {import("node:net").AddressInfo} */ (other.address()).port;
+  const foreign = await ctx.newPage();
+  await foreign.goto(`http://127.0.0.1:${port}/`);
+  assert.equal(await foreign.evaluate(() => localStorage.getItem("shard.session_key")), null);
+  await foreign.close();
+  other.close();
+  const cookie = (await ctx.cookies()).find((c) => c.name === "shard_session");
+  assert.ok(cookie, "the session cookie");
+  console.log(`  (another port received ${seen.some((c) => c.includes("shard_session=")) ? "the" : "no"} session cookie)`);
+  // What that server can do with it: replay it with the door's own Origin. No ticket.
+  for (const headers of [{ Origin: d.url, Cookie: `shard_session=${cookie.value}` }, { Origin: `http://127.0.0.1:${port}`, Cookie: `shard_session=${cookie.value}` }, { Origin: d.url, Cookie: `shard_session=${cookie.value}`, "X-Shard-Session-Key": "0".repeat(64) }]) {
+    const r = await post(d.url + "/bootstrap", headers);
+    assert.ok(r.status === 401 || r.status === 400, "no ticket for " + JSON.stringify(Object.keys(headers)) + ": " + r.status);
+    assert.ok(!r.body.includes("ticket"), r.body);
+  }
+  // Storage cleared: the page says to enroll again instead of sending the cookie alone.
+  await pg.evaluate(() => localStorage.clear());
+  await pg.reload();
+  await pg.getByText(/not enrolled/).waitFor();
+  await ctx.close();
+});
+
+/**
+ * A bare HTTP POST with exactly these headers (no browser rules about Origin).
+ * @param {string} url @param {Record<string, string>} headers
+ * @returns {Promise<{status: number, body: string}>}
+ */
+function post(url, headers) {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: "POST", headers: { ...headers, "Content-Length": "0" } }, (res) => {
+      let body = "";
+      res.on("data", (c) => (body += c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
 
 test("create an agent, prompt it, and see the streamed answer rendered", async () => {
   const { page: pg, ctx } = await page();

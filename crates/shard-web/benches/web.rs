@@ -92,7 +92,8 @@ impl Daemon {
         (status, head.to_string(), body.to_string())
     }
 
-    /// Enrolls one browser; returns its `Cookie` header value.
+    /// Enrolls one browser; returns its credential as two header lines: the `Cookie` and
+    /// the session key the page keeps in its Origin's storage.
     fn enroll(&self) -> String {
         let out = Command::new(&self.bin)
             .arg("web")
@@ -101,23 +102,29 @@ impl Daemon {
             .unwrap();
         let url = String::from_utf8(out.stdout).unwrap();
         let code = url.trim().split_once("#").unwrap().1.to_string();
-        let (status, head, _) =
+        let (status, head, body) =
             self.http("POST", "/enroll", &[], &format!("{{\"code\":\"{code}\"}}"));
         assert_eq!(status, 200, "{head}");
         let sc = head
             .lines()
             .find_map(|l| l.strip_prefix("set-cookie: "))
             .unwrap();
-        sc.split(';').next().unwrap().to_string()
+        let v: Value = serde_json::from_str(&body).unwrap();
+        format!(
+            "Cookie: {}\r\n{}: {}",
+            sc.split(';').next().unwrap(),
+            shard_web::SESSION_KEY_HEADER,
+            v["session_key"].as_str().unwrap()
+        )
     }
 
     /// `POST /bootstrap` on a fresh connection, as a browser page does.
-    async fn ticket(&self, cookie: &str) -> String {
+    async fn ticket(&self, credential: &str) -> String {
         let mut s = tokio::net::TcpStream::connect(("127.0.0.1", self.port))
             .await
             .unwrap();
         let req = format!(
-            "POST /bootstrap HTTP/1.1\r\nHost: {}\r\nOrigin: {}\r\nCookie: {cookie}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            "POST /bootstrap HTTP/1.1\r\nHost: {}\r\nOrigin: {}\r\n{credential}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
             self.host(),
             self.origin()
         );

@@ -17,11 +17,16 @@ use serde::Deserialize;
 use crate::config::Mode;
 use crate::door::Door;
 use crate::pages;
+use crate::store::NewSession;
 
 /// The cookie name on an http effective scheme.
 pub const COOKIE_PLAIN: &str = "shard_session";
 /// The cookie name on an https effective scheme (`Secure`, host-only, `Path=/`).
 pub const COOKIE_SECURE: &str = "__Host-shard_session";
+/// The request header carrying the session key on `POST /bootstrap`. The page keeps the
+/// key in its Origin's own storage, which a page served on another port cannot read, while
+/// the cookie goes to every port of the host: together they prove the page's Origin.
+pub const SESSION_KEY_HEADER: &str = "x-shard-session-key";
 /// The WebSocket subprotocol; the ticket rides beside it as `shard.ticket.T`.
 pub const SUBPROTOCOL: &str = "shard.v1";
 const TICKET_PREFIX: &str = "shard.ticket.";
@@ -45,6 +50,9 @@ pub(crate) fn router(door: Arc<Door>) -> Router {
         .route("/bootstrap", post(bootstrap))
         .route("/ws", get(upgrade))
         .fallback(not_found)
+        // Inside the Host check: a request for another Host is refused before its body
+        // is read.
+        .layer(middleware::from_fn(crate::body::read_body))
         .layer(middleware::from_fn_with_state(
             Arc::clone(&door),
             check_host,
@@ -200,9 +208,10 @@ async fn enroll(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(why) = allowed_origin(&door, &headers) {
-        return refuse(StatusCode::BAD_REQUEST, why);
-    }
+    let origin = match allowed_origin(&door, &headers) {
+        Ok(o) => o,
+        Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
+    };
     if door.throttled(peer.ip()) {
         return refuse(
             StatusCode::TOO_MANY_REQUESTS,
@@ -222,14 +231,19 @@ async fn enroll(
             "unknown, used or expired enrollment code",
         );
     }
-    let cookie = match crate::secret::new_secret() {
-        Ok(c) => c,
-        Err(e) => {
+    let (cookie, key) = match (crate::secret::new_secret(), crate::secret::new_secret()) {
+        (Ok(c), Ok(k)) => (c, k),
+        (Err(e), _) | (_, Err(e)) => {
             tracing::error!(error = %e, "enrollment failed");
             return refuse(StatusCode::INTERNAL_SERVER_ERROR, "no randomness");
         }
     };
-    let session = match door.store.enroll(&crate::secret::hash(&cookie)).await {
+    let new = NewSession {
+        cookie_hash: &crate::secret::hash(&cookie),
+        key_hash: &crate::secret::hash(&key),
+        origin: &origin,
+    };
+    let session = match door.store.enroll(new).await {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(error = %e, "enrollment failed");
@@ -249,7 +263,13 @@ async fn enroll(
     let Ok(set) = HeaderValue::from_str(&set) else {
         return refuse(StatusCode::INTERNAL_SERVER_ERROR, "cookie");
     };
-    let mut res = Json(serde_json::json!({ "principal_id": session.principal_id })).into_response();
+    // The key goes in the body, never in a cookie: the page stores it where only its own
+    // Origin can read it, and sends it with every bootstrap.
+    let mut res = Json(serde_json::json!({
+        "principal_id": session.principal_id,
+        "session_key": key,
+    }))
+    .into_response();
     res.headers_mut().insert(header::SET_COOKIE, set);
     res
 }
@@ -278,6 +298,7 @@ fn session_cookie(headers: &HeaderMap, https: bool) -> Result<Option<String>, ()
 
 async fn bootstrap(
     State(door): State<Arc<Door>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     axum::Extension(eff): axum::Extension<Effective>,
     headers: HeaderMap,
 ) -> Response {
@@ -295,8 +316,19 @@ async fn bootstrap(
             );
         }
     };
-    let Some(session) = door.store.find_session(&cookie) else {
-        return refuse(StatusCode::UNAUTHORIZED, "unknown or revoked session");
+    let key = match single(&headers, SESSION_KEY_HEADER) {
+        Ok(k) => k,
+        Err(()) => return refuse(StatusCode::UNAUTHORIZED, "one session key header"),
+    };
+    let session = match door.store.authenticate(&cookie, key, &origin) {
+        Ok(s) => s,
+        Err(why) => {
+            tracing::warn!(%peer, ?why, "refused a bootstrap");
+            return refuse(
+                StatusCode::UNAUTHORIZED,
+                "unknown or revoked session, or no session key; enroll this browser",
+            );
+        }
     };
     let principal = session.principal_id.clone();
     let ticket = match door.mint_ticket(session, &origin) {

@@ -12,6 +12,7 @@
 
 pub mod admin;
 mod assets;
+mod body;
 pub mod config;
 pub mod door;
 pub mod error;
@@ -33,7 +34,7 @@ use tokio::sync::mpsc;
 
 pub use config::{DEFAULT_PORT, Mode, PORT_RETRIES, WebConfig, WebOptions};
 pub use error::WebError;
-pub use http::{COOKIE_PLAIN, COOKIE_SECURE, SUBPROTOCOL};
+pub use http::{COOKIE_PLAIN, COOKIE_SECURE, SESSION_KEY_HEADER, SUBPROTOCOL};
 
 /// Upgraded WebSockets, handed to the daemon's accept loop like unix-socket clients.
 pub struct WebTransport {
@@ -144,6 +145,15 @@ impl WebDoor {
         let (tx, rx) = mpsc::channel(64);
         let warning = cfg.warning();
         let d = door::Door::new(cfg, bound.port(), store, max_message, tx);
+        // Sessions bound to an Origin this door does not serve (it moved port) or
+        // without a key go before the first request: see `SecurityStore::prune`.
+        let dropped = d.store.prune(&d.origins).await?;
+        if dropped > 0 {
+            tracing::info!(
+                dropped,
+                "browser sessions of another origin or without a session key were dropped; those browsers enroll again"
+            );
+        }
         let admin = admin::bind(home)?;
         daemon.add_transport(Box::new(WebTransport { rx, addr: bound }));
         let handle: ShutdownHandle = daemon.shutdown_handle();

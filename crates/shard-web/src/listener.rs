@@ -3,8 +3,9 @@
 //! [`IDLE_TIMEOUT`] with no byte either way (or a request busy longer than
 //! [`REQUEST_TIMEOUT`]), and connections not yet upgraded to a WebSocket are capped per
 //! peer address ([`MAX_PER_PEER`]) and in total ([`MAX_PENDING`]). At a cap the oldest
-//! connection with no request in flight is closed to make room (a half-sent request
-//! counts as none), so a newcomer — enrollment, a browser — still gets in while an
+//! connection with no request in flight is closed to make room (a half-sent head, or a
+//! body still arriving, counts as none: `body.rs` reads bodies under their own deadline),
+//! so a newcomer — enrollment, a browser — still gets in while an
 //! attacker's crowd turns over; when every slot is busy the newcomer is closed instead.
 //! An upgraded WebSocket leaves this count: the daemon's connection cap governs it.
 
@@ -29,7 +30,8 @@ use tokio_util::sync::CancellationToken;
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// A connection with no byte in either direction this long closes.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
-/// A request whose handler runs longer than this (a body trickled in) closes.
+/// A request whose handler runs longer than this closes (its body was read before, under
+/// `body::BODY_READ_TIMEOUT`).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Connections not yet upgraded from one peer address.
 pub const MAX_PER_PEER: usize = 128;
@@ -44,6 +46,21 @@ struct Slot {
     peer: IpAddr,
     close: CancellationToken,
     busy_since: Arc<AtomicU64>,
+}
+
+/// A request's mark in the registry, put in its extensions: `body.rs` starts it once the
+/// body is in, so until then the connection may be closed to make room.
+pub(crate) struct InFlight {
+    busy_since: Arc<AtomicU64>,
+    registry: Arc<Registry>,
+}
+
+impl InFlight {
+    /// The handler starts: from now on the connection is not closed to make room.
+    pub(crate) fn start(&self) {
+        self.busy_since
+            .store(self.registry.now(), Ordering::Release);
+    }
 }
 
 /// Every connection not yet upgraded, oldest first (ids grow with each accept).
@@ -211,9 +228,12 @@ async fn serve_one(
     let reg = Arc::clone(&registry);
     let svc = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
         let busy = Arc::clone(&busy);
-        busy.store(reg.now(), Ordering::Release);
         let mut req = req.map(Body::new);
         req.extensions_mut().insert(ConnectInfo(addr));
+        req.extensions_mut().insert(Arc::new(InFlight {
+            busy_since: Arc::clone(&busy),
+            registry: Arc::clone(&reg),
+        }));
         let mut app = app.clone();
         async move {
             let res = tower_service::Service::call(&mut app, req).await;
@@ -354,5 +374,23 @@ mod tests {
         assert!(r.admit(b).is_none());
         drop(x);
         assert!(r.admit(b).is_some());
+    }
+
+    #[test]
+    fn a_request_counts_as_in_flight_only_once_its_body_is_in() {
+        let r = Registry::new(1, 1);
+        let a: IpAddr = "127.0.0.1".parse().unwrap();
+        let trickler = r.admit(a).unwrap();
+        // Head in, body still arriving: a newcomer closes it.
+        let next = r.admit(a).unwrap();
+        assert!(trickler.close.is_cancelled());
+        // Body in, handler running: the newcomer is refused instead.
+        let mark_next = InFlight {
+            busy_since: Arc::clone(&next.busy_since),
+            registry: Arc::clone(&r),
+        };
+        mark_next.start();
+        assert!(r.admit(a).is_none());
+        assert!(!next.close.is_cancelled());
     }
 }

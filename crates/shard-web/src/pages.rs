@@ -1,7 +1,8 @@
 //! The enrollment page the door serves beside the client (`assets`). No inline script:
 //! the CSP is `default-src 'self'`.
 
-/// `GET /enroll`: posts the code from the URL's fragment (never sent to a server).
+/// `GET /enroll`: posts the code from the URL's fragment (never sent to a server) and keeps
+/// the session key it gets back in `localStorage` (docs/web.md, "The credential").
 pub const ENROLL: &str = r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Shard: enroll this browser</title>
 <script src="/enroll.js" defer></script></head>
@@ -24,6 +25,14 @@ pub const ENROLL_JS: &str = r#""use strict";
     });
     if (r.ok) {
       const j = await r.json();
+      // The session key stays in this Origin's storage (scheme, host and port): a page
+      // served on another port gets the cookie too, but never this key.
+      try {
+        localStorage.setItem("shard.session_key", j.session_key);
+      } catch (e) {
+        status.textContent = "This browser keeps no site storage for this page; Shard needs it to stay enrolled.";
+        return;
+      }
       status.textContent = "This browser is enrolled as " + j.principal_id + ".";
       location.replace("/");
     } else if (r.status === 429) {

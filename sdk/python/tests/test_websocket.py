@@ -20,6 +20,7 @@ def test_a_remote_client_enrolls_and_drives_an_agent(daemon: Daemon, sandbox: Sa
         creds = await enroll(daemon.web_enroll_url())
         assert creds.url == daemon.url and creds.principal_id
         assert "shard_session=" in creds.cookie and creds.cookie not in repr(creds)
+        assert creds.session_key and creds.session_key not in repr(creds)
         path = sandbox.root / "creds.json"
         creds.save(path)
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
@@ -68,6 +69,19 @@ def test_the_door_refuses_what_a_browser_would_be_refused(daemon: Daemon, sandbo
             await bootstrap(creds.url, creds, origin="http://evil.example")
         with pytest.raises(ShardError):
             await open_websocket(creds.url, creds, origin="http://evil.example")
+        # The cookie alone (as a server on another port of the host receives it) gets no
+        # ticket, nor does it with another session's key.
+        alone = WebCredentials(url=creds.url, cookie=creds.cookie, principal_id=creds.principal_id)
+        with pytest.raises(ShardError) as e:
+            await bootstrap(creds.url, alone)
+        assert e.value.code == "PERMISSION_DENIED"
+        other = await enroll(daemon.web_enroll_url())
+        crossed = WebCredentials(
+            url=creds.url, cookie=creds.cookie, principal_id=creds.principal_id, session_key=other.session_key
+        )
+        with pytest.raises(ShardError) as e:
+            await bootstrap(creds.url, crossed)
+        assert e.value.code == "PERMISSION_DENIED"
         # An unknown cookie gets no ticket.
         forged = WebCredentials(url=creds.url, cookie="shard_session=forged", principal_id="x")
         with pytest.raises(ShardError) as e:

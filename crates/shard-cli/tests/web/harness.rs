@@ -33,9 +33,14 @@ impl Daemon {
         d
     }
 
+    /// A daemon for `home`; `--port 0` unless `extra` names a port.
     pub fn start_in(home: &Path, extra: &[&str]) -> Daemon {
-        let mut child = shard()
-            .args(["daemon", "--port", "0"])
+        let mut cmd = shard();
+        cmd.arg("daemon");
+        if !extra.contains(&"--port") {
+            cmd.args(["--port", "0"]);
+        }
+        let mut child = cmd
             .args(extra)
             .env("SHARD_HOME", home)
             .env("SHARD_LOG", "shard_web=debug,shard_daemon=debug")
@@ -118,8 +123,8 @@ impl Daemon {
         raw_http(self.port, method, path, headers, body)
     }
 
-    /// Enrolls over loopback defaults; returns the cookie value.
-    pub fn enroll(&self) -> String {
+    /// Enrolls over loopback defaults; returns the cookie and the session key.
+    pub fn enroll(&self) -> Session {
         let code = self.code();
         let body = format!("{{\"code\":\"{code}\"}}");
         let r = self.http(
@@ -129,23 +134,37 @@ impl Daemon {
             &body,
         );
         assert_eq!(r.status, 200, "{r:?}");
-        r.cookie("shard_session").expect("cookie")
+        Session::from_enrollment(&r, "shard_session")
     }
 
-    pub fn bootstrap(&self, cookie: &str, origin: &str) -> Resp {
-        let c = format!("shard_session={cookie}");
+    /// `POST /bootstrap` as the page does: the cookie and the session key header.
+    pub fn bootstrap(&self, s: &Session, origin: &str) -> Resp {
+        let c = format!("shard_session={}", s.cookie);
         self.http(
             "POST",
             "/bootstrap",
-            &[("Host", &self.host()), ("Origin", origin), ("Cookie", &c)],
+            &[
+                ("Host", &self.host()),
+                ("Origin", origin),
+                ("Cookie", &c),
+                ("X-Shard-Session-Key", &s.key),
+            ],
             "",
         )
     }
 
-    pub fn ticket(&self, cookie: &str) -> String {
-        let r = self.bootstrap(cookie, &self.origin());
+    pub fn ticket(&self, s: &Session) -> String {
+        let r = self.bootstrap(s, &self.origin());
         assert_eq!(r.status, 200, "{r:?}");
         r.json()["ticket"].as_str().unwrap().to_string()
+    }
+
+    /// Ends the daemon with SIGTERM (by its pid) and waits for it to exit.
+    pub fn stop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
     }
 
     pub fn log(&self) -> String {
@@ -159,6 +178,28 @@ impl Drop for Daemon {
         let _ = self.child.wait();
         if std::thread::panicking() {
             eprintln!("daemon log:\n{}", self.log());
+        }
+    }
+}
+
+/// An enrolled browser's two secrets: the cookie (sent to every port of the host) and the
+/// session key (kept by the page in its Origin's storage).
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub cookie: String,
+    pub key: String,
+}
+
+impl Session {
+    /// From a `200` answer to `POST /enroll`, the cookie being called `name`.
+    pub fn from_enrollment(r: &Resp, name: &str) -> Session {
+        let key = r.json()["session_key"]
+            .as_str()
+            .expect("session_key")
+            .to_string();
+        Session {
+            cookie: r.cookie(name).expect("cookie"),
+            key,
         }
     }
 }

@@ -47,8 +47,8 @@ fn a_crowd_of_half_sent_requests_is_closed_and_keeps_nobody_out() {
         crowd.push(s);
     }
     // While the crowd holds on: enrollment works, and so does the unix socket.
-    let cookie = d.enroll();
-    assert!(!cookie.is_empty());
+    let session = d.enroll();
+    assert_eq!(d.bootstrap(&session, &d.origin()).status, 200);
     let ls = shard()
         .arg("ls")
         .env("SHARD_HOME", &d.home)

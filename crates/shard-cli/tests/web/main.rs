@@ -3,7 +3,9 @@
 //! path of each configuration. docs/security.md "Browser door" maps attacks to tests.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod body;
 mod browser;
+mod credential;
 mod harness;
 mod held;
 mod nginx;
@@ -101,9 +103,9 @@ async fn loopback_happy_path_same_protocol_as_the_unix_socket() {
     assert!(sc.contains("HttpOnly") && sc.contains("SameSite=Strict") && sc.contains("Path=/"));
     assert!(!sc.contains("Secure"), "no Secure on http: {sc}");
     let principal = r.json()["principal_id"].as_str().unwrap().to_string();
-    let cookie = r.cookie("shard_session").unwrap();
+    let session = Session::from_enrollment(&r, "shard_session");
 
-    let b = d.bootstrap(&cookie, &d.origin());
+    let b = d.bootstrap(&session, &d.origin());
     assert_eq!(b.status, 200, "{b:?}");
     assert_eq!(b.json()["expires_in_s"], json!(30));
     assert_security_headers(&b);
@@ -144,7 +146,7 @@ async fn loopback_happy_path_same_protocol_as_the_unix_socket() {
     // No secret reaches the log or the store.
     let log = d.log();
     let store = std::fs::read_to_string(d.home.join("security/store.json")).unwrap();
-    for secret in [&code, &cookie, &ticket] {
+    for secret in [&code, &session.cookie, &session.key, &ticket] {
         assert!(!log.contains(secret.as_str()), "a secret in the log");
         assert!(!store.contains(secret.as_str()), "a secret in the store");
     }
@@ -207,7 +209,8 @@ async fn websocket_without_origin_is_refused() {
         "/bootstrap",
         &[
             ("Host", &d.host()),
-            ("Cookie", &format!("shard_session={cookie}")),
+            ("Cookie", &format!("shard_session={}", cookie.cookie)),
+            ("X-Shard-Session-Key", &cookie.key),
         ],
         "",
     );
@@ -229,10 +232,11 @@ async fn missing_and_replayed_tickets_are_refused() {
     assert!(first.is_ok());
     let again = ws(d.port, &d.host(), Some(&d.origin()), Some(&protos(&t)), &[]).await;
     assert_eq!(again.err(), Some(401), "replay");
-    assert_eq!(
-        d.bootstrap("0".repeat(64).as_str(), &d.origin()).status,
-        401
-    );
+    let unknown = Session {
+        cookie: "0".repeat(64),
+        key: cookie.key.clone(),
+    };
+    assert_eq!(d.bootstrap(&unknown, &d.origin()).status, 401);
 }
 
 #[tokio::test]
@@ -273,12 +277,16 @@ fn proxied<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
     h
 }
 
-fn proxy_enroll(d: &Daemon) -> String {
+fn proxy_enroll(d: &Daemon) -> Session {
+    proxy_enroll_from(d, PO)
+}
+
+fn proxy_enroll_from(d: &Daemon, origin: &str) -> Session {
     let code = d.code();
     let r = d.http(
         "POST",
         "/enroll",
-        &proxied(&[("Origin", PO)]),
+        &proxied(&[("Origin", origin)]),
         &format!("{{\"code\":\"{code}\"}}"),
     );
     assert_eq!(r.status, 200, "{r:?}");
@@ -287,29 +295,42 @@ fn proxy_enroll(d: &Daemon) -> String {
         sc.starts_with("__Host-shard_session=") && sc.contains("; Secure"),
         "{sc}"
     );
-    r.cookie("__Host-shard_session").unwrap()
+    Session::from_enrollment(&r, "__Host-shard_session")
 }
 
 #[tokio::test]
 async fn ticket_minted_for_another_origin_is_refused_and_proxy_happy_path() {
     let d = proxy_daemon(&[]);
-    let cookie = proxy_enroll(&d);
-    let c = format!("__Host-shard_session={cookie}");
-    let mint = |origin: &'static str| {
-        let r = d.http(
+    const OTHER: &str = "https://other.shard.test:8443";
+    let here = proxy_enroll(&d);
+    let there = proxy_enroll_from(&d, OTHER);
+    let post = |s: &Session, origin: &'static str| {
+        let c = format!("__Host-shard_session={}", s.cookie);
+        d.http(
             "POST",
             "/bootstrap",
-            &proxied(&[("Origin", origin), ("Cookie", &c)]),
+            &proxied(&[
+                ("Origin", origin),
+                ("Cookie", &c),
+                ("X-Shard-Session-Key", &s.key),
+            ]),
             "",
-        );
+        )
+    };
+    let mint = |s: &Session, origin: &'static str| {
+        let r = post(s, origin);
         assert_eq!(r.status, 200, "{r:?}");
         r.json()["ticket"].as_str().unwrap().to_string()
     };
-    let other = mint("https://other.shard.test:8443");
+    // A session mints only for the allowed Origin it enrolled from: its key lives in
+    // that Origin's storage.
+    assert_eq!(post(&here, OTHER).status, 401);
+    assert_eq!(post(&there, PO).status, 401);
+    let other = mint(&there, OTHER);
     let fwd = [("x-forwarded-proto", "https")];
     let e = ws(d.port, PH, Some(PO), Some(&protos(&other)), &fwd).await;
     assert_eq!(e.err(), Some(401), "a ticket for another allowed origin");
-    let good = mint(PO);
+    let good = mint(&here, PO);
     let (mut s, _) = ws(d.port, PH, Some(PO), Some(&protos(&good)), &fwd)
         .await
         .unwrap();
@@ -443,7 +464,8 @@ async fn a_secure_cookie_over_http_gets_no_ticket() {
         &[
             ("Host", &d.host()),
             ("Origin", &d.origin()),
-            ("Cookie", &format!("__Host-shard_session={cookie}")),
+            ("Cookie", &format!("__Host-shard_session={}", cookie.cookie)),
+            ("X-Shard-Session-Key", &cookie.key),
         ],
         "",
     );
@@ -454,7 +476,7 @@ async fn a_secure_cookie_over_http_gets_no_ticket() {
         "--allowed-origin",
         "http://shard.test:8443",
     ]);
-    let pc = proxy_enroll(&p);
+    let pc = proxy_enroll_from(&p, "http://shard.test:8443");
     let r = p.http(
         "POST",
         "/bootstrap",
@@ -462,7 +484,8 @@ async fn a_secure_cookie_over_http_gets_no_ticket() {
             ("Host", PH),
             ("X-Forwarded-Proto", "http"),
             ("Origin", "http://shard.test:8443"),
-            ("Cookie", &format!("__Host-shard_session={pc}")),
+            ("Cookie", &format!("__Host-shard_session={}", pc.cookie)),
+            ("X-Shard-Session-Key", &pc.key),
         ],
         "",
     );
@@ -685,12 +708,17 @@ async fn direct_non_loopback_happy_path() {
     let h = [("Host", "shard.test:7000"), ("Origin", o)];
     let r = d.http("POST", "/enroll", &h, &format!("{{\"code\":\"{code}\"}}"));
     assert_eq!(r.status, 200, "{r:?}");
-    let cookie = r.cookie("shard_session").unwrap();
-    let c = format!("shard_session={cookie}");
+    let session = Session::from_enrollment(&r, "shard_session");
+    let c = format!("shard_session={}", session.cookie);
     let r = d.http(
         "POST",
         "/bootstrap",
-        &[("Host", "shard.test:7000"), ("Origin", o), ("Cookie", &c)],
+        &[
+            ("Host", "shard.test:7000"),
+            ("Origin", o),
+            ("Cookie", &c),
+            ("X-Shard-Session-Key", &session.key),
+        ],
         "",
     );
     assert_eq!(r.status, 200, "{r:?}");

@@ -371,6 +371,7 @@ async fn the_nginx_recipe_enrolls_bootstraps_and_upgrades_and_keeps_every_check(
         "__Host-shard_session={}",
         r.cookie("__Host-shard_session").unwrap()
     );
+    let key = r.json()["session_key"].as_str().unwrap().to_string();
     assert_eq!(
         r.header("x-frame-options").as_deref(),
         Some("DENY"),
@@ -381,7 +382,12 @@ async fn the_nginx_recipe_enrolls_bootstraps_and_upgrades_and_keeps_every_check(
         p.http(
             "POST",
             "/bootstrap",
-            &[("Host", &host), ("Origin", origin), ("Cookie", &cookie)],
+            &[
+                ("Host", &host),
+                ("Origin", origin),
+                ("Cookie", &cookie),
+                ("X-Shard-Session-Key", &key),
+            ],
             "",
         )
         .await
@@ -448,6 +454,18 @@ async fn the_nginx_recipe_enrolls_bootstraps_and_upgrades_and_keeps_every_check(
         )
         .await;
     assert_eq!(r.status, 401, "no cookie, no ticket: {r:?}");
+    let r = p
+        .http(
+            "POST",
+            "/bootstrap",
+            &[("Host", &host), ("Origin", &origin), ("Cookie", &cookie)],
+            "",
+        )
+        .await;
+    assert_eq!(
+        r.status, 401,
+        "the cookie without its key, no ticket: {r:?}"
+    );
     drop(s);
 }
 

@@ -101,7 +101,7 @@ class ShardClient:
         ui: UiCallback | None = None,
     ) -> ShardClient:
         """Connects to a daemon's WebSocket as an enrolled browser does: a ticket from
-        ``POST /bootstrap`` with the session cookie of ``credentials`` (see
+        ``POST /bootstrap`` with the session cookie and key of ``credentials`` (see
         ``shard_sdk.websocket.enroll``), then ``GET /ws``. ``url`` is the daemon's web
         URL (``http://127.0.0.1:7420`` or the public ``https://…``)."""
         from .websocket import open_websocket

@@ -1,8 +1,9 @@
 """The daemon's browser door from Python: enrollment, tickets and a WebSocket client.
 
 A program authenticates exactly as the web client does (docs/web.md): it redeems the
-one-time code ``shard web`` prints (``POST /enroll``) for a session cookie, and before
-each connection trades the cookie for a single-use ticket (``POST /bootstrap``) that it
+one-time code ``shard web`` prints (``POST /enroll``) for a session cookie and a session
+key, and before each connection trades both (the cookie alone mints nothing) for a
+single-use ticket (``POST /bootstrap``) that it
 presents in ``Sec-WebSocket-Protocol`` on ``GET /ws``. The HTTP and the WebSocket
 (RFC 6455, client side, text frames) are implemented here on asyncio streams, so the SDK
 needs nothing beyond the standard library.
@@ -27,6 +28,7 @@ from .transport import Transport
 
 SUBPROTOCOL = "shard.v1"
 TICKET_PREFIX = "shard.ticket."
+SESSION_KEY_HEADER = "X-Shard-Session-Key"
 MAX_MESSAGE = 64 * 1024 * 1024
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _COOKIE_NAMES = ("shard_session", "__Host-shard_session")
@@ -34,8 +36,8 @@ _COOKIE_NAMES = ("shard_session", "__Host-shard_session")
 
 @dataclasses.dataclass
 class WebCredentials:
-    """An enrolled session: the daemon's URL and the session cookie (a secret: store it
-    like a password; ``save`` writes it owner-only)."""
+    """An enrolled session: the daemon's URL, the session cookie and the session key (both
+    secrets: store them like a password; ``save`` writes them owner-only)."""
 
     url: str
     """The daemon's web URL, e.g. ``http://127.0.0.1:7420``."""
@@ -43,6 +45,9 @@ class WebCredentials:
     """``name=value`` of the session cookie."""
     principal_id: str
     """The id ``shard web --list`` shows and ``--revoke`` takes."""
+    session_key: str = ""
+    """The key ``/bootstrap`` wants beside the cookie (``X-Shard-Session-Key``). Empty in
+    credentials saved before keys existed: those get no ticket; enroll again."""
 
     def __repr__(self) -> str:  # never print the cookie
         return f"WebCredentials(url={self.url!r}, principal_id={self.principal_id!r})"
@@ -61,7 +66,10 @@ class WebCredentials:
     def load(cls, path: str | os.PathLike[str]) -> WebCredentials:
         """Reads what ``save`` wrote."""
         d = json.loads(Path(path).read_text(encoding="utf-8"))
-        return cls(url=d["url"], cookie=d["cookie"], principal_id=d["principal_id"])
+        return cls(
+            url=d["url"], cookie=d["cookie"], principal_id=d["principal_id"],
+            session_key=d.get("session_key", ""),
+        )
 
 
 def _origin_of(url: str) -> str:
@@ -166,9 +174,12 @@ async def enroll(
             pair = v.split(";", 1)[0].strip()
             if pair.split("=", 1)[0] in _COOKIE_NAMES:
                 cookie = pair
-    if cookie is None or not isinstance(body, dict):
-        raise ShardError("HANDSHAKE_FAILED", "enrollment answered without a session cookie")
-    return WebCredentials(url=base, cookie=cookie, principal_id=str(body.get("principal_id")))
+    if cookie is None or not isinstance(body, dict) or not isinstance(body.get("session_key"), str):
+        raise ShardError("HANDSHAKE_FAILED", "enrollment answered without a session cookie and key")
+    return WebCredentials(
+        url=base, cookie=cookie, principal_id=str(body.get("principal_id")),
+        session_key=body["session_key"],
+    )
 
 
 async def bootstrap(
@@ -176,10 +187,10 @@ async def bootstrap(
 ) -> str:
     """``POST /bootstrap``: a fresh single-use ticket (valid 30 s) for one WebSocket."""
     base = _origin_of(url)
-    status, _, body = await _http_json(
-        "POST", base + "/bootstrap", None,
-        {"Origin": origin or base, "Cookie": credentials.cookie}, ssl, timeout,
-    )
+    headers = {"Origin": origin or base, "Cookie": credentials.cookie}
+    if credentials.session_key:
+        headers[SESSION_KEY_HEADER] = credentials.session_key
+    status, _, body = await _http_json("POST", base + "/bootstrap", None, headers, ssl, timeout)
     if status != 200 or not isinstance(body, dict) or "ticket" not in body:
         raise _refusal("no ticket", status, body)
     return str(body["ticket"])
