@@ -59,6 +59,7 @@ pub const LOUD: &[&str] = &[
 pub const MAX_GIT_VIEWS: usize = 8;
 
 const MAX_BINDS: usize = 10;
+const _: () = assert!(THROUGH.len() + LOUD.len() <= MAX_BINDS);
 
 /// One git dir to show through a view, prepared in the parent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,7 +161,9 @@ pub unsafe fn mount_views(views: &[GitView]) -> Result<OpenViews, Failure> {
                     libc::SYS_open_tree,
                     libc::AT_FDCWD,
                     path.as_ptr(),
-                    OPEN_TREE_CLONE | AT_RECURSIVE | libc::O_CLOEXEC as c_uint,
+                    OPEN_TREE_CLONE
+                        | AT_RECURSIVE
+                        | (libc::O_CLOEXEC | libc::AT_SYMLINK_NOFOLLOW) as c_uint,
                 ) as c_int;
                 binds[i][k] = fd;
                 if fd >= 0 && k >= view.through.len() && set_read_only(fd) < 0 {
