@@ -3,7 +3,7 @@
 //! `objects/`, `refs/` and `logs/` mounted through writable and a few trusted entries
 //! mounted read-only on top. When the call has ended (every process of it is gone), the
 //! allow-listed names are copied from the upper layer back into the real git dir;
-//! everything else written there is dropped with the tmpfs.
+//! everything else written there is dropped with the tmpfs (`super::writeback`).
 //!
 //! Everything here runs between `fork` and `exec` or in a call's init: system calls on
 //! data prepared by the parent, fixed-size arrays, no allocation.
@@ -11,11 +11,10 @@
 
 use std::ffi::{CStr, CString};
 
-use libc::{c_int, c_long, c_uint};
+use libc::{c_int, c_uint};
 
-use super::enter::{
-    AT_RECURSIVE, Failure, OPEN_TREE_CLONE, Stage, errno, move_mount, set_read_only,
-};
+use super::enter::{Failure, Stage, errno};
+use super::mounts::{AT_RECURSIVE, OPEN_TREE_CLONE, move_mount, set_read_only};
 
 /// Files at a git dir's root that git rewrites in a commit, fetch, merge, stash or
 /// rebase: the only root files written back.
@@ -73,13 +72,13 @@ pub struct GitView {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Open {
+pub(super) struct Open {
     /// The real git dir (`O_PATH`), opened before the view covered it.
-    real: c_int,
+    pub(super) real: c_int,
     /// The view's upper layer (`O_PATH`); -1 when the view fell back to read-only.
-    upper: c_int,
+    pub(super) upper: c_int,
     /// The view itself (the overlay's mount); -1 as `upper`.
-    merged: c_int,
+    pub(super) merged: c_int,
 }
 
 const CLOSED: Open = Open {
@@ -91,8 +90,8 @@ const CLOSED: Open = Open {
 /// The views of one call, open until written back.
 #[derive(Debug)]
 pub struct OpenViews {
-    n: usize,
-    v: [Open; MAX_GIT_VIEWS],
+    pub(super) n: usize,
+    pub(super) v: [Open; MAX_GIT_VIEWS],
 }
 
 impl OpenViews {
@@ -356,266 +355,6 @@ unsafe fn create_and_mount(fs: c_int) -> Option<c_int> {
     }
 }
 
-/// Copies the allow-listed names of every view from its upper layer back into the real
-/// git dir: changed files, removed files (whiteouts), and the state directories. Call
-/// only once every process that could write the views is gone; closes the descriptors.
-///
-/// # Safety
-/// Async-signal-safe.
-pub unsafe fn write_back(views: &OpenViews) {
-    // SAFETY: plain system calls on descriptors of `views` and stack buffers.
-    unsafe {
-        for o in &views.v[..views.n] {
-            if o.real < 0 || o.upper < 0 || o.merged < 0 {
-                continue;
-            }
-            for name in ROOT_FILES {
-                sync_file(o.upper, o.real, name);
-            }
-            for dir in STATE_DIRS {
-                sync_dir(o, dir);
-            }
-        }
-        views.close();
-    }
-}
-
-fn is_whiteout(st: &libc::stat) -> bool {
-    st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == 0
-}
-
-/// # Safety
-/// Async-signal-safe; the descriptors are open directories.
-unsafe fn sync_file(upper: c_int, real: c_int, name: &CStr) {
-    // SAFETY: system calls on live buffers and open descriptors.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstatat(upper, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) < 0 {
-            return;
-        }
-        if is_whiteout(&st) {
-            libc::unlinkat(real, name.as_ptr(), 0);
-        } else if st.st_mode & libc::S_IFMT == libc::S_IFREG {
-            copy(upper, name, real);
-        }
-    }
-}
-
-/// Makes the real state directory `dir` what the view shows, one level deep.
-///
-/// # Safety
-/// Async-signal-safe.
-unsafe fn sync_dir(o: &Open, dir: &CStr) {
-    // SAFETY: system calls on live buffers and open descriptors.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstatat(o.upper, dir.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) < 0 {
-            // Untouched by the call.
-            return;
-        }
-        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        let shown = libc::openat(o.merged, dir.as_ptr(), flags);
-        if shown < 0 {
-            remove_flat(o.real, dir);
-            return;
-        }
-        if libc::mkdirat(o.real, dir.as_ptr(), 0o777) < 0 && errno() != libc::EEXIST {
-            libc::close(shown);
-            return;
-        }
-        let real = libc::openat(o.real, dir.as_ptr(), flags);
-        let upper = libc::openat(o.upper, dir.as_ptr(), flags);
-        if real >= 0 && upper >= 0 {
-            // What the call wrote lies in the upper layer.
-            each_entry(upper, |name| {
-                let mut st: libc::stat = std::mem::zeroed();
-                if libc::fstatat(upper, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) == 0
-                    && st.st_mode & libc::S_IFMT == libc::S_IFREG
-                {
-                    copy(upper, name, real);
-                }
-                false
-            });
-            // What the view no longer shows goes (a whiteout, or an opaque directory).
-            each_entry(real, |name| {
-                let mut st: libc::stat = std::mem::zeroed();
-                if libc::fstatat(shown, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) < 0
-                    && errno() == libc::ENOENT
-                {
-                    libc::unlinkat(real, name.as_ptr(), 0);
-                }
-                false
-            });
-        }
-        for fd in [shown, real, upper] {
-            if fd >= 0 {
-                libc::close(fd);
-            }
-        }
-    }
-}
-
-/// Removes the real directory `dir` and the files in it (a subdirectory keeps it).
-///
-/// # Safety
-/// Async-signal-safe.
-unsafe fn remove_flat(parent: c_int, dir: &CStr) {
-    // SAFETY: system calls on live buffers and open descriptors.
-    unsafe {
-        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        let fd = libc::openat(parent, dir.as_ptr(), flags);
-        if fd < 0 {
-            return;
-        }
-        // Entries are removed while the directory is read: read again until a pass
-        // removes nothing.
-        for _ in 0..64 {
-            libc::lseek(fd, 0, libc::SEEK_SET);
-            let mut removed = false;
-            each_entry(fd, |name| {
-                removed |= libc::unlinkat(fd, name.as_ptr(), 0) == 0;
-                false
-            });
-            if !removed {
-                break;
-            }
-        }
-        libc::close(fd);
-        libc::unlinkat(parent, dir.as_ptr(), libc::AT_REMOVEDIR);
-    }
-}
-
-/// Calls `f` with each name in the directory `fd` but `.` and `..`, until it returns true.
-///
-/// # Safety
-/// Async-signal-safe; `fd` is a directory opened for reading.
-unsafe fn each_entry(fd: c_int, mut f: impl FnMut(&CStr) -> bool) {
-    // u64 for the records' alignment.
-    let mut buf = [0u64; 512];
-    loop {
-        // SAFETY: the kernel writes at most the buffer's length.
-        let n = unsafe {
-            libc::syscall(
-                libc::SYS_getdents64,
-                fd,
-                buf.as_mut_ptr(),
-                std::mem::size_of_val(&buf),
-            )
-        };
-        if n <= 0 {
-            return;
-        }
-        // SAFETY: the first `n` bytes were written by the kernel.
-        let bytes = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n as usize) };
-        let mut off = 0;
-        // linux_dirent64: ino (8), off (8), reclen (2), type (1), name (NUL-terminated).
-        while off + 19 < bytes.len() {
-            let reclen = u16::from_ne_bytes([bytes[off + 16], bytes[off + 17]]) as usize;
-            if reclen == 0 || off + reclen > bytes.len() {
-                return;
-            }
-            if let Ok(name) = CStr::from_bytes_until_nul(&bytes[off + 19..off + reclen])
-                && name != c"."
-                && name != c".."
-                && f(name)
-            {
-                return;
-            }
-            off += reclen;
-        }
-    }
-}
-
-/// Copies the regular file `name` from `from` into `to` the way git writes it: into
-/// `name.lock` (created exclusively, so a lock held by a `git` outside is waited for
-/// and then respected), then renamed into place, with the source's times.
-///
-/// # Safety
-/// Async-signal-safe; the descriptors are open directories.
-unsafe fn copy(from: c_int, name: &CStr, to: c_int) {
-    let bytes = name.to_bytes();
-    let mut lock = [0u8; 272];
-    if bytes.len() + 6 > lock.len() {
-        return;
-    }
-    lock[..bytes.len()].copy_from_slice(bytes);
-    lock[bytes.len()..bytes.len() + 5].copy_from_slice(b".lock");
-    // SAFETY: system calls on live buffers and open descriptors; `lock` is NUL-terminated.
-    unsafe {
-        let src = libc::openat(
-            from,
-            name.as_ptr(),
-            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        );
-        if src < 0 {
-            return;
-        }
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(src, &mut st) < 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
-            libc::close(src);
-            return;
-        }
-        let lock = lock.as_ptr().cast::<libc::c_char>();
-        let mut dst = -1;
-        // A `git` outside holds the lock: wait up to a second, as git waits for
-        // `packed-refs`.
-        for _ in 0..100 {
-            dst = libc::openat(
-                to,
-                lock,
-                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                (st.st_mode & 0o666) as c_uint,
-            );
-            if dst >= 0 || errno() != libc::EEXIST {
-                break;
-            }
-            let pause = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 10_000_000,
-            };
-            libc::nanosleep(&pause, std::ptr::null_mut());
-        }
-        if dst < 0 {
-            libc::close(src);
-            return;
-        }
-        let mut ok = true;
-        loop {
-            let n: c_long = libc::sendfile(dst, src, std::ptr::null_mut(), 1 << 30) as c_long;
-            if n == 0 {
-                break;
-            }
-            if n < 0 && errno() != libc::EINTR {
-                ok = false;
-                break;
-            }
-        }
-        let times = [st.st_atim(), st.st_mtim()];
-        libc::futimens(dst, times.as_ptr());
-        ok &= libc::close(dst) == 0;
-        libc::close(src);
-        if !ok || libc::renameat(to, lock, to, name.as_ptr()) < 0 {
-            libc::unlinkat(to, lock, 0);
-        }
-    }
-}
-
-trait StatTimes {
-    fn st_atim(&self) -> libc::timespec;
-    fn st_mtim(&self) -> libc::timespec;
-}
-
-impl StatTimes for libc::stat {
-    fn st_atim(&self) -> libc::timespec {
-        libc::timespec {
-            tv_sec: self.st_atime,
-            tv_nsec: self.st_atime_nsec,
-        }
-    }
-    fn st_mtim(&self) -> libc::timespec {
-        libc::timespec {
-            tv_sec: self.st_mtime,
-            tv_nsec: self.st_mtime_nsec,
-        }
-    }
-}
+#[cfg(test)]
+#[path = "gitview_tests.rs"]
+mod tests;

@@ -10,7 +10,9 @@
 mod enter;
 mod gitview;
 mod landlock;
+mod mounts;
 mod process;
+mod writeback;
 pub mod zygote;
 
 pub use enter::{Cover, Failure, MAX_CLONES, Plan, Reattach, Stage};

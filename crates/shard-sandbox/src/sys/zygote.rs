@@ -10,9 +10,11 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use libc::{c_int, c_long, c_uint, c_void};
 use nix::sys::socket::{self, AddressFamily, SockFlag, SockType};
 
-use super::enter::{Failure, Plan, Stage, check, confine, errno, mount_proc, set_up_mounts};
+use super::enter::{Failure, Plan, Stage, check, confine, errno};
 use super::enter::{arm_parent_death, tie_to_parent, unshare_user};
-use super::gitview::{GitView, OpenViews, mount_views, write_back};
+use super::gitview::{GitView, OpenViews, mount_views};
+use super::mounts::{mount_proc, set_up_mounts};
+use super::writeback::write_back;
 
 /// The descriptor number the zygote finds its control socket at.
 pub const CONTROL_FD: RawFd = 3;
