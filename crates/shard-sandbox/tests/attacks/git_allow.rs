@@ -365,3 +365,83 @@ fn a_rebase_stopped_by_a_conflict_goes_on_in_the_next_call(via: Via) {
     );
     assert_eq!(git(&w, &["status", "--porcelain"]), "", "{t}");
 }
+
+both!(a_submodule_commits_through_its_own_view);
+fn a_submodule_commits_through_its_own_view(via: Via) {
+    if !have_git() {
+        return;
+    }
+    let env = Env::new();
+    let w = env.work();
+    repo(&w);
+    decorate(&env, &w);
+    let Some(sb) = at(&env, &w) else {
+        return;
+    };
+    let out = run(
+        via,
+        &sb,
+        &w,
+        "set -e; export GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.com \
+         GIT_COMMITTER_NAME=A GIT_COMMITTER_EMAIL=a@example.com; \
+         cd sub; git checkout -q -b work; echo s > s.txt; git add s.txt; \
+         git commit -q -m in-sub; cd ..; git add sub; git commit -q -m bump; echo DONE",
+    );
+    let t = text(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("DONE"), "{t}");
+    let sub = w.join("sub");
+    assert_eq!(
+        git(&sub, &["symbolic-ref", "--short", "HEAD"]),
+        "work",
+        "{t}"
+    );
+    assert_eq!(git(&sub, &["log", "--format=%s", "-1"]), "in-sub", "{t}");
+    assert_eq!(git(&w, &["log", "--format=%s", "-1"]), "bump", "{t}");
+    assert_eq!(git(&w, &["status", "--porcelain"]), "", "{t}");
+}
+
+both!(each_call_sees_what_git_did_outside_before_it);
+fn each_call_sees_what_git_did_outside_before_it(via: Via) {
+    if !have_git() {
+        return;
+    }
+    let env = Env::new();
+    let w = env.work();
+    repo(&w);
+    let Some(sb) = at(&env, &w) else {
+        return;
+    };
+    let commit = |msg: &str| {
+        format!(
+            "export GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.com \
+             GIT_COMMITTER_NAME=A GIT_COMMITTER_EMAIL=a@example.com; \
+             git log -1 --format=%s; echo {msg} > {msg}.txt; git add {msg}.txt; \
+             git commit -q -m {msg}"
+        )
+    };
+    let out = run(via, &sb, &w, &commit("inside1"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "first",
+        "{}",
+        text(&out)
+    );
+    // Outside, between the calls (the zygote's next call may already be waiting).
+    git(&w, &["checkout", "-q", "-b", "outside"]);
+    std::fs::write(w.join("o.txt"), "o\n").unwrap();
+    git(&w, &["add", "o.txt"]);
+    git(&w, &["commit", "-q", "-m", "outside"]);
+    let out = run(via, &sb, &w, &commit("inside2"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "outside",
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        git(&w, &["log", "--format=%s", "-4"]),
+        "inside2\noutside\ninside1\nfirst"
+    );
+    assert_eq!(git(&w, &["symbolic-ref", "--short", "HEAD"]), "outside");
+    assert_eq!(git(&w, &["status", "--porcelain"]), "");
+}
