@@ -242,6 +242,7 @@ pub unsafe fn enter(plan: &Plan, cwd: &std::ffi::CStr) -> Result<(), Failure> {
             set_up_mounts(plan)?;
             if plan.ns_flags & libc::CLONE_NEWPID != 0 {
                 views = mount_views(&plan.git)?;
+                views.remember();
             }
         }
         if plan.ns_flags & libc::CLONE_NEWPID != 0 {

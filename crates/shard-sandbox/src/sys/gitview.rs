@@ -15,10 +15,11 @@ use libc::{c_int, c_uint};
 
 use super::enter::{Failure, Stage, errno};
 use super::mounts::{AT_RECURSIVE, OPEN_TREE_CLONE, move_mount, set_read_only};
+use super::writeback::{FileId, file_id};
 
 /// Files at a git dir's root that git rewrites in a commit, fetch, merge, stash or
 /// rebase: the only root files written back.
-pub const ROOT_FILES: &[&CStr] = &[
+pub const ROOT_FILES: [&CStr; 13] = [
     c"index",
     c"HEAD",
     c"ORIG_HEAD",
@@ -79,12 +80,15 @@ pub(super) struct Open {
     pub(super) upper: c_int,
     /// The view itself (the overlay's mount); -1 as `upper`.
     pub(super) merged: c_int,
+    /// The versions of the real [`ROOT_FILES`] when the call started.
+    pub(super) before: [Option<FileId>; ROOT_FILES.len()],
 }
 
 const CLOSED: Open = Open {
     real: -1,
     upper: -1,
     merged: -1,
+    before: [None; ROOT_FILES.len()],
 };
 
 /// The views of one call, open until written back.
@@ -100,6 +104,23 @@ impl OpenViews {
         OpenViews {
             n: 0,
             v: [CLOSED; MAX_GIT_VIEWS],
+        }
+    }
+
+    /// Notes the versions of the real root files as the call starts: what a `git`
+    /// outside writes after this is not overwritten by the write-back.
+    ///
+    /// # Safety
+    /// Async-signal-safe.
+    pub unsafe fn remember(&mut self) {
+        for o in &mut self.v[..self.n] {
+            if o.real < 0 {
+                continue;
+            }
+            for (name, before) in ROOT_FILES.iter().zip(o.before.iter_mut()) {
+                // SAFETY: `o.real` is an open directory.
+                *before = unsafe { file_id(o.real, name) };
+            }
         }
     }
 

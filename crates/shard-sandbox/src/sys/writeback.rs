@@ -25,8 +25,8 @@ pub unsafe fn write_back(views: &OpenViews) {
             if o.real < 0 || o.upper < 0 || o.merged < 0 {
                 continue;
             }
-            for name in ROOT_FILES {
-                sync_file(o.upper, o.real, name);
+            for (name, before) in ROOT_FILES.iter().zip(o.before.iter()) {
+                sync_file(o.upper, o.real, name, before);
             }
             for dir in STATE_DIRS {
                 sync_dir(o, dir);
@@ -40,9 +40,45 @@ fn is_whiteout(st: &libc::stat) -> bool {
     st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == 0
 }
 
+/// What identifies one version of a file: git replaces a file by renaming a new one over
+/// it, so any write changes the inode, and one in place changes the times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FileId {
+    dev: u64,
+    ino: u64,
+    size: i64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+/// The version of `name` in `dir`, or None when there is none (or it cannot be read).
+///
+/// # Safety
+/// Async-signal-safe; `dir` is an open directory.
+pub(super) unsafe fn file_id(dir: c_int, name: &CStr) -> Option<FileId> {
+    // SAFETY: a system call on a live buffer and an open descriptor.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstatat(dir, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) < 0 {
+            return None;
+        }
+        Some(FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            size: st.st_size,
+            mtime: (st.st_mtime, st.st_mtime_nsec),
+            ctime: (st.st_ctime, st.st_ctime_nsec),
+        })
+    }
+}
+
+/// Writes back the root file `name` when the call changed or removed it, and only while
+/// the real one is still the version the call started from (`before`): what a `git`
+/// outside wrote during the call is never overwritten.
+///
 /// # Safety
 /// Async-signal-safe; the descriptors are open directories.
-unsafe fn sync_file(upper: c_int, real: c_int, name: &CStr) {
+unsafe fn sync_file(upper: c_int, real: c_int, name: &CStr, before: &Option<FileId>) {
     // SAFETY: system calls on live buffers and open descriptors.
     unsafe {
         let mut st: libc::stat = std::mem::zeroed();
@@ -50,10 +86,62 @@ unsafe fn sync_file(upper: c_int, real: c_int, name: &CStr) {
             return;
         }
         if is_whiteout(&st) {
-            libc::unlinkat(real, name.as_ptr(), 0);
+            let Some((lock, _)) = lock_name(name) else {
+                return;
+            };
+            let lock = lock.as_ptr().cast::<libc::c_char>();
+            let fd = take_lock(real, lock, 0o600);
+            if fd < 0 {
+                return;
+            }
+            libc::close(fd);
+            if file_id(real, name) == *before {
+                libc::unlinkat(real, name.as_ptr(), 0);
+            }
+            libc::unlinkat(real, lock, 0);
         } else if st.st_mode & libc::S_IFMT == libc::S_IFREG {
-            copy(upper, name, real);
+            copy(upper, name, real, Some(before));
         }
+    }
+}
+
+/// `name.lock`, NUL-terminated, and its length; None for a name too long.
+fn lock_name(name: &CStr) -> Option<([u8; 272], usize)> {
+    let bytes = name.to_bytes();
+    let mut lock = [0u8; 272];
+    if bytes.len() + 6 > lock.len() {
+        return None;
+    }
+    lock[..bytes.len()].copy_from_slice(bytes);
+    lock[bytes.len()..bytes.len() + 5].copy_from_slice(b".lock");
+    Some((lock, bytes.len() + 5))
+}
+
+/// Creates the lock file `lock` in `dir` exclusively, as git does; a lock a `git` outside
+/// holds is waited for up to a second (as git waits for `packed-refs`). -1 when not taken.
+///
+/// # Safety
+/// Async-signal-safe; `lock` is a NUL-terminated name.
+unsafe fn take_lock(dir: c_int, lock: *const libc::c_char, mode: c_uint) -> c_int {
+    // SAFETY: system calls on live buffers and an open descriptor.
+    unsafe {
+        for _ in 0..100 {
+            let fd = libc::openat(
+                dir,
+                lock,
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                mode,
+            );
+            if fd >= 0 || errno() != libc::EEXIST {
+                return fd;
+            }
+            let pause = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 10_000_000,
+            };
+            libc::nanosleep(&pause, std::ptr::null_mut());
+        }
+        -1
     }
 }
 
@@ -88,7 +176,7 @@ unsafe fn sync_dir(o: &Open, dir: &CStr) {
                 if libc::fstatat(upper, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) == 0
                     && st.st_mode & libc::S_IFMT == libc::S_IFREG
                 {
-                    copy(upper, name, real);
+                    copy(upper, name, real, None);
                 }
                 false
             });
@@ -183,19 +271,15 @@ unsafe fn each_entry(fd: c_int, mut f: impl FnMut(&CStr) -> bool) {
 }
 
 /// Copies the regular file `name` from `from` into `to` the way git writes it: into
-/// `name.lock` (created exclusively, so a lock held by a `git` outside is waited for
-/// and then respected), then renamed into place, with the source's times.
+/// `name.lock` (see [`take_lock`]), then renamed into place, with the source's times.
+/// With `expect`, only while the real file is still that version (checked under the lock).
 ///
 /// # Safety
 /// Async-signal-safe; the descriptors are open directories.
-unsafe fn copy(from: c_int, name: &CStr, to: c_int) {
-    let bytes = name.to_bytes();
-    let mut lock = [0u8; 272];
-    if bytes.len() + 6 > lock.len() {
+unsafe fn copy(from: c_int, name: &CStr, to: c_int, expect: Option<&Option<FileId>>) {
+    let Some((lock, _)) = lock_name(name) else {
         return;
-    }
-    lock[..bytes.len()].copy_from_slice(bytes);
-    lock[bytes.len()..bytes.len() + 5].copy_from_slice(b".lock");
+    };
     // SAFETY: system calls on live buffers and open descriptors; `lock` is NUL-terminated.
     unsafe {
         let src = libc::openat(
@@ -212,38 +296,19 @@ unsafe fn copy(from: c_int, name: &CStr, to: c_int) {
             return;
         }
         let lock = lock.as_ptr().cast::<libc::c_char>();
-        let mut dst = -1;
-        // A `git` outside holds the lock: wait up to a second, as git waits for
-        // `packed-refs`.
-        for _ in 0..100 {
-            dst = libc::openat(
-                to,
-                lock,
-                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                (st.st_mode & 0o666) as c_uint,
-            );
-            if dst >= 0 || errno() != libc::EEXIST {
-                break;
-            }
-            let pause = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 10_000_000,
-            };
-            libc::nanosleep(&pause, std::ptr::null_mut());
-        }
+        let dst = take_lock(to, lock, (st.st_mode & 0o666) as c_uint);
         if dst < 0 {
             libc::close(src);
             return;
         }
-        let mut ok = true;
-        loop {
+        let mut ok = expect.is_none_or(|before| file_id(to, name) == *before);
+        while ok {
             let n: c_long = libc::sendfile(dst, src, std::ptr::null_mut(), 1 << 30) as c_long;
             if n == 0 {
                 break;
             }
             if n < 0 && errno() != libc::EINTR {
                 ok = false;
-                break;
             }
         }
         let times = [st.st_atim(), st.st_mtim()];

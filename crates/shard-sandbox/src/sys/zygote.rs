@@ -354,7 +354,7 @@ unsafe fn slot_init(
 ) -> ! {
     // SAFETY: the child is single-threaded.
     unsafe {
-        let views = init_prelude(socket.as_raw_fd(), confinement, lifeline);
+        let mut views = init_prelude(socket.as_raw_fd(), confinement, lifeline);
         let mut buf = vec![0u8; max_message];
         let (n, fds) = match recv_with_fds(socket.as_raw_fd(), &mut buf) {
             Ok((n, fds)) if n > 0 => (n, fds),
@@ -362,7 +362,7 @@ unsafe fn slot_init(
             _ => libc::_exit(0),
         };
         match decode(&buf[..n], fds, socket) {
-            Some(call) => run_call(&call, &views),
+            Some(call) => run_call(&call, &mut views),
             None => libc::_exit(1),
         }
     }
@@ -375,8 +375,8 @@ unsafe fn slot_init(
 unsafe fn call_init(call: &Call, confinement: &Confinement, lifeline: &Lifeline) -> ! {
     // SAFETY: the child is single-threaded.
     unsafe {
-        let views = init_prelude(call.channel.as_raw_fd(), confinement, lifeline);
-        run_call(call, &views)
+        let mut views = init_prelude(call.channel.as_raw_fd(), confinement, lifeline);
+        run_call(call, &mut views)
     }
 }
 
@@ -438,7 +438,7 @@ unsafe fn init_prelude(
 ///
 /// # Safety
 /// Runs in a call's init, after [`init_prelude`].
-unsafe fn run_call(call: &Call, views: &OpenViews) -> ! {
+unsafe fn run_call(call: &Call, views: &mut OpenViews) -> ! {
     // SAFETY: the child is single-threaded; plain system calls on live buffers.
     unsafe {
         let channel = call.channel.as_raw_fd();
@@ -449,6 +449,8 @@ unsafe fn run_call(call: &Call, views: &OpenViews) -> ! {
         if let Err(f) = check(libc::chdir(call.cwd.as_ptr()) as c_long, Stage::Chdir) {
             fail(f);
         }
+        // Now, not when the slot was made: the call starts from what is there now.
+        views.remember();
         let pid = libc::fork();
         if pid < 0 {
             fail(Failure {

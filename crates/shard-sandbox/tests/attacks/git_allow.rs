@@ -445,3 +445,44 @@ fn each_call_sees_what_git_did_outside_before_it(via: Via) {
     assert_eq!(git(&w, &["symbolic-ref", "--short", "HEAD"]), "outside");
     assert_eq!(git(&w, &["status", "--porcelain"]), "");
 }
+
+both!(what_git_does_outside_during_a_call_is_not_overwritten);
+fn what_git_does_outside_during_a_call_is_not_overwritten(via: Via) {
+    if !have_git() {
+        return;
+    }
+    let env = Env::new();
+    let w = env.work();
+    repo(&w);
+    let Some(sb) = at(&env, &w) else {
+        return;
+    };
+    let (staged, go) = (w.join("staged.fifo"), w.join("go.fifo"));
+    for f in [&staged, &go] {
+        assert!(Command::new("mkfifo").arg(f).status().unwrap().success());
+    }
+    let script = format!(
+        "echo x > x.txt; git add x.txt; echo staged > '{}'; read _ < '{}'; echo DONE",
+        staged.display(),
+        go.display()
+    );
+    let out = std::thread::scope(|s| {
+        let call = s.spawn(|| run(via, &sb, &w, &script));
+        // The call has staged x.txt in its view; now the person stages y.txt outside.
+        assert_eq!(std::fs::read_to_string(&staged).unwrap(), "staged\n");
+        std::fs::write(w.join("y.txt"), "y\n").unwrap();
+        git(&w, &["add", "y.txt"]);
+        std::fs::write(&go, "go\n").unwrap();
+        call.join().unwrap()
+    });
+    let t = text(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("DONE"), "{t}");
+    // The person's index stands; the call's version of it, made from the older one, is
+    // dropped (its x.txt is still in the worktree, unstaged).
+    assert_eq!(
+        git(&w, &["diff", "--cached", "--name-only"]),
+        "y.txt",
+        "{t}"
+    );
+    assert!(w.join("x.txt").exists(), "{t}");
+}
