@@ -74,9 +74,9 @@ pub struct GitView {
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Open {
-    /// The real git dir (`O_PATH`), opened before the view covered it.
+    /// The real git dir, opened before the view covered it.
     pub(super) real: c_int,
-    /// The view's upper layer (`O_PATH`); -1 when the view fell back to read-only.
+    /// The view's upper layer; -1 when the view fell back to read-only.
     pub(super) upper: c_int,
     /// The view itself (the overlay's mount); -1 as `upper`.
     pub(super) merged: c_int,
@@ -173,7 +173,7 @@ pub unsafe fn mount_views(views: &[GitView]) -> Result<OpenViews, Failure> {
         for (i, view) in views[..n].iter().enumerate() {
             out.v[i].real = libc::open(
                 view.dir.as_ptr(),
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
             );
             let paths = view.through.iter().chain(view.read_only.iter());
             for (k, path) in paths.enumerate().take(MAX_BINDS) {
@@ -280,7 +280,8 @@ unsafe fn overlay(view: &GitView, real: c_int) -> Option<(c_int, c_int)> {
         let tm = tm?;
         let made = libc::mkdirat(tm, c"u".as_ptr(), st.st_mode & 0o7777) == 0
             && libc::mkdirat(tm, c"w".as_ptr(), 0o700) == 0;
-        let dir_flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+        // Not `O_PATH`: `fsconfig` takes those only since Linux 6.15.
+        let dir_flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
         let upper = libc::openat(tm, c"u".as_ptr(), dir_flags);
         let work = libc::openat(tm, c"w".as_ptr(), dir_flags);
         let merged = if made && upper >= 0 && work >= 0 {
@@ -313,9 +314,19 @@ unsafe fn overlay(view: &GitView, real: c_int) -> Option<(c_int, c_int)> {
     }
 }
 
+/// An overlay of the three directories, by descriptor (Linux 6.13+), else by their
+/// `/proc/self/fd` paths (any kernel with the new mount API and `userxattr`).
+///
 /// # Safety
 /// Async-signal-safe; the descriptors are open directories.
-unsafe fn overlay_mount(lower: c_int, upper: c_int, work: c_int) -> Option<c_int> {
+pub(super) unsafe fn overlay_mount(lower: c_int, upper: c_int, work: c_int) -> Option<c_int> {
+    // SAFETY: see the function contract.
+    unsafe { overlay_by_fds(lower, upper, work).or_else(|| overlay_by_paths(lower, upper, work)) }
+}
+
+/// # Safety
+/// Async-signal-safe; the descriptors are open directories.
+unsafe fn overlay_by_fds(lower: c_int, upper: c_int, work: c_int) -> Option<c_int> {
     // SAFETY: plain system calls on static C strings and open descriptors.
     unsafe {
         let of = fs_open(c"overlay")?;
@@ -328,6 +339,47 @@ unsafe fn overlay_mount(lower: c_int, upper: c_int, work: c_int) -> Option<c_int
         libc::close(of);
         om
     }
+}
+
+/// # Safety
+/// Async-signal-safe; the descriptors are open directories and `/proc` is mounted.
+pub(super) unsafe fn overlay_by_paths(lower: c_int, upper: c_int, work: c_int) -> Option<c_int> {
+    let (lower, upper, work) = (fd_path(lower)?, fd_path(upper)?, fd_path(work)?);
+    let s = |p: &[u8; 32]| p.as_ptr().cast::<libc::c_char>();
+    // SAFETY: plain system calls on NUL-terminated stack buffers and static C strings.
+    unsafe {
+        let of = fs_open(c"overlay")?;
+        let null = std::ptr::null();
+        let om = config(of, FSCONFIG_SET_STRING, c"lowerdir", s(&lower), 0)
+            .and_then(|()| config(of, FSCONFIG_SET_STRING, c"upperdir", s(&upper), 0))
+            .and_then(|()| config(of, FSCONFIG_SET_STRING, c"workdir", s(&work), 0))
+            .and_then(|()| config(of, FSCONFIG_SET_FLAG, c"userxattr", null, 0))
+            .and_then(|()| create_and_mount(of));
+        libc::close(of);
+        om
+    }
+}
+
+/// `/proc/self/fd/<fd>`, NUL-terminated, without allocating.
+fn fd_path(fd: c_int) -> Option<[u8; 32]> {
+    let prefix = b"/proc/self/fd/";
+    let mut out = [0u8; 32];
+    out[..prefix.len()].copy_from_slice(prefix);
+    let mut digits = [0u8; 10];
+    let mut n = u32::try_from(fd).ok()?;
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for (i, d) in digits[..len].iter().rev().enumerate() {
+        out[prefix.len() + i] = *d;
+    }
+    Some(out)
 }
 
 const FSOPEN_CLOEXEC: c_uint = 1;

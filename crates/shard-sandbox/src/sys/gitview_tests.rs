@@ -1,4 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+use super::super::mounts::move_mount;
 use super::*;
 
 #[path = "../../../../tests/support/skip.rs"]
@@ -119,4 +120,93 @@ fn a_git_dir_whose_overlay_the_kernel_refuses_is_read_only_as_a_whole() {
         other => panic!("the child failed: {other}"),
     }
     assert!(!d.join("l1/g/index.lock").exists());
+}
+
+#[test]
+fn fd_paths_are_written_without_allocating() {
+    let p = fd_path(7).unwrap();
+    assert_eq!(CStr::from_bytes_until_nul(&p).unwrap(), c"/proc/self/fd/7");
+    let p = fd_path(1234567).unwrap();
+    assert_eq!(
+        CStr::from_bytes_until_nul(&p).unwrap(),
+        c"/proc/self/fd/1234567"
+    );
+    assert!(fd_path(-1).is_none());
+}
+
+/// The overlay by `/proc/self/fd` paths (for kernels before 6.13, where `fsconfig` takes
+/// no layer descriptors) works as the one by descriptors: writes land in the upper layer.
+#[test]
+fn the_overlay_by_paths_writes_to_its_upper_layer() {
+    let d = tempfile::tempdir().unwrap();
+    let d = std::fs::canonicalize(d.path()).unwrap();
+    std::fs::create_dir_all(d.join("g")).unwrap();
+    let g = c(&d.join("g"));
+    let uid = format!("{0} {0} 1", nix::unistd::getuid().as_raw());
+    let gid = format!("{0} {0} 1", nix::unistd::getgid().as_raw());
+    // SAFETY: the child only makes system calls on data prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        // SAFETY: in the forked child; see above.
+        unsafe {
+            let code = (|| {
+                if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
+                    return 77;
+                }
+                put(c"/proc/self/setgroups", b"deny");
+                if !put(c"/proc/self/uid_map", uid.as_bytes())
+                    || !put(c"/proc/self/gid_map", gid.as_bytes())
+                {
+                    return 77;
+                }
+                let dir = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
+                let real = libc::open(g.as_ptr(), dir);
+                let Some(tmpfs) = fs_open(c"tmpfs") else {
+                    return 77;
+                };
+                let Some(tm) = create_and_mount(tmpfs) else {
+                    return 77;
+                };
+                libc::mkdirat(tm, c"u".as_ptr(), 0o755);
+                libc::mkdirat(tm, c"w".as_ptr(), 0o700);
+                let upper = libc::openat(tm, c"u".as_ptr(), dir);
+                let work = libc::openat(tm, c"w".as_ptr(), dir);
+                let Some(om) = overlay_by_paths(real, upper, work) else {
+                    return 77;
+                };
+                if move_mount(om, &g) < 0 {
+                    return 3;
+                }
+                let mut path = [0u8; 4096];
+                let gb = g.as_bytes();
+                path[..gb.len()].copy_from_slice(gb);
+                path[gb.len()..gb.len() + 2].copy_from_slice(b"/x");
+                let fd = libc::open(
+                    path.as_ptr().cast(),
+                    libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                    0o644,
+                );
+                if fd < 0 {
+                    return 4;
+                }
+                let mut st: libc::stat = std::mem::zeroed();
+                if libc::fstatat(upper, c"x".as_ptr(), &mut st, 0) != 0 {
+                    return 5;
+                }
+                0
+            })();
+            libc::_exit(code);
+        }
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child into a stack variable.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    match libc::WEXITSTATUS(status) {
+        0 => {}
+        77 => skip::skip("no user namespace or unprivileged overlayfs here"),
+        other => panic!("the child failed: {other}"),
+    }
+    // The write went to the upper layer, not the real directory.
+    assert!(!d.join("g/x").exists());
 }
