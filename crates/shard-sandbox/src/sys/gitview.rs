@@ -175,6 +175,14 @@ pub unsafe fn mount_views(views: &[GitView]) -> Result<OpenViews, Failure> {
                 view.dir.as_ptr(),
                 libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
             );
+            // Gone since the plan was made: nothing to protect. Present but not
+            // openable: the call must not run with it unprotected.
+            if out.v[i].real < 0 && errno() != libc::ENOENT {
+                let f = fail(Stage::Reattach);
+                close_binds(&binds);
+                out.close();
+                return Err(f);
+            }
             let paths = view.through.iter().chain(view.read_only.iter());
             for (k, path) in paths.enumerate().take(MAX_BINDS) {
                 let fd = libc::syscall(
