@@ -1,6 +1,8 @@
 //! Cost of the sandbox per spawn: `bash -c true` direct (with the parent-death signal,
 //! as `bash` spawns with the sandbox off) vs sandboxed per call, with the network on and
-//! off, vs a call of the sandbox zygote (the normal path).
+//! off, vs a call of the sandbox zygote (the normal path); and both ways in with the
+//! working directory a git checkout, whose git dir each call sees through a view that is
+//! written back when the call ends.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, Stdio};
@@ -16,6 +18,8 @@ struct Fixture {
     dir: tempfile::TempDir,
     on: Sandbox,
     off_net: Sandbox,
+    /// With `repo` (a git checkout) as its root.
+    in_repo: Sandbox,
 }
 
 fn fixture() -> &'static Fixture {
@@ -24,6 +28,14 @@ fn fixture() -> &'static Fixture {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("work")).unwrap();
         std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        let git = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&repo)
+            .status()
+            .unwrap();
+        assert!(git.success());
         let spec = SandboxSpec {
             workspace_roots: vec![dir.path().join("work")],
             hidden: vec![dir.path().join("home")],
@@ -37,10 +49,23 @@ fn fixture() -> &'static Fixture {
                 network: false,
                 ..SandboxConfig::default()
             },
-            spec,
+            spec.clone(),
         )
         .unwrap();
-        Fixture { dir, on, off_net }
+        let in_repo = Sandbox::new(
+            &SandboxConfig::default(),
+            SandboxSpec {
+                workspace_roots: vec![repo],
+                ..spec
+            },
+        )
+        .unwrap();
+        Fixture {
+            dir,
+            on,
+            off_net,
+            in_repo,
+        }
     })
 }
 
@@ -84,19 +109,41 @@ fn sandboxed_no_network() {
 }
 
 #[divan::bench(sample_count = 200)]
+fn sandboxed_in_a_repository() {
+    let f = fixture();
+    let mut cmd = command();
+    let repo = f.dir.path().join("repo");
+    cmd.current_dir(&repo);
+    f.in_repo.apply(&mut cmd, &repo).unwrap();
+    assert!(cmd.status().unwrap().success());
+}
+
+#[divan::bench(sample_count = 200)]
 fn zygote() {
+    let f = fixture();
+    zygote_call(&f.on, "work");
+}
+
+#[divan::bench(sample_count = 200)]
+fn zygote_in_a_repository() {
+    let f = fixture();
+    zygote_call(&f.in_repo, "repo");
+}
+
+/// One `bash -c true` call through the zygote of `sb`, in the fixture's folder `cwd`.
+fn zygote_call(sb: &Sandbox, cwd: &str) {
     use std::io::Read;
     let f = fixture();
     shard_sandbox::zygote::set_program(env!("CARGO_BIN_EXE_shard-sandbox-zygote").into());
-    let z =
-        f.on.zygote(std::time::Duration::from_secs(30))
-            .expect("the zygote did not start");
+    let z = sb
+        .zygote(std::time::Duration::from_secs(30))
+        .expect("the zygote did not start");
     let null = || std::os::fd::OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
     let call = z
         .spawn(shard_sandbox::zygote::CallRequest {
             argv: vec!["bash".into(), "-c".into(), "true".into()],
             env: std::env::vars_os().collect(),
-            cwd: f.dir.path().join("work"),
+            cwd: f.dir.path().join(cwd),
             stdin: null(),
             stdout: null(),
             stderr: null(),

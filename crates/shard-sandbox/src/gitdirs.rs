@@ -10,22 +10,32 @@
 //! this worktree's `.git`. Only `git worktree add` (run by the user or the daemon)
 //! writes that link into a repository the agent cannot already write.
 //!
-//! **Files git trusts.** A repository's config and hooks name programs that the user's
-//! next `git` runs outside any sandbox. They are mounted read-only over themselves, and
-//! the git dirs holding them are mounted over themselves (writable) so that they cannot
-//! be renamed away and replaced; the index, objects, refs and logs stay writable, so
-//! agents commit as usual but cannot change config (`git -c` works per command).
+//! **Git dirs by allow-list.** A git dir holds much that git trusts: `config`, `hooks/`,
+//! `commondir`, other worktrees' `worktrees/*/`, submodules' `modules/*/config` and
+//! hooks, `info/`, and whatever a future git reads. Code in the sandbox that never names
+//! `.git` (a build, an MCP server, a hook) could plant any of them for the person's next
+//! `git`. So every git dir of a writable root (its `.git` directory, a linked worktree's
+//! own git dir and verified common dir, and the submodule git dirs under `modules/`) is
+//! shown to each call through an overlay whose writes are dropped when the call ends,
+//! except for an allow-list (`crate::sys::gitview`): `objects/`, `refs/` and `logs/` are
+//! mounted through writable, and the root files a commit, fetch, merge, stash or rebase
+//! rewrites are copied back into the real git dir once every process of the call is gone.
 
 use std::path::{Path, PathBuf};
 
-/// Paths of one root to protect, in mount order.
+use crate::sys::{LOUD, THROUGH};
+
+/// Paths of one root to protect.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Protection {
-    /// Directories that stay writable but cannot be renamed or removed.
-    pub pinned: Vec<PathBuf>,
-    /// Files and directories that become read-only.
+    /// Files that become read-only (a linked worktree's `.git` file).
     pub read_only: Vec<PathBuf>,
+    /// Git dirs shown through a view, outer first.
+    pub views: Vec<PathBuf>,
 }
+
+/// How deep submodules of submodules are followed.
+const MAX_SUBMODULE_DEPTH: usize = 4;
 
 /// The git dir a `.git` file (`gitdir: …`) at `root` points to, as written (not checked).
 fn linked_git_dir(root: &Path) -> Option<PathBuf> {
@@ -57,43 +67,85 @@ pub(crate) fn writable_common_dir(root: &Path) -> Option<PathBuf> {
     (back == own).then_some(common)
 }
 
-/// Files git trusts in the repository at `root` (canonical): see the module comment.
-/// `common` is the root's verified common dir, when it is a linked worktree. A missing
-/// hooks directory is created (empty, as `git init` makes it), so that it cannot be
-/// created writable later.
+/// What to protect in the repository at `root` (canonical): see the module comment.
+/// `common` is the root's verified common dir, when it is a linked worktree.
 pub(crate) fn protection(root: &Path, common: Option<&Path>) -> Protection {
     let mut p = Protection::default();
     let dot_git = root.join(".git");
     let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
         return p;
     };
-    let mut git_dirs = Vec::new();
     if meta.is_dir() {
-        git_dirs.push(dot_git);
+        p.views.push(dot_git);
     } else if meta.is_file() {
         p.read_only.push(dot_git);
         if let (Some(common), Some(own)) = (common, linked_git_dir(root)) {
-            p.pinned.push(own.clone());
-            for f in ["commondir", "gitdir", "config.worktree"] {
-                p.read_only.push(own.join(f));
-            }
-            git_dirs.push(common.to_path_buf());
+            p.views.push(common.to_path_buf());
+            p.views.push(own);
         }
     }
-    for g in git_dirs {
-        let hooks = g.join("hooks");
-        if !hooks.exists()
-            && let Err(err) = std::fs::create_dir(&hooks)
-        {
-            tracing::debug!(path = %hooks.display(), %err, "cannot create the hooks directory");
-        }
-        p.pinned.push(g.clone());
-        for f in ["config", "config.worktree", "hooks"] {
-            p.read_only.push(g.join(f));
-        }
+    let mut submodules = Vec::new();
+    for g in &p.views {
+        find_submodules(g, 0, &mut submodules);
     }
-    p.read_only.retain(|f| std::fs::symlink_metadata(f).is_ok());
+    p.views.extend(submodules);
+    p.views.sort_by_key(|v| v.components().count());
+    p.views.dedup();
     p
+}
+
+/// The submodule git dirs under `git_dir/modules` (a submodule's name may hold slashes,
+/// so every directory that looks like a git dir counts), and theirs in turn.
+fn find_submodules(git_dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = entry.path();
+            if is_git_dir(&path) {
+                out.push(path.clone());
+                find_submodules(&path, depth + 1, out);
+            } else if depth < MAX_SUBMODULE_DEPTH {
+                walk(&path, depth + 1, out);
+            }
+        }
+    }
+    if depth <= MAX_SUBMODULE_DEPTH {
+        walk(&git_dir.join("modules"), depth, out);
+    }
+}
+
+/// Does `dir` look like a git dir (a `HEAD` file, `objects/` and `refs/`)?
+fn is_git_dir(dir: &Path) -> bool {
+    dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
+}
+
+/// The parts of the git dir `dir` mounted through writable and read-only on top (those
+/// that exist). A missing `logs/` is created (git would create it at the first commit),
+/// so that reflogs written in the sandbox are kept.
+pub(crate) fn view_parts(dir: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let logs = dir.join("logs");
+    if std::fs::symlink_metadata(&logs).is_err()
+        && let Err(err) = std::fs::create_dir(&logs)
+    {
+        tracing::debug!(path = %logs.display(), %err, "cannot create the logs directory");
+    }
+    let real_dir = |p: &PathBuf| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    let through = THROUGH
+        .iter()
+        .map(|n| dir.join(n))
+        .filter(real_dir)
+        .collect();
+    let read_only = LOUD
+        .iter()
+        .map(|n| dir.join(n))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_symlink()))
+        .collect();
+    (through, read_only)
 }
 
 #[cfg(test)]
@@ -171,24 +223,53 @@ mod tests {
     }
 
     #[test]
-    fn config_and_hooks_are_protected_in_both_layouts() {
+    fn every_git_dir_of_a_root_gets_a_view_in_both_layouts() {
         let d = tempfile::tempdir().unwrap();
         let d = std::fs::canonicalize(d.path()).unwrap();
         let (common, wt) = linked(&d);
+        let sub = common.join("modules/lib/inner");
+        for p in ["objects", "refs"] {
+            std::fs::create_dir_all(sub.join(p)).unwrap();
+        }
+        std::fs::write(sub.join("HEAD"), "ref: refs/heads/main\n").unwrap();
         let p = protection(&d.join("repo"), None);
-        assert_eq!(p.pinned, vec![common.clone()]);
-        assert_eq!(
-            p.read_only,
-            vec![common.join("config"), common.join("hooks")],
-            "the hooks directory is created"
-        );
+        assert_eq!(p.views, vec![common.clone(), sub.clone()]);
+        assert!(p.read_only.is_empty());
         let p = protection(&wt, Some(&common));
-        assert_eq!(p.pinned, vec![common.join("worktrees/w"), common.clone()]);
-        assert!(p.read_only.contains(&wt.join(".git")));
-        assert!(p.read_only.contains(&common.join("worktrees/w/commondir")));
-        assert!(p.read_only.contains(&common.join("config")));
+        assert_eq!(
+            p.views,
+            vec![common.clone(), common.join("worktrees/w"), sub.clone()]
+        );
+        assert_eq!(p.read_only, vec![wt.join(".git")]);
         // Without a verified common dir only the `.git` file itself.
         assert_eq!(protection(&wt, None).read_only, vec![wt.join(".git")]);
+        assert!(protection(&wt, None).views.is_empty());
         assert_eq!(protection(&d, None), Protection::default());
+    }
+
+    #[test]
+    fn a_view_binds_what_exists_and_creates_logs() {
+        let d = tempfile::tempdir().unwrap();
+        let d = std::fs::canonicalize(d.path()).unwrap();
+        let (common, _) = linked(&d);
+        let (through, read_only) = view_parts(&common);
+        assert_eq!(
+            through,
+            vec![
+                common.join("objects"),
+                common.join("refs"),
+                common.join("logs")
+            ]
+        );
+        assert_eq!(read_only, vec![common.join("config")]);
+        let (through, read_only) = view_parts(&common.join("worktrees/w"));
+        assert_eq!(through, vec![common.join("worktrees/w/logs")]);
+        assert_eq!(
+            read_only,
+            vec![
+                common.join("worktrees/w/commondir"),
+                common.join("worktrees/w/gitdir")
+            ]
+        );
     }
 }

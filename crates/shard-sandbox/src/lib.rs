@@ -7,7 +7,10 @@
 //!   and when the command's first process ends, the kernel kills every process it left
 //!   behind (`&`, `nohup`, `setsid -f`);
 //! - Landlock: writes only beneath the workspace roots, the private temp dir and a few
-//!   device files; no abstract unix socket or signal out of the sandbox.
+//!   device files; no abstract unix socket or signal out of the sandbox;
+//! - git dirs by allow-list: each call sees the workspace's git dirs through an overlay of
+//!   its own, and only objects, refs, logs and the state files git rewrites reach the
+//!   real git dir.
 //!
 //! A [`Sandbox`] is built once per Runtime: it probes what the kernel allows (one fork),
 //! keeps what works, and reports what is missing. Each `bash` call then costs one extra

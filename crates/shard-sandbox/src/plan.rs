@@ -156,7 +156,7 @@ pub(crate) fn prepare(
     };
     let mut writable: Vec<PathBuf> = roots.clone();
     writable.extend(config.allow_write.iter().map(|p| canon(p)));
-    let (commons, protected) = git_protection(&writable);
+    let (commons, protected, git_dirs) = git_protection(&writable);
     writable.extend(commons);
     let mut reattach = Vec::new();
     let visible: Vec<PathBuf> = spec.visible.iter().map(|p| canon(p)).collect();
@@ -189,15 +189,36 @@ pub(crate) fn prepare(
             mkdirs,
         });
     }
-    // After the roots they lie in, outer before inner (every clone is taken before the
-    // first mount, so a later move would hide an earlier one beneath it).
-    for (path, read_only) in &protected {
+    // After the roots they lie in (every clone is taken before the first mount, so a
+    // later move would hide an earlier one beneath it).
+    for path in &protected {
         reattach.push(Reattach {
             path: cstring(path)?,
             optional: true,
-            read_only: *read_only,
+            read_only: true,
             mkdirs: Vec::new(),
         });
+    }
+    let git = git_dirs
+        .iter()
+        .take(sys::MAX_GIT_VIEWS)
+        .map(|dir| {
+            let (through, read_only) = crate::gitdirs::view_parts(dir);
+            let cstrings = |v: Vec<PathBuf>| -> Result<Vec<CString>, SandboxError> {
+                v.iter().map(|p| cstring(p)).collect()
+            };
+            Ok(sys::GitView {
+                dir: cstring(dir)?,
+                through: cstrings(through)?,
+                read_only: cstrings(read_only)?,
+            })
+        })
+        .collect::<Result<Vec<_>, SandboxError>>()?;
+    if git_dirs.len() > sys::MAX_GIT_VIEWS {
+        tracing::warn!(
+            count = git_dirs.len(),
+            "more git dirs than views; the innermost stay read-only"
+        );
     }
     let clones = covers
         .iter()
@@ -244,6 +265,7 @@ pub(crate) fn prepare(
         gid_map: format!("{gid} {gid} 1\n").into_bytes(),
         covers,
         reattach,
+        git,
         proc_mount: true,
         landlock,
         last_cap,
@@ -258,7 +280,7 @@ pub(crate) fn prepare(
     let cache = spec.probe_cache.as_ref().map(|dir| {
         (
             dir.join(PROBE_CACHE),
-            probe_key(config, &writable, &protected),
+            probe_key(config, &writable, &protected, &git_dirs),
         )
     });
     let cached = cache.as_ref().is_some_and(|(file, key)| {
@@ -320,37 +342,39 @@ const PROBE_CACHE: &str = "sandbox-probe";
 
 /// What a remembered probe is valid for: this boot, user, network setting, build and
 /// workspace roots.
-fn probe_key(config: &SandboxConfig, roots: &[PathBuf], protected: &[(PathBuf, bool)]) -> String {
+fn probe_key(
+    config: &SandboxConfig,
+    roots: &[PathBuf],
+    protected: &[PathBuf],
+    git_dirs: &[PathBuf],
+) -> String {
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let roots: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
-    let protected: Vec<String> = protected
-        .iter()
-        .map(|(p, _)| p.display().to_string())
-        .collect();
+    let show =
+        |v: &[PathBuf]| -> Vec<String> { v.iter().map(|p| p.display().to_string()).collect() };
     format!(
-        "complete boot={} uid={} network={} version={} roots={:?} protected={:?}\n",
+        "complete boot={} uid={} network={} version={} roots={:?} protected={:?} git={:?}\n",
         boot.trim(),
         nix::unistd::getuid().as_raw(),
         config.network,
         env!("CARGO_PKG_VERSION"),
-        roots,
-        protected
+        show(roots),
+        show(protected),
+        show(git_dirs)
     )
 }
 
 /// The verified common git dirs of the writable roots that are linked worktrees (to be
-/// made writable), and the paths git trusts in each root's repository, in mount order:
-/// `(path, read_only)`, pinned directories outer first, then the read-only files
-/// (`gitdirs` says why).
-fn git_protection(writable: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, bool)>) {
+/// made writable), the files to mount read-only (outer first) and the git dirs to show
+/// through views (outer first; `gitdirs` says why).
+fn git_protection(writable: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>) {
     let mut commons = Vec::new();
-    let mut pinned = Vec::new();
     let mut read_only = Vec::new();
+    let mut views = Vec::new();
     for root in writable {
         let common = crate::gitdirs::writable_common_dir(root);
         let p = crate::gitdirs::protection(root, common.as_deref());
-        pinned.extend(p.pinned);
         read_only.extend(p.read_only);
+        views.extend(p.views);
         if let Some(c) = common
             && !writable.iter().any(|w| within(&c, w))
             && !commons.contains(&c)
@@ -361,18 +385,13 @@ fn git_protection(writable: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, bool)>) 
     let mut all_writable = writable.to_vec();
     all_writable.extend(commons.iter().cloned());
     let inside = |p: &PathBuf| all_writable.iter().any(|w| within(p, w));
-    pinned.retain(|p| inside(p));
     read_only.retain(|p| inside(p));
-    pinned.sort_by_key(|p| p.components().count());
-    pinned.dedup();
+    views.retain(|p| inside(p));
     read_only.sort_by_key(|p| p.components().count());
     read_only.dedup();
-    let protected = pinned
-        .into_iter()
-        .map(|p| (p, false))
-        .chain(read_only.into_iter().map(|p| (p, true)))
-        .collect();
-    (commons, protected)
+    views.sort_by_key(|p| p.components().count());
+    views.dedup();
+    (commons, read_only, views)
 }
 
 /// Writes the probe cache (0600, atomically); failures only cost a probe next time.

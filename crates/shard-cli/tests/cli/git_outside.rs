@@ -182,6 +182,73 @@ fn bash_in_the_agent_cannot_change_git_config_or_hooks_but_commits() {
     assert!(!sb.work().join(".git/hooks/post-checkout").exists());
 }
 
+/// A real `shard agent`: what its `bash` writes into the git dir off the allow-list
+/// (`commondir`, a new file at the root, another worktree's link, `info/`) is gone when
+/// the call ends, while a commit, a branch and a rebase made in the next calls are there.
+#[test]
+fn bash_in_the_agent_plants_nothing_off_the_git_allow_list_but_commits_and_rebases() {
+    if !have_git() {
+        return;
+    }
+    let sb = Sandbox::new();
+    sb.config("[permissions]\n");
+    let w = sb.work();
+    git(&w, &["init", "-q", "-b", "main"]);
+    std::fs::write(w.join("README.md"), "hello\n").unwrap();
+    git(&w, &["add", "."]);
+    git(&w, &["commit", "-q", "-m", "first"]);
+    let other = sb.dir.path().join("other");
+    git(
+        &w,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "other",
+            other.to_str().unwrap(),
+        ],
+    );
+    let g = w.join(".git");
+    let other_link = std::fs::read_to_string(g.join("worktrees/other/gitdir")).unwrap();
+    let ident = "export GIT_AUTHOR_NAME=A GIT_AUTHOR_EMAIL=a@example.com \
+                 GIT_COMMITTER_NAME=A GIT_COMMITTER_EMAIL=a@example.com";
+    let (hello, out) = run_bash(
+        &sb,
+        &[
+            "echo /elsewhere > .git/commondir; echo x > .git/foo; \
+             echo /elsewhere/.git > .git/worktrees/other/gitdir; \
+             echo '* filter=evil' > .git/info/attributes; true",
+            &format!(
+                "{ident}; git checkout -q -b topic && echo t > t.txt && git add t.txt && \
+                 git commit -q -m t1 && echo COMMITTED"
+            ),
+            &format!(
+                "{ident}; git checkout -q main && echo m > m.txt && git add m.txt && \
+                 git commit -q -m m1 && git checkout -q topic && git rebase -q main && \
+                 echo REBASED"
+            ),
+        ],
+        &[],
+    );
+    if !complete(&hello) {
+        return;
+    }
+    // The next call no longer sees what the first planted: git works again.
+    assert!(out[1].contains("COMMITTED"), "{}", out[1]);
+    assert!(out[2].contains("REBASED"), "{}", out[2]);
+    assert!(!g.join("commondir").exists(), "{}", out[0]);
+    assert!(!g.join("foo").exists(), "{}", out[0]);
+    assert!(!g.join("info/attributes").exists(), "{}", out[0]);
+    assert_eq!(
+        std::fs::read_to_string(g.join("worktrees/other/gitdir")).unwrap(),
+        other_link
+    );
+    assert_eq!(git(&w, &["symbolic-ref", "--short", "HEAD"]), "topic");
+    assert_eq!(git(&w, &["log", "--format=%s", "-3"]), "t1\nm1\nfirst");
+    assert_eq!(git(&w, &["status", "--porcelain"]), "");
+}
+
 /// A `.git` file and a git dir the model wrote, naming another repository as their
 /// common dir, make nothing of that repository writable to the next Runtime.
 #[test]

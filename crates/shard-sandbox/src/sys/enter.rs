@@ -8,13 +8,13 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use libc::{c_int, c_long, c_uint, c_void};
 
+use super::gitview::{GitView, OpenViews, mount_views};
+use super::mounts::{mount_proc, set_up_mounts};
+use super::writeback::write_back;
+
 /// The most workspace roots and cover bind sources one plan may clone (a fixed array in
 /// the child, which must not allocate).
 pub const MAX_CLONES: usize = 32;
-
-const OPEN_TREE_CLONE: c_uint = 1;
-const AT_RECURSIVE: c_uint = 0x8000;
-const MOVE_MOUNT_F_EMPTY_PATH: c_uint = 4;
 
 /// A mount that hides a path in the sandbox's mount namespace.
 #[derive(Debug)]
@@ -62,6 +62,9 @@ pub struct Plan {
     pub covers: Vec<Cover>,
     /// Roots put back after the covers.
     pub reattach: Vec<Reattach>,
+    /// Git dirs shown through a view of each call's own, outer first
+    /// (`super::gitview`).
+    pub git: Vec<GitView>,
     /// Mount a fresh `/proc` for the new PID namespace.
     pub proc_mount: bool,
     /// Landlock ruleset to enforce.
@@ -170,24 +173,51 @@ unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> c_long {
     }
 }
 
-/// The intermediate process: it stays outside the namespaces, holds the lifeline, waits
-/// for the namespace's first process and exits with its status. Killing it (the
+/// The intermediate process: it stays outside the PID namespace, holds the lifeline, waits
+/// for the namespace's first process, writes the git views back (every process of the
+/// call is gone by then) and exits with the first process's status. Killing it (the
 /// Runtime's `killpg`, or its own parent-death signal) kills that process through its
 /// parent-death signal, and with it the whole PID namespace.
 ///
 /// # Safety
 /// Runs in a forked child; async-signal-safe calls only.
-unsafe fn intermediate(child: libc::pid_t, keep: RawFd) -> ! {
-    // SAFETY: plain system calls on integers and a stack variable.
+unsafe fn intermediate(child: libc::pid_t, keep: RawFd, views: &OpenViews) -> ! {
+    // SAFETY: plain system calls on integers and stack variables.
     unsafe {
         // Close everything else (the output pipe, std's exec-status pipe) so that readers
         // see EOF as soon as the sandboxed process tree is gone.
-        let keep = keep as c_uint;
-        if keep > 0 {
-            libc::syscall(libc::SYS_close_range, 0u32, keep - 1, 0u32);
+        let mut kept = [-1; 1 + 3 * super::gitview::MAX_GIT_VIEWS];
+        kept[0] = keep;
+        kept[1..].copy_from_slice(&views.fds());
+        close_all_but(&kept);
+        let status = wait_status_of(child, child);
+        write_back(views);
+        exit_with(status)
+    }
+}
+
+/// Closes every descriptor but those in `keep` (-1 entries are ignored).
+///
+/// # Safety
+/// Async-signal-safe; any other descriptor of the process is gone afterwards.
+unsafe fn close_all_but(keep: &[RawFd]) {
+    let mut next: c_uint = 0;
+    loop {
+        let low = keep
+            .iter()
+            .filter_map(|&fd| c_uint::try_from(fd).ok())
+            .filter(|&fd| fd >= next)
+            .min();
+        let Some(low) = low else {
+            // SAFETY: a plain system call on integers.
+            unsafe { libc::syscall(libc::SYS_close_range, next, c_uint::MAX, 0u32) };
+            return;
+        };
+        if low > next {
+            // SAFETY: as above.
+            unsafe { libc::syscall(libc::SYS_close_range, next, low - 1, 0u32) };
         }
-        libc::syscall(libc::SYS_close_range, keep + 1, c_uint::MAX, 0u32);
-        exit_with_status_of(child, child)
+        next = low + 1;
     }
 }
 
@@ -202,27 +232,38 @@ pub unsafe fn enter(plan: &Plan, cwd: &std::ffi::CStr) -> Result<(), Failure> {
     // SAFETY: the function contract; every pointer passed below is a live C string,
     // stack variable or descriptor prepared by the parent.
     unsafe {
+        let mut views = OpenViews::none();
         if plan.ns_flags != 0 {
             unshare_user(plan, plan.ns_flags)?;
-            if plan.ns_flags & libc::CLONE_NEWPID != 0 {
-                let mut lifeline: [c_int; 2] = [-1, -1];
-                check(
-                    libc::pipe2(lifeline.as_mut_ptr(), libc::O_CLOEXEC) as c_long,
-                    Stage::Fork,
-                )?;
-                let pid = libc::fork();
-                check(pid as c_long, Stage::Fork)?;
-                if pid > 0 {
-                    libc::close(lifeline[0]);
-                    libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
-                    intermediate(pid, lifeline[1]);
-                }
-                libc::close(lifeline[1]);
-                tie_to_parent(lifeline[0])?;
-            }
         }
         if plan.ns_flags & libc::CLONE_NEWNS != 0 {
+            // Before the intermediate forks: it shares this mount namespace and writes
+            // the git views back when the call has ended.
             set_up_mounts(plan)?;
+            if plan.ns_flags & libc::CLONE_NEWPID != 0 {
+                views = mount_views(&plan.git)?;
+                views.remember();
+            }
+        }
+        if plan.ns_flags & libc::CLONE_NEWPID != 0 {
+            let mut lifeline: [c_int; 2] = [-1, -1];
+            check(
+                libc::pipe2(lifeline.as_mut_ptr(), libc::O_CLOEXEC) as c_long,
+                Stage::Fork,
+            )?;
+            let pid = libc::fork();
+            check(pid as c_long, Stage::Fork)?;
+            if pid > 0 {
+                libc::close(lifeline[0]);
+                libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+                intermediate(pid, lifeline[1], &views);
+            }
+            libc::close(lifeline[1]);
+            // The real git dirs must not stay open in the sandbox.
+            views.close();
+            tie_to_parent(lifeline[0])?;
+        }
+        if plan.ns_flags & libc::CLONE_NEWNS != 0 {
             if plan.proc_mount {
                 mount_proc()?;
             }
@@ -310,17 +351,37 @@ pub unsafe fn arm_parent_death(parent: u32) -> io::Result<()> {
 /// Async-signal-safe: `waitpid` and `_exit` only.
 pub unsafe fn exit_with_status_of(wait_for: libc::pid_t, command: libc::pid_t) -> ! {
     // SAFETY: plain system calls on integers and a stack variable.
+    unsafe { exit_with(wait_status_of(wait_for, command)) }
+}
+
+/// Waits as [`exit_with_status_of`] and returns `command`'s wait status (exits with 127
+/// when waiting fails).
+///
+/// # Safety
+/// Async-signal-safe: `waitpid` and `_exit` only.
+unsafe fn wait_status_of(wait_for: libc::pid_t, command: libc::pid_t) -> c_int {
+    // SAFETY: plain system calls on integers and a stack variable.
     unsafe {
         let mut status: c_int = 0;
         loop {
             let r = libc::waitpid(wait_for, &mut status, 0);
             if r == command {
-                break;
+                return status;
             }
             if r < 0 && errno() != libc::EINTR {
                 libc::_exit(127);
             }
         }
+    }
+}
+
+/// Exits with a wait status as a shell would report it.
+///
+/// # Safety
+/// Async-signal-safe: `_exit` only.
+unsafe fn exit_with(status: c_int) -> ! {
+    // SAFETY: a plain system call.
+    unsafe {
         if libc::WIFEXITED(status) {
             libc::_exit(libc::WEXITSTATUS(status));
         }
@@ -357,129 +418,6 @@ pub unsafe fn tie_to_parent(lifeline: RawFd) -> Result<(), Failure> {
             libc::_exit(137);
         }
         Ok(())
-    }
-}
-
-/// Makes the mounts private and applies the covers and reattached roots of `plan` in the
-/// current mount namespace.
-///
-/// # Safety
-/// Async-signal-safe; changes the calling process's mount namespace.
-pub unsafe fn set_up_mounts(plan: &Plan) -> Result<(), Failure> {
-    // SAFETY: plain system calls on live C strings, stack arrays and descriptors.
-    unsafe {
-        check(
-            libc::mount(
-                std::ptr::null(),
-                c"/".as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ) as c_long,
-            Stage::MountPrivate,
-        )?;
-        // Clone what must stay visible before anything covers it.
-        let mut clones: [c_int; MAX_CLONES] = [-1; MAX_CLONES];
-        let mut n = 0;
-        let sources = plan
-            .covers
-            .iter()
-            .filter_map(|c| match c {
-                Cover::Bind { source, .. } => Some((source.as_c_str(), false)),
-                Cover::Tmpfs { .. } => None,
-            })
-            .chain(
-                plan.reattach
-                    .iter()
-                    .map(|r| (r.path.as_c_str(), r.optional)),
-            );
-        for (source, optional) in sources {
-            if n == MAX_CLONES {
-                return Err(Failure {
-                    stage: Stage::Reattach,
-                    errno: libc::E2BIG,
-                });
-            }
-            let fd = libc::syscall(
-                libc::SYS_open_tree,
-                libc::AT_FDCWD,
-                source.as_ptr(),
-                OPEN_TREE_CLONE | AT_RECURSIVE | libc::O_CLOEXEC as c_uint,
-            );
-            if fd < 0 && optional {
-                clones[n] = -1;
-                n += 1;
-                continue;
-            }
-            check(fd, Stage::Covers)?;
-            clones[n] = fd as c_int;
-            n += 1;
-        }
-        let mut next = 0;
-        for cover in &plan.covers {
-            match cover {
-                Cover::Tmpfs { target } => check(
-                    libc::mount(
-                        c"tmpfs".as_ptr(),
-                        target.as_ptr(),
-                        c"tmpfs".as_ptr(),
-                        libc::MS_NOSUID | libc::MS_NODEV,
-                        c"mode=0755,size=1m".as_ptr() as *const c_void,
-                    ) as c_long,
-                    Stage::Covers,
-                )?,
-                Cover::Bind { target, .. } => {
-                    check(move_mount(clones[next], target), Stage::Covers)?;
-                    next += 1;
-                }
-            }
-        }
-        for r in &plan.reattach {
-            if clones[next] < 0 {
-                next += 1;
-                continue;
-            }
-            for dir in &r.mkdirs {
-                if libc::mkdir(dir.as_ptr(), 0o755) < 0 && errno() != libc::EEXIST {
-                    return Err(Failure {
-                        stage: Stage::Reattach,
-                        errno: errno(),
-                    });
-                }
-            }
-            if r.read_only && set_read_only(clones[next]) < 0 {
-                return Err(Failure {
-                    stage: Stage::Reattach,
-                    errno: errno(),
-                });
-            }
-            check(move_mount(clones[next], &r.path), Stage::Reattach)?;
-            next += 1;
-        }
-        for fd in clones[..n].iter().filter(|fd| **fd >= 0) {
-            libc::close(*fd);
-        }
-        Ok(())
-    }
-}
-
-/// Mounts a fresh `/proc` for the calling process's PID namespace.
-///
-/// # Safety
-/// Async-signal-safe; changes the calling process's mount namespace.
-pub unsafe fn mount_proc() -> Result<(), Failure> {
-    // SAFETY: a system call on static C strings.
-    unsafe {
-        check(
-            libc::mount(
-                c"proc".as_ptr(),
-                c"/proc".as_ptr(),
-                c"proc".as_ptr(),
-                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                std::ptr::null(),
-            ) as c_long,
-            Stage::Proc,
-        )
     }
 }
 
@@ -539,54 +477,5 @@ unsafe fn init(command: libc::pid_t) -> ! {
         // Readers of the output pipe and of std's exec-status pipe must not wait on us.
         libc::syscall(libc::SYS_close_range, 0u32, c_uint::MAX, 0u32);
         exit_with_status_of(-1, command)
-    }
-}
-
-#[repr(C)]
-struct MountAttr {
-    attr_set: u64,
-    attr_clr: u64,
-    propagation: u64,
-    userns_fd: u64,
-}
-
-/// Makes a detached mount tree read-only, leaving its other flags alone.
-///
-/// # Safety
-/// Async-signal-safe; `fd` is a detached mount from `open_tree`.
-unsafe fn set_read_only(fd: c_int) -> c_long {
-    const MOUNT_ATTR_RDONLY: u64 = 1;
-    let attr = MountAttr {
-        attr_set: MOUNT_ATTR_RDONLY,
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: 0,
-    };
-    // SAFETY: `attr` is a live uapi struct of the size passed; `fd` is open.
-    unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            fd,
-            c"".as_ptr(),
-            libc::AT_EMPTY_PATH | AT_RECURSIVE as c_int,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    }
-}
-
-/// # Safety
-/// Async-signal-safe; `fd` is a detached mount from `open_tree`.
-unsafe fn move_mount(fd: c_int, target: &std::ffi::CStr) -> c_long {
-    // SAFETY: see the function contract.
-    unsafe {
-        libc::syscall(
-            libc::SYS_move_mount,
-            fd,
-            c"".as_ptr(),
-            libc::AT_FDCWD,
-            target.as_ptr(),
-            MOVE_MOUNT_F_EMPTY_PATH,
-        )
     }
 }

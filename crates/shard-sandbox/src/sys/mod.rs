@@ -8,10 +8,14 @@
 //! system calls. The zygote is single-threaded, so its children are not bound by that.
 
 mod enter;
+mod gitview;
 mod landlock;
+mod mounts;
 mod process;
+mod writeback;
 pub mod zygote;
 
 pub use enter::{Cover, Failure, MAX_CLONES, Plan, Reattach, Stage};
+pub use gitview::{GitView, LOUD, MAX_GIT_VIEWS, THROUGH};
 pub use landlock::{landlock_abi, landlock_allow, landlock_ruleset, ll};
 pub use process::{default_sigpipe, detach_environment, install, probe};

@@ -10,8 +10,11 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use libc::{c_int, c_long, c_uint, c_void};
 use nix::sys::socket::{self, AddressFamily, SockFlag, SockType};
 
-use super::enter::{Failure, Plan, Stage, check, confine, errno, mount_proc, set_up_mounts};
+use super::enter::{Failure, Plan, Stage, check, confine, errno};
 use super::enter::{arm_parent_death, tie_to_parent, unshare_user};
+use super::gitview::{GitView, OpenViews, mount_views};
+use super::mounts::{mount_proc, set_up_mounts};
+use super::writeback::write_back;
 
 /// The descriptor number the zygote finds its control socket at.
 pub const CONTROL_FD: RawFd = 3;
@@ -222,6 +225,8 @@ pub struct Confinement {
     pub last_cap: c_int,
     /// The Landlock ruleset.
     pub landlock: Option<OwnedFd>,
+    /// Git dirs each call sees through a view of its own.
+    pub git: Vec<GitView>,
 }
 
 /// One call, as the zygote received it.
@@ -349,7 +354,7 @@ unsafe fn slot_init(
 ) -> ! {
     // SAFETY: the child is single-threaded.
     unsafe {
-        init_prelude(socket.as_raw_fd(), confinement, lifeline);
+        let mut views = init_prelude(socket.as_raw_fd(), confinement, lifeline);
         let mut buf = vec![0u8; max_message];
         let (n, fds) = match recv_with_fds(socket.as_raw_fd(), &mut buf) {
             Ok((n, fds)) if n > 0 => (n, fds),
@@ -357,7 +362,7 @@ unsafe fn slot_init(
             _ => libc::_exit(0),
         };
         match decode(&buf[..n], fds, socket) {
-            Some(call) => run_call(&call),
+            Some(call) => run_call(&call, &mut views),
             None => libc::_exit(1),
         }
     }
@@ -370,18 +375,23 @@ unsafe fn slot_init(
 unsafe fn call_init(call: &Call, confinement: &Confinement, lifeline: &Lifeline) -> ! {
     // SAFETY: the child is single-threaded.
     unsafe {
-        init_prelude(call.channel.as_raw_fd(), confinement, lifeline);
-        run_call(call)
+        let mut views = init_prelude(call.channel.as_raw_fd(), confinement, lifeline);
+        run_call(call, &mut views)
     }
 }
 
 /// What every call's init does first, before knowing its call: ties itself to the
-/// zygote, leads a process group of its own, mounts `/proc` and confines itself. A
-/// failure is reported on `channel` and ends the process.
+/// zygote, leads a process group of its own, mounts `/proc` and the git views (returned,
+/// to be written back when the call ends) and confines itself. A failure is reported on
+/// `channel` and ends the process.
 ///
 /// # Safety
 /// Runs in a freshly cloned init.
-unsafe fn init_prelude(channel: RawFd, confinement: &Confinement, lifeline: &Lifeline) {
+unsafe fn init_prelude(
+    channel: RawFd,
+    confinement: &Confinement,
+    lifeline: &Lifeline,
+) -> OpenViews {
     // SAFETY: the child is single-threaded; plain system calls on live buffers.
     unsafe {
         let fail = |f: Failure| -> ! {
@@ -403,6 +413,10 @@ unsafe fn init_prelude(channel: RawFd, confinement: &Confinement, lifeline: &Lif
         {
             fail(f);
         }
+        let views = match mount_views(&confinement.git) {
+            Ok(v) => v,
+            Err(f) => fail(f),
+        };
         let ruleset = confinement.landlock.as_ref().map(|fd| fd.as_raw_fd());
         if let Err(f) = confine(true, confinement.last_cap, ruleset) {
             fail(f);
@@ -413,17 +427,18 @@ unsafe fn init_prelude(channel: RawFd, confinement: &Confinement, lifeline: &Lif
         // The command cannot read this process's memory (it holds nothing secret, but
         // it is the namespace's init).
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        views
     }
 }
 
 /// The call itself: enters the working directory, starts the command, relays signals
-/// from the Runtime, and when the command ends kills and reaps what is left, then
-/// reports the command's wait status. The channel's end (the Runtime dropped the call,
-/// or died) kills everything without a report.
+/// from the Runtime, and when the command ends kills and reaps what is left, writes the
+/// git views back, then reports the command's wait status. The channel's end (the
+/// Runtime dropped the call, or died) kills everything and writes back without a report.
 ///
 /// # Safety
 /// Runs in a call's init, after [`init_prelude`].
-unsafe fn run_call(call: &Call) -> ! {
+unsafe fn run_call(call: &Call, views: &mut OpenViews) -> ! {
     // SAFETY: the child is single-threaded; plain system calls on live buffers.
     unsafe {
         let channel = call.channel.as_raw_fd();
@@ -434,6 +449,8 @@ unsafe fn run_call(call: &Call) -> ! {
         if let Err(f) = check(libc::chdir(call.cwd.as_ptr()) as c_long, Stage::Chdir) {
             fail(f);
         }
+        // Now, not when the slot was made: the call starts from what is there now.
+        views.remember();
         let pid = libc::fork();
         if pid < 0 {
             fail(Failure {
@@ -496,10 +513,12 @@ unsafe fn run_call(call: &Call) -> ! {
                 }
                 // The Runtime dropped the call or died.
                 kill_all_and_reap();
+                write_back(views);
                 libc::_exit(0);
             }
         }
         kill_all_and_reap();
+        write_back(views);
         let mut rec = [0u8; RECORD];
         rec[0] = b'X';
         rec[4..].copy_from_slice(&status.to_le_bytes());

@@ -57,6 +57,7 @@ pub(crate) unsafe fn serve() -> i32 {
         proc_mount: plan.proc_mount,
         last_cap: plan.last_cap,
         landlock: plan.landlock,
+        git: plan.git,
     };
     reply(Ok(()));
     // SAFETY: still the single-threaded zygote.

@@ -4,7 +4,7 @@
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
 
-use crate::sys::{Cover, Plan, Reattach};
+use crate::sys::{Cover, GitView, Plan, Reattach};
 
 /// Builds a message.
 #[derive(Debug, Default)]
@@ -86,6 +86,16 @@ pub(crate) fn encode_plan(runtime: u32, plan: &Plan) -> Vec<u8> {
             w.bytes(d.as_bytes());
         }
     }
+    w.u32(plan.git.len() as u32);
+    for g in &plan.git {
+        w.bytes(g.dir.as_bytes());
+        for list in [&g.through, &g.read_only] {
+            w.u32(list.len() as u32);
+            for p in list {
+                w.bytes(p.as_bytes());
+            }
+        }
+    }
     w.0
 }
 
@@ -121,6 +131,14 @@ pub(crate) fn decode_plan(buf: &[u8], mut fds: Vec<OwnedFd>) -> Option<(u32, Pla
             mkdirs,
         });
     }
+    let mut git = Vec::new();
+    for _ in 0..r.u32()? {
+        git.push(GitView {
+            dir: r.cstring()?,
+            through: r.strings()?,
+            read_only: r.strings()?,
+        });
+    }
     let landlock = if has_landlock { Some(fds.pop()?) } else { None };
     Some((
         runtime,
@@ -130,6 +148,7 @@ pub(crate) fn decode_plan(buf: &[u8], mut fds: Vec<OwnedFd>) -> Option<(u32, Pla
             gid_map,
             covers,
             reattach,
+            git,
             proc_mount,
             landlock,
             last_cap,
@@ -196,6 +215,11 @@ mod tests {
                 optional: true,
                 read_only: true,
                 mkdirs: vec![CString::new("/h/w").unwrap()],
+            }],
+            git: vec![GitView {
+                dir: CString::new("/w/.git").unwrap(),
+                through: vec![CString::new("/w/.git/objects").unwrap()],
+                read_only: vec![CString::new("/w/.git/config").unwrap()],
             }],
             proc_mount: true,
             landlock: None,

@@ -192,3 +192,7 @@ fn a_forged_git_file_makes_no_other_repository_writable(via: Via) {
     );
     assert!(!other_git.join("hooks/post-checkout").exists(), "{t}");
 }
+
+/// Git dirs by allow-list.
+#[path = "git_allow.rs"]
+mod allow_list;
