@@ -290,7 +290,12 @@ async fn a_workspace_on_a_host_runs_its_git_and_its_agent_there() {
     assert!(!git(&r, &["worktree", "list"]).contains(wt.to_str().unwrap()));
     // Every one of those git runs was on the host, hardened.
     let runs = g.daemon_runs_on_host();
-    for what in ["worktree add -b", "status --porcelain=v2", "update-ref -d"] {
+    for what in [
+        "worktree add --no-checkout -b",
+        "reset --hard",
+        "status --porcelain=v2",
+        "update-ref -d",
+    ] {
         assert!(runs.iter().any(|r| r.contains(what)), "{what}: {runs:?}");
     }
     // The record keeps its host across a restart of the daemon.
