@@ -426,3 +426,49 @@ async fn a_start_killed_while_waiting_for_a_slot_is_never_launched() {
         let _ = tokio::time::timeout(T, t).await.unwrap();
     }
 }
+
+/// An editor's MCP servers hold secrets in the manifest; archiving the agent drops them,
+/// since its Runtime is never started again with the editor's servers.
+#[tokio::test]
+async fn archiving_an_agent_scrubs_its_editors_server_secrets_from_the_manifest() {
+    let mut s = start(|_| {}).await;
+    let c = Client::connect_daemon(&s.home).await.unwrap();
+    let mut req = create_req(&s);
+    req.mcp_servers = Some(
+        serde_json::from_value(json!([
+            {"name": "ed", "command": "srv", "env": {"TOKEN": "tok-scrub-91"}},
+            {"name": "web", "transport": "http", "url": "https://example.com/mcp",
+             "headers": {"Authorization": "Bearer hdr-scrub-92"}}
+        ]))
+        .unwrap(),
+    );
+    let fut = c.create(req);
+    tokio::pin!(fut);
+    let mut rt = tokio::select! {
+        r = s.runtimes.recv() => r.unwrap(),
+        r = &mut fut => panic!("create answered before the runtime was ready: {r:?}"),
+    };
+    rt.ready().await;
+    let id = tokio::time::timeout(T, fut).await.unwrap().unwrap();
+    let manifest = s.home.join("manifests").join(format!("{id}.json"));
+    let before = std::fs::read_to_string(&manifest).unwrap();
+    assert!(before.contains("tok-scrub-91"), "{before}");
+    let home = s.home.clone();
+    let id2 = id.clone();
+    let archive = tokio::spawn(async move {
+        let mut w = Wire::hello(&home).await;
+        w.call_json(json!({"type": "agent.archive", "agent_id": id2}))
+            .await
+    });
+    // The Runtime is asked to stop, and goes.
+    rt.next_cmd().await;
+    drop(rt);
+    let r = tokio::time::timeout(T, archive).await.unwrap().unwrap();
+    assert!(r.success, "{r:?}");
+    let after = std::fs::read_to_string(&manifest).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&after).unwrap();
+    assert_eq!(v["archived"], true, "{after}");
+    for secret in ["tok-scrub-91", "hdr-scrub-92", "TOKEN"] {
+        assert!(!after.contains(secret), "{secret} kept: {after}");
+    }
+}

@@ -283,3 +283,230 @@ fn a_forged_git_file_makes_no_other_repository_writable_to_the_next_runtime() {
     assert!(!out[0].contains("PLANTED"), "{}", out[0]);
     assert!(!hook.exists());
 }
+
+/// A program that leaves `marks/ran-NAME-PID` for the name it is given, and passes its
+/// input on (so a filter still works when it runs).
+fn marker(dir: &Path, marks: &Path) -> String {
+    let p = dir.join("mark.sh");
+    executable(
+        &p,
+        &format!(
+            "#!/bin/sh\necho \"$1\" > \"{}/ran-$1-$$\"\ncat 2>/dev/null\nexit 0\n",
+            marks.display()
+        ),
+    );
+    p.display().to_string()
+}
+
+/// Every file's modification time moved, its content unchanged: git must hash it again,
+/// through the clean filter, to know it is unchanged.
+fn restat(dir: &Path, names: &[&str]) {
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+    for n in names {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(dir.join(n))
+            .unwrap();
+        f.set_modified(later).unwrap();
+    }
+}
+
+fn ran(marks: &Path) -> Vec<String> {
+    let mut v: Vec<String> = marks_left(marks)
+        .into_iter()
+        .map(|s| s.trim().to_string())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Filter, diff and merge drivers whose names `-c NAME=` would split (`=`), dots,
+/// quotes, an upper-case section, and drivers only an `include.path` or an
+/// `includeIf` (matching only in a worktree, or only on the workspace branch) defines:
+/// the daemon's create, status and retire run none of them, while the user's own git
+/// runs every one (the control at the end).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn driver_names_git_would_split_or_only_a_worktree_sees_never_run_in_the_daemon() {
+    if !have_git() {
+        return;
+    }
+    let h = home();
+    let r = repo(h.path(), "project");
+    let marks = h.path().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let m = marker(h.path(), &marks);
+    let files = ["f-eq", "f-quote", "f-up", "f-dot", "f-inc", "f-wt", "f-br"];
+    for f in files {
+        std::fs::write(r.join(f), format!("{f}\n")).unwrap();
+    }
+    std::fs::write(
+        r.join(".gitattributes"),
+        "f-eq filter=a=b diff=d=1 merge=m=1\nf-quote filter=Q\"uote\nf-up filter=Up\n\
+         f-dot filter=x.y\nf-inc filter=inc=1\nf-wt filter=wt=1\nf-br filter=br=1\n",
+    )
+    .unwrap();
+    super::workspaces::commit_all(&r, "files with attributes");
+    // Written after the commit: from here on the user's own git would run them.
+    let section = |name: &str, keys: &[&str]| {
+        let mut s = format!("[filter \"{name}\"]\n");
+        for k in keys {
+            let mark = name.replace(['"', '\\'], "");
+            s.push_str(&format!("\t{k} = {m} {mark}\n"));
+        }
+        s
+    };
+    let inc = h.path().join("agent-include");
+    std::fs::write(&inc, section("inc=1", &["clean", "smudge"])).unwrap();
+    let wt_only = h.path().join("agent-worktrees");
+    std::fs::write(&wt_only, section("wt=1", &["clean", "smudge"])).unwrap();
+    let br_only = h.path().join("agent-branch");
+    std::fs::write(&br_only, section("br=1", &["clean", "smudge"])).unwrap();
+    let mut config = String::new();
+    config.push_str(&section("a=b", &["clean", "smudge"]));
+    config.push_str("\trequired = true\n");
+    config.push_str(&section("Q\\\"uote", &["clean", "smudge"]));
+    config.push_str(&section("Up", &["clean", "smudge"]).replace("[filter", "[FILTER"));
+    config.push_str(&section("x.y", &["clean", "smudge"]));
+    config.push_str(&format!(
+        "[diff \"d=1\"]\n\ttextconv = {m} textconv\n\tcommand = {m} diffcmd\n\
+         [merge \"m=1\"]\n\tdriver = {m} merge\n\
+         [include]\n\tpath = {}\n\
+         [includeIf \"gitdir:**/worktrees/**\"]\n\tpath = {}\n\
+         [includeIf \"onbranch:shard/**\"]\n\tpath = {}\n",
+        inc.display(),
+        wt_only.display(),
+        br_only.display()
+    ));
+    let cfg = r.join(".git/config");
+    let mut text = std::fs::read_to_string(&cfg).unwrap();
+    text.push_str(&config);
+    std::fs::write(&cfg, text).unwrap();
+
+    let d = Daemon::start(&shard_home(h.path()), &[]);
+    let s = empty_script(h.path());
+    let c = d.client().await;
+    // Create checks the files out (smudge), in the worktree's own config context.
+    let created = create(&c, &r, &s, json!({})).await;
+    stop_agents(&c, &created).await;
+    let ws = created["workspace"]["workspace_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let wt = PathBuf::from(created["workspace"]["cwd"].as_str().unwrap());
+    for f in files {
+        assert_eq!(
+            std::fs::read_to_string(wt.join(f)).unwrap(),
+            format!("{f}\n")
+        );
+    }
+    // Status and retire hash every file again (clean), git's own check in the worktree
+    // included.
+    restat(&wt, &files);
+    let st = status(&c, &ws).await;
+    assert_eq!(st["dirty_files"], 0, "{st}");
+    restat(&wt, &files);
+    let r2 = c
+        .request(
+            serde_json::from_value(json!({"type":"workspace.retire","workspace_id":ws,
+                "branch_disposition":"keep"}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(r2.success, "{r2:?}");
+    assert!(!wt.exists());
+    let left = ran(&marks);
+    assert!(
+        left.is_empty(),
+        "the repository's drivers ran in the daemon: {left:?}"
+    );
+
+    // Control: the user's own git runs each of them, so the attack is real.
+    restat(&r, &files);
+    git(&r, &["status", "--porcelain"]);
+    let control = h.path().join("control");
+    git(
+        &r,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "shard/control",
+            control.to_str().unwrap(),
+        ],
+    );
+    let left = ran(&marks);
+    for name in ["a=b", "Quote", "Up", "x.y", "inc=1", "wt=1", "br=1"] {
+        assert!(
+            left.iter().any(|l| l == name),
+            "control: {name} did not run ({left:?})"
+        );
+    }
+}
+
+/// Status never enters a submodule or a nested repository: each has its own config,
+/// which no override of the outer repository covers (git does not even pass settings
+/// from the environment on to a submodule's git).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_never_enters_a_submodule_or_nested_repository() {
+    if !have_git() {
+        return;
+    }
+    let h = home();
+    let r = repo(h.path(), "project");
+    let marks = h.path().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let m = marker(h.path(), &marks);
+    let d = Daemon::start(&shard_home(h.path()), &[]);
+    let s = empty_script(h.path());
+    let c = d.client().await;
+    let created = create(&c, &r, &s, json!({})).await;
+    stop_agents(&c, &created).await;
+    let ws = created["workspace"]["workspace_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let wt = PathBuf::from(created["workspace"]["cwd"].as_str().unwrap());
+    let inner = |dir: &Path| {
+        std::fs::create_dir_all(dir).unwrap();
+        git(dir, &["init", "-q", "-b", "main"]);
+        std::fs::write(dir.join("s.txt"), "s\n").unwrap();
+        std::fs::write(dir.join(".gitattributes"), "s.txt filter=inner\n").unwrap();
+        super::workspaces::commit_all(dir, "inner");
+    };
+    // A submodule (a gitlink in the worktree's index, checked out) …
+    inner(&wt.join("sub"));
+    git(&wt, &["add", "sub"]);
+    git(&wt, &["commit", "-q", "-m", "gitlink"]);
+    // … an untracked nested repository, and a planted `.git` file naming the first.
+    inner(&wt.join("nested"));
+    std::fs::create_dir_all(wt.join("planted")).unwrap();
+    std::fs::write(
+        wt.join("planted/.git"),
+        format!("gitdir: {}\n", wt.join("sub/.git").display()),
+    )
+    .unwrap();
+    for dir in [wt.join("sub"), wt.join("nested")] {
+        for (k, v) in [
+            ("filter.inner.clean", format!("{m} inner")),
+            ("core.fsmonitor", format!("{m} fsmonitor")),
+            ("status.showUntrackedFiles", "all".to_string()),
+        ] {
+            git(&dir, &["config", k, &v]);
+        }
+        restat(&dir, &["s.txt"]);
+    }
+    let st = status(&c, &ws).await;
+    // The nested repository and the planted directory are two untracked entries.
+    assert_eq!(st["dirty_files"], 2, "{st}");
+    let left = ran(&marks);
+    assert!(
+        left.is_empty(),
+        "a nested repository's config ran: {left:?}"
+    );
+    // Control: a git that enters the submodule runs its filter.
+    git(&wt, &["status", "--porcelain", "--ignore-submodules=none"]);
+    assert!(ran(&marks).iter().any(|l| l == "inner"), "control");
+}

@@ -1016,3 +1016,62 @@ async fn a_configured_root_holds_the_worktrees() {
     assert!(wt.join("README.md").exists());
     stop_agents(&c, &created).await;
 }
+
+/// A commit only the worktree's HEAD holds (made detached, then the directory deleted,
+/// every reflog expired) is never lost by retiring: refused until a ref holds it; and
+/// retiring removes only its own worktree entry, never another worktree whose directory
+/// is gone too (`git worktree prune` would, with the commit its HEAD holds).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retire_never_loses_a_commit_only_a_gone_worktrees_head_holds() {
+    if !have_git() {
+        return;
+    }
+    let h = home();
+    let r = repo(h.path(), "project");
+    let d = Daemon::start(&shard_home(h.path()), &[]);
+    let s = empty_script(h.path());
+    let c = d.client().await;
+    let created = create(&c, &r, &s, json!({})).await;
+    stop_agents(&c, &created).await;
+    let ws = created["workspace"]["workspace_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let wt = PathBuf::from(created["workspace"]["cwd"].as_str().unwrap());
+    git(&wt, &["checkout", "-q", "--detach"]);
+    commit_all_file(&wt, "detached.txt");
+    let lone = git(&wt, &["rev-parse", "HEAD"]);
+    // The user's own worktree, also detached with a commit of its own, also deleted.
+    let other = h.path().join("other");
+    git(
+        &r,
+        &["worktree", "add", "-q", "--detach", other.to_str().unwrap()],
+    );
+    commit_all_file(&other, "other.txt");
+    let theirs = git(&other, &["rev-parse", "HEAD"]);
+    std::fs::remove_dir_all(&wt).unwrap();
+    std::fs::remove_dir_all(&other).unwrap();
+    git(&r, &["reflog", "expire", "--all", "--expire=now"]);
+    let held = |commit: &str| {
+        !git(&r, &["for-each-ref", "--contains", commit]).is_empty()
+            || git(&r, &["worktree", "list", "--porcelain"]).contains(commit)
+    };
+    for disposition in ["keep", "delete_if_merged", "delete_confirmed"] {
+        let data = refused(
+            &c,
+            retire(&ws, Some(disposition)),
+            WorkspaceConflictKind::Unsafe,
+        )
+        .await;
+        assert!(data.reason.contains(&lone), "{data:?}");
+        assert!(held(&lone), "{disposition}: the commit was lost");
+    }
+    git(&r, &["branch", "rescued", &lone]);
+    ok(&c, retire(&ws, Some("keep"))).await;
+    assert!(held(&lone));
+    assert!(
+        held(&theirs),
+        "another worktree's HEAD was pruned with its commit"
+    );
+    assert!(git(&r, &["worktree", "list"]).contains(other.to_str().unwrap()));
+}

@@ -520,3 +520,115 @@ async fn bad_settings_on_the_host_are_one_error_and_nothing_is_created() {
     assert!(c.list().await.unwrap().is_empty());
     assert!(!w.rhome().join("sessions").exists());
 }
+
+/// A program on the daemon's `PATH` that logs its environment and runs the real one.
+fn env_logger(dir: &Path, name: &str, real: &str, log: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("logbin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let p = bin.join(name);
+    std::fs::write(
+        &p,
+        format!(
+            "#!/bin/sh\n{{ env; echo ----; }} >> '{}'\nexec '{real}' \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// Each environment of the log: no provider key, no `SHARD_*` variable of the daemon's,
+/// only the allow-listed names.
+fn assert_clean_envs(log: &Path) {
+    let text = std::fs::read_to_string(log).unwrap();
+    let envs: Vec<&str> = text
+        .split("----\n")
+        .filter(|e| !e.trim().is_empty())
+        .collect();
+    assert!(!envs.is_empty(), "the logging program never ran");
+    for env in envs {
+        assert!(!env.contains(FAKE_KEY), "a host's child saw the key: {env}");
+        for line in env.lines() {
+            let name = line.split_once('=').map_or(line, |(k, _)| k);
+            // What the logging shell sets itself.
+            if ["PWD", "OLDPWD", "SHLVL", "_"].contains(&name) {
+                continue;
+            }
+            assert!(
+                !name.starts_with("SHARD_") && !name.ends_with("_API_KEY"),
+                "{name} reached a host's child: {env}"
+            );
+            assert!(
+                [
+                    "PATH",
+                    "HOME",
+                    "USER",
+                    "LOGNAME",
+                    "LANG",
+                    "LANGUAGE",
+                    "LC_ALL",
+                    "LC_CTYPE",
+                    "LC_MESSAGES",
+                    "TZ",
+                    "TMPDIR",
+                    "SSH_AUTH_SOCK",
+                    "KRB5CCNAME",
+                    "XDG_RUNTIME_DIR",
+                    "XDG_CONFIG_HOME",
+                    "DBUS_SESSION_BUS_ADDRESS",
+                ]
+                .contains(&name),
+                "{name} is not on the allow-list: {env}"
+            );
+        }
+    }
+}
+
+/// The daemon's `ssh` children (its shared connection and every command through it) and
+/// a `command` host's prefix start with a cleared environment: the provider key and the
+/// daemon's `SHARD_*` variables stay behind; the key reaches the Runtime over the pipe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemons_ssh_and_prefix_children_get_no_key_and_no_shard_variable() {
+    let Some(w) = World::with_sshd() else { return };
+    w.ssh_host(SHARD, "");
+    let log = w.dir.path().join("ssh-env.log");
+    let real = String::from_utf8(
+        StdCommand::new("sh")
+            .args(["-c", "command -v ssh"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let bin = env_logger(w.dir.path(), "ssh", real.trim(), &log);
+    let d = Daemon::start_path(&w.home(), &[], Some(&bin));
+    let c = d.client().await;
+    let s = w.script("s.json", json!([{"steps":[{"text":"clean env"}]}]));
+    let a = c.create(w.create(&s)).await.unwrap();
+    let (_, mut ev) = c.attach(&a, AttachRole::Interactive).await.unwrap();
+    c.call(prompt(&a, "hi")).await.unwrap();
+    let done = until(&mut ev, |v| v["type"] == "message_complete").await;
+    assert_eq!(done["message"]["content"][0]["text"], "clean env");
+    assert_clean_envs(&log);
+    drop(c);
+    drop(d);
+
+    // A `command` host: its prefix is the logging program.
+    let plog = w.dir.path().join("prefix-env.log");
+    let pbin = env_logger(w.dir.path(), "prefix", "/usr/bin/env", &plog);
+    w.config(&format!(
+        "[hosts.box]\ncommand = [\"{}\"]\nshard = \"{SHARD}\"\nhome = \"{}\"\n",
+        pbin.join("prefix").display(),
+        w.rhome().display()
+    ));
+    let d = Daemon::start(&w.home());
+    let c = d.client().await;
+    let a = c.create(w.create(&s)).await.unwrap();
+    let (_, mut ev) = c.attach(&a, AttachRole::Interactive).await.unwrap();
+    c.call(prompt(&a, "hi")).await.unwrap();
+    let done = until(&mut ev, |v| v["type"] == "message_complete").await;
+    assert_eq!(done["message"]["content"][0]["text"], "clean env");
+    assert_clean_envs(&plog);
+}

@@ -51,7 +51,7 @@ fn gits(dir: &Path) -> Gits {
     executable(
         &dir.join("hbin/git"),
         &format!(
-            "#!/bin/sh\nprintf '%s|%s\\n' \"$(env | cut -d= -f1 | sort | tr '\\n' ' ')\" \"$*\" 2>/dev/null >> '{}'\nexec '{}' \"$@\"\n",
+            "#!/bin/sh\ni=0; cfg=''\nwhile [ \"$i\" -lt \"${{GIT_CONFIG_COUNT:-0}}\" ]; do eval \"cfg=\\\"\\$cfg \\$GIT_CONFIG_KEY_$i=\\$GIT_CONFIG_VALUE_$i;\\\"\"; i=$((i+1)); done\nprintf '%s|%s|%s\\n' \"$(env | cut -d= -f1 | sort | tr '\\n' ' ')\" \"$*\" \"$cfg\" 2>/dev/null >> '{}'\nexec '{}' \"$@\"\n",
             g.host_log.display(),
             real_git()
         ),
@@ -88,22 +88,28 @@ impl Gits {
         ];
         let runs: Vec<String> = log
             .lines()
-            .filter_map(|l| l.split_once('|'))
-            .filter(|(_, args)| args.starts_with("--no-pager"))
-            .map(|(env, args)| {
+            .filter_map(|l| {
+                let (env, rest) = l.split_once('|')?;
+                let (args, cfg) = rest.rsplit_once('|')?;
+                Some((env, args, cfg))
+            })
+            .filter(|(_, args, _)| args.starts_with("--no-pager"))
+            .map(|(env, args, cfg)| {
                 let names: Vec<&str> = env.split_whitespace().collect();
                 assert!(names.contains(&"GIT_TERMINAL_PROMPT"), "{env}");
                 for name in session_only {
                     assert!(!names.contains(&name), "{name} reached git: {env}");
                 }
+                // Every setting whole in the environment (GIT_CONFIG_KEY_n/VALUE_n).
                 for setting in [
-                    "-c core.hooksPath=/dev/null",
-                    "-c core.fsmonitor=false",
-                    "-c diff.external=",
-                    "-c protocol.allow=never",
+                    " core.hooksPath=/dev/null;",
+                    " core.fsmonitor=false;",
+                    " diff.external=;",
+                    " protocol.allow=never;",
                 ] {
-                    assert!(args.contains(setting), "{setting} missing: {args}");
+                    assert!(cfg.contains(setting), "{setting} missing: {cfg} ({args})");
                 }
+                assert!(!args.contains(" -c "), "{args}");
                 args.to_string()
             })
             .collect();
@@ -284,7 +290,12 @@ async fn a_workspace_on_a_host_runs_its_git_and_its_agent_there() {
     assert!(!git(&r, &["worktree", "list"]).contains(wt.to_str().unwrap()));
     // Every one of those git runs was on the host, hardened.
     let runs = g.daemon_runs_on_host();
-    for what in ["worktree add -b", "status --porcelain=v2", "update-ref -d"] {
+    for what in [
+        "worktree add --no-checkout -b",
+        "reset --hard",
+        "status --porcelain=v2",
+        "update-ref -d",
+    ] {
         assert!(runs.iter().any(|r| r.contains(what)), "{what}: {runs:?}");
     }
     // The record keeps its host across a restart of the daemon.

@@ -102,7 +102,7 @@ fn host_sh(
         }
         Some(HostKind::Command(prefix)) => {
             let (program, rest) = prefix.split_first().ok_or("the host command is empty")?;
-            let mut cmd = tokio::process::Command::new(program);
+            let mut cmd = super::env::host_child(program);
             cmd.args(rest).args(["sh", "-c", script, "sh"]);
             if let Some(a) = arg {
                 cmd.arg(a);

@@ -53,7 +53,7 @@ pub(crate) async fn start_master(
     // A socket left by a daemon that died: ssh would refuse to listen on it and run
     // without sharing the connection.
     let _ = std::fs::remove_file(ctl);
-    let mut cmd = tokio::process::Command::new("ssh");
+    let mut cmd = super::env::host_child("ssh");
     cmd.arg("-M")
         .arg("-S")
         .arg(ctl)
@@ -210,7 +210,7 @@ fn program_command(
         )),
         Some(HostKind::Command(prefix)) => {
             let (first, rest) = prefix.split_first().ok_or("the host command is empty")?;
-            let mut cmd = tokio::process::Command::new(first);
+            let mut cmd = super::env::host_child(first);
             cmd.args(rest).arg(program).args(args);
             Ok(cmd)
         }
@@ -226,7 +226,7 @@ pub(crate) fn ssh_command(
     options: &[String],
     line: String,
 ) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new("ssh");
+    let mut cmd = super::env::host_child("ssh");
     if let Some(ctl) = ctl {
         // A mux client whose session the server refuses (sshd's MaxSessions) would
         // quietly open a connection of its own; a proxy that fails makes that fallback

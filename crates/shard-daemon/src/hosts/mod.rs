@@ -9,6 +9,7 @@
 //! `runtime.settings`: the keys go over the pipe, never on a command line, in an
 //! environment variable or in a file on the host.
 
+mod env;
 mod install;
 mod link;
 mod master;

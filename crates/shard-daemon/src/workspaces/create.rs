@@ -246,10 +246,21 @@ pub(super) async fn create(
         )
         .with_data(Some(serde_json::json!({ "workspace_id": workspace_id })))
     };
+    // Checked out in a second step, from inside the worktree: its config is read there
+    // (`includeIf "gitdir:…"`, `"onbranch:…"` may match only there), so the filters
+    // that config names are the ones turned off.
     let add = match site
         .git(
             &rc,
-            &["worktree", "add", "-b", &branch, &path_arg, &base_sha],
+            &[
+                "worktree",
+                "add",
+                "--no-checkout",
+                "-b",
+                &branch,
+                &path_arg,
+                &base_sha,
+            ],
         )
         .await
     {
@@ -270,6 +281,19 @@ pub(super) async fn create(
         }
         return Err(kept(format!(
             "git worktree add reported a failure after creating the worktree: {why}"
+        )));
+    }
+    let checkout = site
+        .git(
+            &path,
+            &["reset", "--hard", "--quiet", "--no-recurse-submodules"],
+        )
+        .await
+        .map_err(|e| kept(e.to_string()))?;
+    if !checkout.ok() {
+        let why = redact(&checkout.why(), &repo.common_dir);
+        return Err(kept(format!(
+            "git could not check out the new worktree: {why}"
         )));
     }
     let launched = launch(
@@ -316,8 +340,9 @@ async fn unmake(ws: &Workspaces, site: &Site, workspace_id: &str, parent: &Path)
 /// it) and the branch is deleted only while it still points at the base commit.
 async fn rollback(ws: &Workspaces, site: &Site, rec: &WorkspaceRecord) {
     let rc = PathBuf::from(&rec.repository_cwd);
+    let cwd = Path::new(&rec.cwd);
     let removed = site
-        .git(&rc, &["worktree", "remove", &rec.cwd])
+        .git_in(&rc, &[cwd], &["worktree", "remove", &rec.cwd])
         .await
         .is_ok_and(|o| o.ok());
     if !removed {
@@ -328,7 +353,6 @@ async fn rollback(ws: &Workspaces, site: &Site, rec: &WorkspaceRecord) {
     let _ = site
         .git(&rc, &["update-ref", "-d", &r, &rec.base_sha])
         .await;
-    let cwd = Path::new(&rec.cwd);
     unmake(ws, site, &rec.workspace_id, cwd.parent().unwrap_or(cwd)).await;
 }
 

@@ -14,6 +14,7 @@
 mod create;
 mod git;
 pub(crate) mod handlers;
+mod porcelain;
 mod record;
 mod retire;
 mod site;

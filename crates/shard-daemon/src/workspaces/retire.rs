@@ -112,6 +112,23 @@ pub(super) async fn retire(
         }
     }
     let tip = branch_tip(&site, &rec).await?;
+    // The worktree's own HEAD, which git keeps while its directory is gone: removing or
+    // pruning the worktree deletes it with its reflog, so a commit only it holds (made
+    // detached, then the directory deleted) must first be held by a ref.
+    let head = entry
+        .as_ref()
+        .and_then(|e| e.head.clone())
+        .filter(|h| Some(h) != tip.as_ref());
+    if let Some(head) = &head
+        && !held_by_a_ref(&site, rc, head).await?
+    {
+        let reason = format!(
+            "the worktree's HEAD is at commit {head}, which no branch, tag or remote-tracking \
+             ref holds; removing the worktree would lose it (`git branch NAME {head}` in the \
+             repository keeps it)"
+        );
+        return Err(refuse(K::Unsafe, &reason));
+    }
     let delete = match (disposition, &tip) {
         (BranchDisposition::Keep, _) | (_, None) => false,
         (BranchDisposition::DeleteConfirmed, Some(_)) => true,
@@ -133,12 +150,24 @@ pub(super) async fn retire(
     next.disposition = Some(disposition);
     ws.commit(&next).await?;
     // The worktree first: if its removal fails, the branch is untouched.
-    let removed = if missing {
-        site.git(rc, &["worktree", "prune"]).await?
+    // Only this worktree: `git worktree prune` would also drop every other worktree
+    // whose directory is gone, with the HEADs that hold their commits.
+    let removed = if missing && entry.is_none() {
+        None
+    } else if missing {
+        Some(site.git(rc, &["worktree", "remove", &rec.cwd]).await?)
     } else {
-        site.git(rc, &["worktree", "remove", &rec.cwd]).await?
+        // Its clean check runs git inside the worktree, reading config its own way.
+        Some(
+            site.git_in(
+                rc,
+                &[Path::new(&rec.cwd)],
+                &["worktree", "remove", &rec.cwd],
+            )
+            .await?,
+        )
     };
-    if !removed.ok() {
+    if let Some(removed) = removed.filter(|r| !r.ok()) {
         let why = redact(&removed.why(), &rec.common_dir);
         return Err(refuse(
             K::Unsafe,
@@ -241,6 +270,28 @@ async fn proven(
             rec.branch
         )),
     })
+}
+
+/// Whether `commit` is reachable from a branch, a tag or a remote-tracking ref (not from
+/// a worktree's HEAD); a commit git cannot read counts as not held.
+async fn held_by_a_ref(site: &Site, rc: &Path, commit: &str) -> Result<bool, SiteError> {
+    let out = site
+        .git(
+            rc,
+            &[
+                "rev-list",
+                "--count",
+                "--not",
+                "--branches",
+                "--tags",
+                "--remotes",
+                "--not",
+                "--end-of-options",
+                commit,
+            ],
+        )
+        .await?;
+    Ok(out.ok() && out.line() == "0")
 }
 
 /// The commits `reference` pointed at, from its reflog (none when it has no reflog).

@@ -59,6 +59,18 @@ pub(super) enum SiteError {
     /// A path that cannot cross to a host (not UTF-8).
     #[error("the path {0:?} is not valid UTF-8")]
     Path(String),
+    /// The repository (or the git found) cannot be run safely; nothing was run.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl From<git::GitError> for SiteError {
+    fn from(e: git::GitError) -> Self {
+        match e {
+            git::GitError::Spawn(e) => SiteError::NoGit(e),
+            git::GitError::Refused(why) => SiteError::Refused(why),
+        }
+    }
 }
 
 impl SiteError {
@@ -95,24 +107,37 @@ impl Site {
 
     /// Runs `git -C dir args…` here or on the host, hardened the same way (git.rs).
     pub async fn git(&self, dir: &Path, args: &[&str]) -> Result<git::Output, SiteError> {
+        self.git_in(dir, &[], args).await
+    }
+
+    /// [`Site::git`], with the drivers of each of `contexts` turned off too: the
+    /// directories where a child of this git runs (see [`git::run`]).
+    pub async fn git_in(
+        &self,
+        dir: &Path,
+        contexts: &[&Path],
+        args: &[&str],
+    ) -> Result<git::Output, SiteError> {
         let Site::Host { .. } = self else {
-            return git::run(dir, args).await.map_err(SiteError::NoGit);
+            return git::run(dir, contexts, args).await.map_err(SiteError::from);
         };
         let dir = utf8(dir)?;
-        let query = self.host_git(dir, &[], git::DRIVERS_QUERY).await?;
-        let extra = git::drivers_in(&query.stdout);
+        let mut extra = Vec::new();
+        for ctx in std::iter::once(Ok(dir)).chain(contexts.iter().map(|c| utf8(c))) {
+            let q = self.host_git(ctx?, &[], git::DRIVERS_QUERY).await?;
+            let query = git::Output::from_raw(q.code, &q.stdout, &q.stderr);
+            if let Err(failed) = git::add_drivers(&mut extra, query, &q.stdout)? {
+                return Ok(failed);
+            }
+        }
         let out = self.host_git(dir, &extra, args).await?;
-        Ok(git::Output {
-            code: out.code,
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        })
+        Ok(git::Output::from_raw(out.code, &out.stdout, &out.stderr))
     }
 
     async fn host_git(
         &self,
         dir: &str,
-        extra: &[String],
+        extra: &[git::Setting],
         args: &[&str],
     ) -> Result<HostOutput, SiteError> {
         let out = self.on_host(git::remote_argv(dir, extra, args)).await?;

@@ -115,7 +115,10 @@ pub(super) async fn is_missing(site: &Site, cwd: &str) -> Result<bool, SiteError
 
 /// `git status` of a present worktree: `None` when git cannot read it. Only when the
 /// worktree's own git link (`.git` file) is present, so git in it talks about it and
-/// not about some repository above it.
+/// not about some repository above it. Never enters a submodule or a nested repository
+/// (each has a config of its own, with programs of its own): a submodule is not looked
+/// at, a nested repository that is not tracked is one untracked entry, and `git
+/// worktree remove` refuses a worktree holding a checked-out submodule by itself.
 pub(super) async fn worktree_status(
     site: &Site,
     cwd: &str,
@@ -133,7 +136,7 @@ pub(super) async fn worktree_status(
                 "-z",
                 "--untracked-files=all",
                 "--no-renames",
-                "--ignore-submodules=none",
+                "--ignore-submodules=all",
             ],
         )
         .await?;

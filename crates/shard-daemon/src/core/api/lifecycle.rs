@@ -67,8 +67,9 @@ impl Shared {
         Some(entry.manifest.clone())
     }
 
-    /// `agent.archive`: marks the agent archived and stops its Runtime; returns the
-    /// manifest to persist and what resolves when the Runtime is gone.
+    /// `agent.archive`: marks the agent archived, drops the client's MCP servers (and
+    /// their secrets) and stops its Runtime; returns the manifest to persist and what
+    /// resolves when the Runtime is gone.
     pub(crate) fn archive(
         self: &Arc<Self>,
         agent_id: &str,
@@ -78,6 +79,9 @@ impl Shared {
         let entry = st.agents.get_mut(agent_id).ok_or_else(not_found)?;
         let newly = !entry.manifest.archived;
         entry.manifest.archived = true;
+        // An archived agent's Runtime is never started again with the editor's servers
+        // (the editor that made them is gone): their secrets leave the manifest with it.
+        entry.manifest.mcp_servers.clear();
         let manifest = entry.manifest.clone();
         if newly {
             st.broadcast(&crate::wire::frame(&shard_protocol::Event::AgentArchived(
