@@ -386,7 +386,7 @@ fn attack_push_and_copy_grants_cover_only_what_the_person_saw() {
         "git push -uf nowhere main",
         "git push --force-w nowhere main",
     ];
-    let (_, requests) = run_bash_lines(&sb, &lines, &[], |req| {
+    let (_, requests) = run_bash_lines(&sb, &lines, &[], |_req| {
         if first.replace(false) {
             "allow_signature"
         } else {
