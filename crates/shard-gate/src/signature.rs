@@ -4,7 +4,11 @@
 //! `--` and the words after it included. A line gets a signature only when every command
 //! is one whose arguments are data: commands that run their arguments as code or commands
 //! (interpreters, shells, `env`, `timeout`, `xargs`, `find -exec`, `sed e`, `awk`, `git -c`
-//! or aliases, `ssh` …) are never offered a signature and never matched by one.
+//! or aliases, `ssh` …) are never offered a signature and never matched by one. The
+//! programs the gate models option by option (git, sed, make, tar, sort:
+//! `resolve::options`) are signed only when every word is understood; commands whose
+//! operands name what they overwrite (`cp`, `tar -c`, `git push +ref` …) are signed whole
+//! (docs/decisions.md, "Program models", "Writing commands are signed whole").
 
 use serde::{Deserialize, Serialize};
 

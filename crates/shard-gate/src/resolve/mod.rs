@@ -4,7 +4,9 @@
 //! Whatever cannot be known — a substitution, `eval`, a variable in command position, a
 //! git alias, inline interpreter code — becomes an [`Effective`] that is *open*: its
 //! known words are a prefix and anything may follow, so a deny rule that could match
-//! any completion matches it (fail closed).
+//! any completion matches it (fail closed). git, sed, make, tar and sort are read with
+//! [`options`], an allow-list of each program's options: an option not understood makes
+//! the call unknown.
 
 use crate::shell::{self, SimpleCommand, Word};
 

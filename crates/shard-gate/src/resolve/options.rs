@@ -177,14 +177,10 @@ pub const SORT: Model = Model {
     end_of_options_word: false,
 };
 
-/// The word as an option value; `None` when it cannot be one for certain (it looks like
-/// an option itself: the program may read it either way, depending on its version).
+/// The next word as an option's value: `getopt_long` and parse-options take it whatever
+/// it looks like (`-m -x` gives `-m` the value `-x`).
 fn value_word(w: Option<&Word>) -> Option<Word> {
-    let w = w?;
-    if w.text.starts_with('-') && w.text.len() > 1 {
-        return None;
-    }
-    Some(w.clone())
+    w.cloned()
 }
 
 fn attached(text: &str) -> Word {

@@ -54,11 +54,13 @@ fn sed_clusters_values_and_abbreviations() {
     let file = SED.parse(&words("-nf s.sed x")).unwrap();
     assert!(file.has(Tag::Code));
     assert_eq!(file.operands.len(), 1);
+    // A value is the next word, whatever it looks like.
+    assert_eq!(names(&SED, "-e -n f"), Some(vec![e("-n")]));
     // After `--` everything is an operand.
     let after = SED.parse(&words("-n -- -e p")).unwrap();
     assert_eq!(after.operands.len(), 2);
     // Not understood: unknown options, ambiguous or valueless forms, a missing value.
-    for bad in ["--bogus p", "-Q p", "--s p", "--posix=1 p", "-e", "-l -e p"] {
+    for bad in ["--bogus p", "-Q p", "--s p", "--posix=1 p", "-e", "-l"] {
         assert!(SED.parse(&words(bad)).is_none(), "{bad}");
     }
 }

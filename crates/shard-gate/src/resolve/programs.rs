@@ -106,10 +106,11 @@ pub const GIT_BUILTINS: &[&str] = &[
     "instaweb",
 ];
 
-/// `git` with its global options removed, so `git -C x push` is `git push`; `-c`,
-/// `--config-env`, `--exec-path=…`, an alias, a subcommand that runs a command (`bisect
-/// run`, `submodule foreach`, `rebase --exec`, `filter-branch`, `difftool -x`, `grep -O`)
-/// or a transport program option (`--upload-pack`, `--receive-pack`, `--exec`) is unknown.
+/// `git` with its global options removed, so `git -C x push` is `git push`. Global options
+/// are an allow-list matched exactly (git does not abbreviate them: `--exe=` is refused by
+/// git and unknown here); `-c`, `--config-env`, `--exec-path=…`, an alias, and whatever
+/// [`git_runs_code`] finds in the subcommand's arguments (read with the subcommand's model,
+/// `options::git`) are unknown.
 pub(super) fn git(rest: &[Word]) -> Inner {
     let mut i = 0;
     while i < rest.len() {
@@ -122,7 +123,8 @@ pub(super) fn git(rest: &[Word]) -> Inner {
             break;
         }
         match t {
-            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--super-prefix" => i += 2,
+            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--super-prefix"
+            | "--attr-source" => i += 2,
             "-p"
             | "--paginate"
             | "-P"
@@ -134,12 +136,14 @@ pub(super) fn git(rest: &[Word]) -> Inner {
             | "--noglob-pathspecs"
             | "--icase-pathspecs"
             | "--no-optional-locks"
+            | "--no-lazy-fetch"
             | "--no-advice" => i += 1,
             "--version" | "-v" | "--help" | "-h" | "--exec-path" | "--html-path" | "--man-path"
             | "--info-path" => return Inner::None,
             _ if t.starts_with("--git-dir=")
                 || t.starts_with("--work-tree=")
-                || t.starts_with("--namespace=") =>
+                || t.starts_with("--namespace=")
+                || t.starts_with("--attr-source=") =>
             {
                 i += 1
             }
