@@ -320,6 +320,11 @@ fn attack_copy_and_archive_grants_do_not_overwrite_other_files() {
         ),
         ("sort -o out f", "sort -o ../.bashrc f"),
         ("sort --output=out f", "sort --output=other f"),
+        ("git log --output out.txt", "git log --output ../.bashrc"),
+        (
+            "git diff --output out.diff HEAD",
+            "git diff --output other.diff HEAD",
+        ),
     ] {
         let grant = grants::signature_grant(seen).unwrap_or_else(|| panic!("no signature: {seen}"));
         let grants = std::slice::from_ref(&grant);

@@ -409,11 +409,7 @@ fn exact_form(name: &str, args: &[String]) -> bool {
         "sort" => writes_named_file(&resolve::options::SORT, Some(literal(args))),
         "git" => {
             matches!(first, "checkout" | "restore" | "reset" | "clean" | "rm")
-                || (first == "push"
-                    && args
-                        .iter()
-                        .position(|a| a == "push")
-                        .is_none_or(|p| resolve::git_push_rewrites(&literal(&args[p + 1..]))))
+                || git_writes_named(first, args)
                 || (first == "stash" && matches!(second, "drop" | "clear" | "pop"))
                 || (first == "branch"
                     && args.iter().any(|w| {
@@ -437,6 +433,19 @@ fn exact_form(name: &str, args: &[String]) -> bool {
         "go" => matches!(first, "install" | "get"),
         _ => false,
     }
+}
+
+/// `git SUB …` that rewrites remote refs (`push +ref`, `push --force` …) or writes a file
+/// it names (`log --output FILE`); also when its arguments are not understood.
+fn git_writes_named(sub: &str, args: &[String]) -> bool {
+    let Some(p) = args.iter().position(|a| a == sub) else {
+        return false;
+    };
+    let rest = literal(&args[p + 1..]);
+    if sub == "push" {
+        return resolve::git_push_rewrites(&rest);
+    }
+    resolve::git_parse(sub, &rest).is_none_or(|parsed| parsed.has(resolve::options::Tag::Exact))
 }
 
 fn literal(args: &[String]) -> Vec<Word> {

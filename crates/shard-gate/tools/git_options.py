@@ -50,6 +50,8 @@ TAGS = {
     ("push", "mirror"): "exact",
     ("push", "delete"): "exact",
     ("push", "prune"): "exact",
+    # `git log --output FILE` (every diff-producing subcommand) writes the file it names.
+    ("*", "output"): "exact",
 }
 
 
@@ -114,7 +116,7 @@ class Table:
             arity = self.opts[group[0]]
             tag = ""
             for n in group:
-                t = TAGS.get((sub, n.lstrip("-")))
+                t = TAGS.get((sub, n.lstrip("-"))) or TAGS.get(("*", n.lstrip("-")))
                 if t:
                     tag = "!" + t
             token = "|".join(group) + arity + tag
