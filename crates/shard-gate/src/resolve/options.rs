@@ -13,6 +13,9 @@
 //! `#`: an optional number, attached or the next word if it is one, as make's `-j`) and a
 //! tag (`!code`, `!exact`, `!nosign`, `!script`, see [`Tag`]). `-#` admits `-NUM`.
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
 use crate::shell::Word;
 
 mod git_table;
@@ -74,23 +77,27 @@ impl Parsed {
 #[derive(Debug, Clone, Copy)]
 pub struct Model {
     spec: &'static str,
+    /// Its place in the compiled models ([`compiled`]): 0–3 sed, make, tar, sort; then
+    /// git's subcommands in table order.
+    slot: usize,
     /// `--end-of-options` ends the options, as `--` does (git).
     end_of_options_word: bool,
 }
 
 struct OptSpec {
-    names: Vec<&'static str>,
+    /// Its names joined by `|` (kept as written: no allocation per option).
+    names: &'static str,
     arity: Arity,
     tag: Tag,
 }
 
 impl OptSpec {
     fn canonical(&self) -> &'static str {
+        let mut all = self.names.split('|');
         self.names
-            .iter()
+            .split('|')
             .find(|n| n.starts_with("--"))
-            .or(self.names.first())
-            .copied()
+            .or(all.next())
             .unwrap_or_default()
     }
 }
@@ -116,26 +123,24 @@ fn parse_token(token: &'static str) -> OptSpec {
     } else {
         (body, Arity::Flag)
     };
-    OptSpec {
-        names: names.split('|').collect(),
-        arity,
-        tag,
-    }
+    OptSpec { names, arity, tag }
 }
 
 /// The model of `git SUB`, when SUB is a built-in the gate knows.
 pub fn git(sub: &str) -> Option<Model> {
     git_table::GIT
         .iter()
-        .find(|(s, _)| *s == sub)
-        .map(|(_, spec)| Model {
-            spec,
+        .position(|(s, _)| *s == sub)
+        .map(|i| Model {
+            spec: git_table::GIT[i].1,
+            slot: FIRST_GIT_SLOT + i,
             end_of_options_word: true,
         })
 }
 
 /// GNU sed 4.9 (`sed --help`); `-b`/`--binary` is accepted on every platform.
 pub const SED: Model = Model {
+    slot: 0,
     spec: "-n|--quiet|--silent --debug -e|--expression=!script -f|--file=!code \
            --follow-symlinks -i|--in-place[=]!nosign -l|--line-length= --posix \
            -E|-r|--regexp-extended -s|--separate!nosign --sandbox -u|--unbuffered \
@@ -145,6 +150,7 @@ pub const SED: Model = Model {
 
 /// GNU make 4.4 (`make --help`, with 4.4's `--shuffle` and `--jobserver-style`).
 pub const MAKE: Model = Model {
+    slot: 1,
     spec: "-b -m -B|--always-make -C|--directory= -d --debug[=] -e|--environment-overrides \
            -E|--eval=!code -f|--file|--makefile= -h|--help -i|--ignore-errors \
            -I|--include-dir= -j|--jobs# -k|--keep-going -l|--load-average|--max-load# \
@@ -160,12 +166,14 @@ pub const MAKE: Model = Model {
 
 /// GNU tar (generated with the git tables).
 pub const TAR: Model = Model {
+    slot: 2,
     spec: git_table::TAR,
     end_of_options_word: false,
 };
 
 /// GNU coreutils sort 9 (`sort --help`).
 pub const SORT: Model = Model {
+    slot: 3,
     spec: "-b|--ignore-leading-blanks -d|--dictionary-order -f|--ignore-case \
            -g|--general-numeric-sort -i|--ignore-nonprinting -M|--month-sort \
            -h|--human-numeric-sort -n|--numeric-sort -R|--random-sort --random-source= \
@@ -190,9 +198,58 @@ fn attached(text: &str) -> Word {
     }
 }
 
+const FIRST_GIT_SLOT: usize = 4;
+
+/// A model read once: its options, every name to its option, and the long names sorted
+/// for prefix search.
+struct Compiled {
+    specs: Vec<OptSpec>,
+    by_name: HashMap<&'static str, usize>,
+    longs: Vec<(&'static str, usize)>,
+}
+
+impl Compiled {
+    fn new(spec: &'static str) -> Compiled {
+        let specs: Vec<OptSpec> = spec.split_whitespace().map(parse_token).collect();
+        let mut by_name = HashMap::new();
+        let mut longs = Vec::new();
+        for (i, s) in specs.iter().enumerate() {
+            for n in s.names.split('|') {
+                by_name.entry(n).or_insert(i);
+                if n.starts_with("--") {
+                    longs.push((n, i));
+                }
+            }
+        }
+        longs.sort_unstable();
+        Compiled {
+            specs,
+            by_name,
+            longs,
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&OptSpec> {
+        self.by_name.get(name).map(|&i| &self.specs[i])
+    }
+}
+
+/// Every model, compiled on first use (the git tables hold thousands of options; a
+/// decision reads a line's git call several times).
+fn compiled() -> &'static [Compiled] {
+    static ALL: OnceLock<Vec<Compiled>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        [SED.spec, MAKE.spec, TAR.spec, SORT.spec]
+            .into_iter()
+            .chain(git_table::GIT.iter().map(|(_, spec)| *spec))
+            .map(Compiled::new)
+            .collect()
+    })
+}
+
 impl Model {
-    fn options(&self) -> Vec<OptSpec> {
-        self.spec.split_whitespace().map(parse_token).collect()
+    fn options(&self) -> Option<&'static Compiled> {
+        compiled().get(self.slot)
     }
 
     /// Reads `words` (the arguments after the program, or after git's subcommand) as the
@@ -201,7 +258,7 @@ impl Model {
     /// not unique, a value the program would not take, a dynamic word where an option
     /// may stand.
     pub fn parse(&self, words: &[Word]) -> Option<Parsed> {
-        let specs = self.options();
+        let specs = self.options()?;
         let mut out = Parsed::default();
         let mut i = 0;
         let mut options_ended = false;
@@ -226,7 +283,7 @@ impl Model {
                     Some((n, v)) => (n, Some(v)),
                     None => (long, None),
                 };
-                let spec = lookup_long(&specs, name)?;
+                let spec = lookup_long(specs, name)?;
                 let value = match (spec.arity, value) {
                     (Arity::Flag, Some(_)) => return None,
                     (Arity::Flag, None) => None,
@@ -252,7 +309,7 @@ impl Model {
             };
             if cluster.chars().all(|c| c.is_ascii_digit()) {
                 // `git log -5`, `grep -3`.
-                specs.iter().find(|s| s.names.contains(&"-#"))?;
+                specs.get("-#")?;
                 out.options.push(Opt {
                     name: "-#",
                     value: Some(attached(cluster)),
@@ -261,7 +318,7 @@ impl Model {
                 continue;
             }
             for (pos, c) in cluster.char_indices() {
-                let spec = lookup_short(&specs, c)?;
+                let spec = lookup_short(specs, c)?;
                 let rest = &cluster[pos + c.len_utf8()..];
                 let value = match spec.arity {
                     Arity::Flag => None,
@@ -299,36 +356,34 @@ fn number_after(words: &[Word], i: &mut usize) -> Option<Word> {
     None
 }
 
-fn lookup_short(specs: &[OptSpec], c: char) -> Option<&OptSpec> {
+fn lookup_short(specs: &Compiled, c: char) -> Option<&OptSpec> {
     let mut buf = [0u8; 4];
-    let name = format!("-{}", c.encode_utf8(&mut buf));
-    specs.iter().find(|s| s.names.contains(&name.as_str()))
+    specs.get(&format!("-{}", c.encode_utf8(&mut buf)))
 }
 
 /// An exact long name, or the one option a prefix abbreviates; `None` when it names no
 /// option or more than one (the program would refuse it, or a newer one read it another
 /// way).
-fn lookup_long<'a>(specs: &'a [OptSpec], name: &str) -> Option<&'a OptSpec> {
+fn lookup_long<'a>(specs: &'a Compiled, name: &str) -> Option<&'a OptSpec> {
     if name.is_empty() {
         return None;
     }
     let full = format!("--{name}");
-    if let Some(s) = specs.iter().find(|s| s.names.contains(&full.as_str())) {
+    if let Some(s) = specs.get(&full) {
         return Some(s);
     }
-    let mut found: Option<&OptSpec> = None;
-    for s in specs {
-        if s.names
-            .iter()
-            .any(|n| n.starts_with("--") && n.starts_with(full.as_str()))
-        {
-            if found.is_some_and(|f| !std::ptr::eq(f, s)) {
-                return None;
-            }
-            found = Some(s);
+    let start = specs.longs.partition_point(|(n, _)| *n < full.as_str());
+    let mut found: Option<usize> = None;
+    for (n, i) in &specs.longs[start..] {
+        if !n.starts_with(full.as_str()) {
+            break;
         }
+        if found.is_some_and(|f| f != *i) {
+            return None;
+        }
+        found = Some(*i);
     }
-    found
+    found.map(|i| &specs.specs[i])
 }
 
 /// Words for `parse` from plain strings (arguments known to be literal).
