@@ -152,6 +152,8 @@ const ATTACKS: &[(&str, &str, &[&str])] = &[
             "sed -s --file script.sed f",
             "timeout 5 sed --e='1e git push' f",
             "sed --bogus '1p' f",
+            // After `--` the first operand is the script.
+            "sed -n -- '1e git push' f",
         ],
     ),
     (
@@ -167,6 +169,8 @@ const ATTACKS: &[(&str, &str, &[&str])] = &[
             "make test SHELL='git push'",
             "sudo make --ev='$(shell git push)' test",
             "make --no-such-option test",
+            // After `--` a word with `=` still sets a variable.
+            "make -- test 'SHELL=git push'",
         ],
     ),
     (
