@@ -414,3 +414,7 @@ pub fn headless_message(tool: &str, rules_checked: bool) -> String {
 #[cfg(test)]
 #[path = "gate_tests.rs"]
 pub(crate) mod tests;
+
+#[cfg(test)]
+#[path = "models_tests.rs"]
+mod models_tests;

@@ -4,7 +4,11 @@
 //! `--` and the words after it included. A line gets a signature only when every command
 //! is one whose arguments are data: commands that run their arguments as code or commands
 //! (interpreters, shells, `env`, `timeout`, `xargs`, `find -exec`, `sed e`, `awk`, `git -c`
-//! or aliases, `ssh` …) are never offered a signature and never matched by one.
+//! or aliases, `ssh` …) are never offered a signature and never matched by one. The
+//! programs the gate models option by option (git, sed, make, tar, sort:
+//! `resolve::options`) are signed only when every word is understood; commands whose
+//! operands name what they overwrite (`cp`, `tar -c`, `git push +ref` …) are signed whole
+//! (docs/decisions.md, "Program models", "Writing commands are signed whole").
 
 use serde::{Deserialize, Serialize};
 
@@ -156,22 +160,12 @@ const PLAIN: &[&str] = &[
     "wget",
 ];
 
-/// Flags (prefixes) that make an otherwise plain command run a program.
+/// Flags that make an otherwise plain command run a program, in any spelling
+/// ([`resolve::option_matches`]: in a cluster, with a value, abbreviated). The programs
+/// the gate models option by option (sed, tar, sort, make, git) are read by their models
+/// instead ([`modelled_signable`]).
 const RUNS_CODE_FLAGS: &[(&str, &[&str])] = &[
     ("rg", &["--pre"]),
-    (
-        "tar",
-        &[
-            "--to-command",
-            "-I",
-            "--use-compress-program",
-            "--checkpoint-action",
-            "-F",
-            "--info-script",
-            "--new-volume-script",
-        ],
-    ),
-    ("sort", &["--compress-program"]),
     ("zip", &["-TT", "--unzip-command"]),
     (
         "find",
@@ -179,7 +173,6 @@ const RUNS_CODE_FLAGS: &[(&str, &[&str])] = &[
             "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fls",
         ],
     ),
-    ("sed", &["-i", "--in-place", "-f", "--file", "-s"]),
     ("curl", &["-K", "--config"]),
     ("printf", &["-v"]),
     ("go", &["-exec", "-toolexec"]),
@@ -187,6 +180,21 @@ const RUNS_CODE_FLAGS: &[(&str, &[&str])] = &[
     ("npm", &["--script-shell", "--node-options"]),
     ("wget", &["-e", "--execute", "-i", "--input-file"]),
 ];
+
+/// For a program the gate models option by option: true when every word is understood
+/// and no option runs code or changes files in place (`sed -i`, `--in-pl=`, `-ni`; `tar
+/// --to-com=`; `sort --compress-p=`; `make --ev=`). Other programs: true.
+fn modelled_signable(name: &str, rest: &[Word]) -> bool {
+    use resolve::options::{self, Tag};
+    let parsed = match name {
+        "sed" => options::SED.parse(rest),
+        "tar" => resolve::tar_words(rest).and_then(|w| options::TAR.parse(&w)),
+        "sort" => options::SORT.parse(rest),
+        "make" => options::MAKE.parse(rest),
+        _ => return true,
+    };
+    parsed.is_some_and(|p| !p.has(Tag::Code) && !p.has(Tag::NoSign))
+}
 
 /// Commands with subcommands: (exe, subcommands that take a second level, global flags
 /// accepted before the subcommand).
@@ -331,16 +339,13 @@ pub fn signature(cmd: &SimpleCommand) -> Option<CommandSignature> {
     flags.sort();
     flags.dedup();
     if let Some((_, bad)) = RUNS_CODE_FLAGS.iter().find(|(n, _)| *n == name)
-        && flags.iter().any(|f| {
-            bad.iter().any(|b| {
-                f.starts_with(b)
-                    // `-ni` holds `-i`: a one-letter option also counts inside a cluster.
-                    || (b.len() == 2
-                        && !f.starts_with("--")
-                        && f[1..].contains(&b[1..]))
-            })
-        })
+        && flags
+            .iter()
+            .any(|f| bad.iter().any(|b| resolve::option_matches(f, b)))
     {
+        return None;
+    }
+    if !modelled_signable(name, rest) {
         return None;
     }
     let subcommand = if PLAIN.contains(&name) {
@@ -397,9 +402,14 @@ fn exact_form(name: &str, args: &[String]) -> bool {
     let first = words.first().copied().unwrap_or_default();
     let second = words.get(1).copied().unwrap_or_default();
     match name {
-        "rm" => true,
+        // What they overwrite is an operand: a grant for `cp a b` must not cover `cp a
+        // ~/.bashrc`.
+        "rm" | "cp" | "mv" | "tee" => true,
+        "tar" => writes_named_file(&resolve::options::TAR, resolve::tar_words(&literal(args))),
+        "sort" => writes_named_file(&resolve::options::SORT, Some(literal(args))),
         "git" => {
             matches!(first, "checkout" | "restore" | "reset" | "clean" | "rm")
+                || git_writes_named(first, args)
                 || (first == "stash" && matches!(second, "drop" | "clear" | "pop"))
                 || (first == "branch"
                     && args.iter().any(|w| {
@@ -423,6 +433,30 @@ fn exact_form(name: &str, args: &[String]) -> bool {
         "go" => matches!(first, "install" | "get"),
         _ => false,
     }
+}
+
+/// `git SUB …` that rewrites remote refs (`push +ref`, `push --force` …) or writes a file
+/// it names (`log --output FILE`); also when its arguments are not understood.
+fn git_writes_named(sub: &str, args: &[String]) -> bool {
+    let Some(p) = args.iter().position(|a| a == sub) else {
+        return false;
+    };
+    let rest = literal(&args[p + 1..]);
+    if sub == "push" {
+        return resolve::git_push_rewrites(&rest);
+    }
+    resolve::git_parse(sub, &rest).is_none_or(|parsed| parsed.has(resolve::options::Tag::Exact))
+}
+
+fn literal(args: &[String]) -> Vec<Word> {
+    resolve::options::literal_words(args)
+}
+
+/// True when the call writes a file it names (`tar -c`, `sort -o`), or is not understood.
+fn writes_named_file(model: &resolve::options::Model, words: Option<Vec<Word>>) -> bool {
+    words
+        .and_then(|w| model.parse(&w))
+        .is_none_or(|p| p.has(resolve::options::Tag::Exact))
 }
 
 fn subcommand_of(

@@ -286,3 +286,136 @@ fn v1_signature_grants_on_disk_are_ignored() {
     let (_, requests) = run_calls(&sb, &calls, &[], |_| "deny");
     assert_eq!(requests.len(), 1, "a v1 grant was honoured");
 }
+
+/// Runs `lines` as `bash` calls (ids `c0`, `c1` …), answering each request with `answer`.
+fn run_bash_lines(
+    sb: &Sandbox,
+    lines: &[&str],
+    extra: &[&str],
+    answer: impl Fn(&PermissionRequest) -> &'static str,
+) -> (Vec<ToolResultEvent>, Vec<PermissionRequest>) {
+    let ids: Vec<String> = (0..lines.len()).map(|i| format!("c{i}")).collect();
+    let calls: Vec<(&str, &str, Value)> = ids
+        .iter()
+        .zip(lines)
+        .map(|(id, l)| (id.as_str(), "bash", json!({ "command": l })))
+        .collect();
+    run_calls(sb, &calls, extra, answer)
+}
+
+/// An option spelled as the program reads it but an old deny-list did not — abbreviated
+/// (`--upload-p=`, `--e=`, `--ev=`), in a cluster (`-nO…`), ambiguous (`--rec=`) — passes no
+/// headless allow rule, and a deny rule on what it runs denies it without a request.
+#[test]
+fn attack_option_spellings_pass_no_allow_rule_and_deny_rules_deny() {
+    let attacks = [
+        "git fetch --upload-p='touch pwned' .",
+        "git grep -nO'touch pwned' x",
+        "sed --e='1e touch pwned' f",
+        "make --ev='$(shell touch pwned)' -f /dev/null",
+        "tar --to-com='touch pwned' -xf a.tar",
+    ];
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("f"), "x\n").unwrap();
+    let mut config = String::new();
+    for program in ["git", "sed", "make", "tar"] {
+        config.push_str(&format!(
+            "[[headless.allow]]\ntool = \"bash\"\ncommand = \"{program} *\"\n"
+        ));
+    }
+    sb.config(&config);
+    let mut lines = attacks.to_vec();
+    lines.push("sed -n 1p f");
+    let (results, requests) = run_bash_lines(
+        &sb,
+        &lines,
+        &["--headless-policy", "allow_if_rule_matches"],
+        |_| "allow",
+    );
+    assert!(requests.is_empty(), "{requests:?}");
+    for (r, line) in results.iter().zip(&attacks) {
+        assert!(r.is_error, "{line}: {r:?}");
+        assert!(
+            result_text(&r.content).contains("headless.allow"),
+            "{line}: {r:?}"
+        );
+    }
+    assert!(
+        !results[attacks.len()].is_error,
+        "{:?}",
+        results[attacks.len()]
+    );
+    assert!(!sb.work().join("pwned").exists());
+
+    let sb = Sandbox::new();
+    sb.config("[[permissions.deny]]\ntool = \"bash\"\ncommand = \"git push*\"\n");
+    let lines: Vec<String> = attacks
+        .iter()
+        .map(|a| a.replace("touch pwned", "git push"))
+        .chain([
+            "git push --rec=x origin".to_string(),
+            "git --exe=/tmp push".to_string(),
+        ])
+        .collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let (results, requests) = run_bash_lines(&sb, &lines, &[], |_| "allow");
+    assert!(
+        requests.is_empty(),
+        "a denied line was offered: {requests:?}"
+    );
+    for (r, line) in results.iter().zip(&lines) {
+        assert!(
+            r.is_error && result_text(&r.content).contains("deny rule"),
+            "{line}: {r:?}"
+        );
+    }
+}
+
+/// A signature grant for a plain push does not cover a forced push or a deletion, and
+/// those are offered only as the whole command; a grant for `cp a b` does not cover
+/// `cp a c`.
+#[test]
+fn attack_push_and_copy_grants_cover_only_what_the_person_saw() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("a"), "x").unwrap();
+    let first = std::cell::Cell::new(true);
+    let lines = [
+        "git push nowhere main",
+        "git push nowhere +main",
+        "git push nowhere :main",
+        "git push -uf nowhere main",
+        "git push --force-w nowhere main",
+    ];
+    let (_, requests) = run_bash_lines(&sb, &lines, &[], |_req| {
+        if first.replace(false) {
+            "allow_signature"
+        } else {
+            "deny"
+        }
+    });
+    assert_eq!(
+        requests.len(),
+        lines.len(),
+        "a rewrite ran under a push grant"
+    );
+    for r in &requests[1..] {
+        let scope = choice(r, "allow_signature")
+            .and_then(|c| c.description.clone())
+            .unwrap_or_default();
+        assert!(scope.contains("exactly this command"), "{r:?}");
+    }
+
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("a"), "x").unwrap();
+    let first = std::cell::Cell::new(true);
+    let (results, requests) = run_bash_lines(&sb, &["cp a b", "cp a c"], &[], |_| {
+        if first.replace(false) {
+            "allow_signature"
+        } else {
+            "deny"
+        }
+    });
+    assert!(!results[0].is_error, "{:?}", results[0]);
+    assert_eq!(requests.len(), 2, "cp a c ran under a grant for cp a b");
+    assert!(!sb.work().join("c").exists());
+}

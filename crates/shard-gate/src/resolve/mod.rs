@@ -4,17 +4,21 @@
 //! Whatever cannot be known — a substitution, `eval`, a variable in command position, a
 //! git alias, inline interpreter code — becomes an [`Effective`] that is *open*: its
 //! known words are a prefix and anything may follow, so a deny rule that could match
-//! any completion matches it (fail closed).
+//! any completion matches it (fail closed). git, sed, make, tar and sort are read with
+//! [`options`], an allow-list of each program's options: an option not understood makes
+//! the call unknown.
 
 use crate::shell::{self, SimpleCommand, Word};
 
+pub mod options;
 mod programs;
 mod wrappers;
 
 pub use programs::{
-    GIT_BUILTINS, git_runs_code, is_interpreter, runs_command_subcommand, sed_runs, sed_scripts,
+    GIT_BUILTINS, git_parse, git_push_rewrites, git_runs_code, is_interpreter, option_matches,
+    runs_command_subcommand, sed_runs, sed_scripts, tar_words,
 };
-use programs::{awk, git, interpreter};
+use programs::{awk, git, interpreter, make, modelled};
 use wrappers::{env, flag_string, joined_string, nice, shell_inner, ssh, sudo, wrapper, xargs};
 
 /// Nesting bound for `bash -c 'bash -c …'`: deeper is treated as unknown.
@@ -209,6 +213,9 @@ fn words_into(words: &[Word], depth: usize, out: &mut Walk) {
                 Inner::None
             }
         }
+        "make" | "gmake" => make(rest),
+        "tar" | "gtar" => modelled(&options::TAR, "tar", rest),
+        "sort" => modelled(&options::SORT, "sort", rest),
         n if is_interpreter(n) => interpreter(n, rest),
         // Wrappers whose options are not modelled here.
         "chroot" | "unshare" | "nsenter" | "strace" | "ltrace" | "valgrind" | "gdb"

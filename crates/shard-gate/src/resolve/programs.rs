@@ -2,6 +2,7 @@
 //! programs), awk, sed and the interpreters.
 
 use super::Inner;
+use super::options::{self, Model, Parsed, Tag};
 use crate::shell::Word;
 
 /// Git's built-in commands (aliases cannot shadow them). Any other subcommand may be an
@@ -105,10 +106,11 @@ pub const GIT_BUILTINS: &[&str] = &[
     "instaweb",
 ];
 
-/// `git` with its global options removed, so `git -C x push` is `git push`; `-c`,
-/// `--config-env`, `--exec-path=…`, an alias, a subcommand that runs a command (`bisect
-/// run`, `submodule foreach`, `rebase --exec`, `filter-branch`, `difftool -x`, `grep -O`)
-/// or a transport program option (`--upload-pack`, `--receive-pack`, `--exec`) is unknown.
+/// `git` with its global options removed, so `git -C x push` is `git push`. Global options
+/// are an allow-list matched exactly (git does not abbreviate them: `--exe=` is refused by
+/// git and unknown here); `-c`, `--config-env`, `--exec-path=…`, an alias, and whatever
+/// [`git_runs_code`] finds in the subcommand's arguments (read with the subcommand's model,
+/// `options::git`) are unknown.
 pub(super) fn git(rest: &[Word]) -> Inner {
     let mut i = 0;
     while i < rest.len() {
@@ -121,7 +123,8 @@ pub(super) fn git(rest: &[Word]) -> Inner {
             break;
         }
         match t {
-            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--super-prefix" => i += 2,
+            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--super-prefix"
+            | "--attr-source" => i += 2,
             "-p"
             | "--paginate"
             | "-P"
@@ -133,12 +136,14 @@ pub(super) fn git(rest: &[Word]) -> Inner {
             | "--noglob-pathspecs"
             | "--icase-pathspecs"
             | "--no-optional-locks"
+            | "--no-lazy-fetch"
             | "--no-advice" => i += 1,
             "--version" | "-v" | "--help" | "-h" | "--exec-path" | "--html-path" | "--man-path"
             | "--info-path" => return Inner::None,
             _ if t.starts_with("--git-dir=")
                 || t.starts_with("--work-tree=")
-                || t.starts_with("--namespace=") =>
+                || t.starts_with("--namespace=")
+                || t.starts_with("--attr-source=") =>
             {
                 i += 1
             }
@@ -163,34 +168,46 @@ pub(super) fn git(rest: &[Word]) -> Inner {
     Inner::Final(words)
 }
 
-/// True when a git subcommand with these arguments runs a program the line names.
+/// True when a git subcommand with these arguments may run a program the line names, or
+/// is not understood: an option its model does not declare, an abbreviation that is not
+/// unique (`--rec=`), an option that runs a program (`--upload-pack` and its
+/// abbreviations `--upload-p=`, `-u`, `--exec`, `rebase -x`, `grep -O`, `clone -c`), or a
+/// second level that runs one (`bisect run`, `submodule foreach`).
 pub fn git_runs_code(sub: &str, args: &[Word]) -> bool {
-    let has = |f: &dyn Fn(&str) -> bool| args.iter().any(|w| f(&w.text));
-    if has(&|t| {
-        t.starts_with("--upload-pack")
-            || t.starts_with("--receive-pack")
-            || t.starts_with("--exec")
-            || t.starts_with("--config")
-            || t.starts_with("--template")
-    }) {
+    let Some(parsed) = git_parse(sub, args) else {
+        return true;
+    };
+    if parsed.has(Tag::Code) {
         return true;
     }
+    let operand = |t: &str| parsed.operands.iter().any(|w| w.text == t);
     match sub {
-        "bisect" => has(&|t| t == "run"),
-        "submodule" => has(&|t| t == "foreach"),
+        "bisect" => operand("run"),
+        "submodule" => operand("foreach"),
         "filter-branch" | "mergetool" | "credential" | "hook" | "daemon" | "instaweb"
         | "send-email" => true,
-        "rebase" => {
-            has(&|t| t == "-x" || (t.starts_with('-') && !t.starts_with("--") && t.contains('x')))
-        }
-        "difftool" => has(&|t| t == "-x" || t.starts_with("--extcmd") || t.starts_with("-x")),
-        "grep" => has(&|t| t.starts_with("-O") || t.starts_with("--open-files-in-pager")),
-        "clone" | "fetch" | "pull" | "ls-remote" | "archive" => {
-            has(&|t| t == "-u" || t == "-c" || (sub == "clone" && t.starts_with("-u")))
-        }
-        "config" => false,
         _ => false,
     }
+}
+
+/// A git subcommand's arguments read with its model; `None` when not understood.
+pub fn git_parse(sub: &str, args: &[Word]) -> Option<Parsed> {
+    options::git(sub)?.parse(args)
+}
+
+/// True when `git push` with these arguments may overwrite or delete remote refs: a
+/// force (`--force`, `-f` in a cluster, `--force-with-lease`, `--force-if-includes`),
+/// `--mirror`, `--delete`/`-d`, `--prune`, or a refspec `+src:dst` or `:dst`. Such a push
+/// is signed as the whole command. Words that are not options are all looked at, values
+/// included (`--repo +x` asks too: over-asking is the safe side). Not understood: true.
+pub fn git_push_rewrites(args: &[Word]) -> bool {
+    let Some(parsed) = git_parse("push", args) else {
+        return true;
+    };
+    parsed.has(Tag::Exact)
+        || args.iter().any(|w| {
+            !w.text.starts_with('-') && (w.text.starts_with('+') || w.text.starts_with(':'))
+        })
 }
 
 pub(super) fn awk(rest: &[Word]) -> Inner {
@@ -226,46 +243,91 @@ pub(super) fn awk(rest: &[Word]) -> Inner {
     }
 }
 
-/// The scripts a `sed` call runs (`-e` values, or the first operand), or `None` when they
-/// cannot be known (`-f FILE`, a dynamic word).
+/// The scripts a `sed` call runs (`-e` values in any spelling — `-ne`, `--e=`, `--expr`
+/// — or the first operand), or `None` when they cannot be known: a script file (`-f`,
+/// `-nf`, `--fi=`), a dynamic script, an option sed's model does not declare.
 pub fn sed_scripts(rest: &[Word]) -> Option<Vec<String>> {
+    let parsed = options::SED.parse(rest)?;
+    if parsed.has(Tag::Code) {
+        return None;
+    }
     let mut scripts = Vec::new();
-    let mut operands = Vec::new();
-    let mut i = 0;
-    let mut end_of_options = false;
-    while i < rest.len() {
-        let w = &rest[i];
-        if w.dynamic {
+    for o in parsed.options.iter().filter(|o| o.tag == Tag::Script) {
+        let v = o.value.as_ref()?;
+        if v.dynamic {
             return None;
         }
-        let t = w.text.as_str();
-        if !end_of_options && t == "--" {
-            end_of_options = true;
-        } else if !end_of_options && (t == "-e" || t == "--expression") {
-            scripts.push(rest.get(i + 1)?.text.clone());
-            i += 1;
-        } else if !end_of_options && let Some(s) = t.strip_prefix("--expression=") {
-            scripts.push(s.to_string());
-        } else if !end_of_options
-            && (t == "-f"
-                || t.starts_with("--file")
-                || (t.starts_with('-') && !t.starts_with("--") && t.contains('f')))
-        {
-            return None;
-        } else if !end_of_options && t.starts_with("-e") {
-            scripts.push(t[2..].to_string());
-        } else if !end_of_options && (t == "-l" || t == "--line-length") {
-            i += 1;
-        } else if !end_of_options && t.starts_with('-') && t.len() > 1 {
-        } else {
-            operands.push(t.to_string());
-        }
-        i += 1;
+        scripts.push(v.text.clone());
     }
     if scripts.is_empty() {
-        scripts.push(operands.first()?.clone());
+        let first = parsed.operands.first()?;
+        if first.dynamic {
+            return None;
+        }
+        scripts.push(first.text.clone());
     }
     Some(scripts)
+}
+
+/// What `make` runs beyond its makefile's recipes: `--eval`/`-E` (in any spelling: `--ev=`,
+/// `-E…` in a cluster) evaluates makefile text the line names, and a variable set on the
+/// command line (`SHELL=…`, `CC=…`) changes what every recipe runs; either, or an option
+/// the model does not declare, is unknown.
+pub(super) fn make(rest: &[Word]) -> Inner {
+    match options::MAKE.parse(rest) {
+        Some(p) if !p.has(Tag::Code) && !p.operands.iter().any(|w| w.text.contains('=')) => {
+            Inner::None
+        }
+        _ => Inner::Unknown,
+    }
+}
+
+/// A modelled data program (`tar`, `sort`): unknown when an option runs a program the
+/// line names (`--to-command`, `--to-com=`, `-I` in a cluster or in tar's old-style first
+/// word, `--compress-program`) or is not understood.
+pub(super) fn modelled(model: &Model, name: &str, rest: &[Word]) -> Inner {
+    let words = if name == "tar" {
+        tar_words(rest)
+    } else {
+        Some(rest.to_vec())
+    };
+    match words.and_then(|w| model.parse(&w)) {
+        Some(p) if !p.has(Tag::Code) => Inner::None,
+        _ => Inner::Unknown,
+    }
+}
+
+/// tar's arguments with an old-style first word (`xIf prog a.tar`) spelled as options
+/// (`-x -I prog -f a.tar`): each letter that takes a value takes the next word, in order.
+/// `None` when the words run out.
+pub fn tar_words(rest: &[Word]) -> Option<Vec<Word>> {
+    let Some(first) = rest.first() else {
+        return Some(Vec::new());
+    };
+    if first.text.starts_with('-') || first.dynamic {
+        return Some(rest.to_vec());
+    }
+    let mut out = Vec::new();
+    let mut next = 1;
+    for c in first.text.chars() {
+        out.push(Word {
+            text: format!("-{c}"),
+            dynamic: false,
+        });
+        let takes = options::TAR
+            .parse(&[Word {
+                text: format!("-{c}"),
+                dynamic: false,
+            }])
+            .is_none();
+        if takes {
+            // A letter not declared is caught by the parse of the result.
+            out.push(rest.get(next)?.clone());
+            next += 1;
+        }
+    }
+    out.extend_from_slice(&rest[next..]);
+    Some(out)
 }
 
 /// True when a sed script may use one of `commands` (e.g. `e` runs a shell command, `w`
@@ -360,20 +422,7 @@ pub(super) fn interpreter(name: &str, rest: &[Word]) -> Inner {
 /// Options (prefixes) with which an otherwise data-only program runs a command the line
 /// names: `tar -I cmd`, `rg --pre cmd`, `scp -S cmd`, `rsync -e cmd`, `vim -c '!cmd'` …
 const PROGRAM_OPTIONS: &[(&str, &[&str])] = &[
-    (
-        "tar",
-        &[
-            "-I",
-            "--use-compress-program",
-            "--to-command",
-            "--checkpoint-action",
-            "--info-script",
-            "-F",
-            "--new-volume-script",
-        ],
-    ),
     ("rg", &["--pre"]),
-    ("sort", &["--compress-program"]),
     ("zip", &["-TT", "--unzip-command"]),
     ("scp", &["-S"]),
     ("rsync", &["-e", "--rsh", "--rsync-path"]),
@@ -387,27 +436,33 @@ const PROGRAM_OPTIONS: &[(&str, &[&str])] = &[
 ];
 
 /// True when `name` is given an option that makes it run a command (see
-/// [`PROGRAM_OPTIONS`]); a one-letter option also counts inside a cluster (`-xIf`), and
-/// tar's old-style first word (`xIf`) is a cluster.
+/// [`PROGRAM_OPTIONS`]); a one-letter option also counts inside a cluster (`-xIf`), and a
+/// long option also in any abbreviation (`--rs=` for `--rsh`). These programs are not
+/// modelled option by option (tar, sort, sed, make and git are: `options`).
 pub fn runs_program_option(name: &str, rest: &[Word]) -> bool {
     let Some((_, options)) = PROGRAM_OPTIONS.iter().find(|(n, _)| *n == name) else {
         return false;
     };
-    rest.iter().enumerate().any(|(i, w)| {
-        let t = if name == "tar" && i == 0 && !w.text.starts_with('-') {
-            format!("-{}", w.text)
-        } else {
-            w.text.clone()
-        };
-        options.iter().any(|o| {
-            t.starts_with(o)
-                || (o.len() == 2
-                    && o.starts_with('-')
-                    && t.starts_with('-')
-                    && !t.starts_with("--")
-                    && t[1..].contains(&o[1..]))
-        })
-    })
+    rest.iter()
+        .any(|w| options.iter().any(|o| option_matches(&w.text, o)))
+}
+
+/// True when the word `t` may be the option `o`: `o` itself or with a value (`--rsh=x`,
+/// `-ecmd`), `o` inside a cluster of one-letter options (`-ve`), or a unique-prefix
+/// abbreviation of a long `o` (`--rsync-p=x`), as GNU `getopt_long` accepts it.
+pub fn option_matches(t: &str, o: &str) -> bool {
+    if t.starts_with(o) {
+        return true;
+    }
+    if let (Some(long), Some(full)) = (t.strip_prefix("--"), o.strip_prefix("--")) {
+        let name = long.split('=').next().unwrap_or(long);
+        return !name.is_empty() && full.starts_with(name);
+    }
+    o.len() == 2
+        && o.starts_with('-')
+        && t.starts_with('-')
+        && !t.starts_with("--")
+        && t[1..].contains(&o[1..])
 }
 
 /// Subcommands that run the command named after them (`rustup run stable git push`,
