@@ -142,8 +142,35 @@ impl Runtime {
         let mut usage: Option<Usage> = None;
         let mut first = true;
         let outcome = loop {
-            let Some(ev) = self.serve_while(stream.next(), Runtime::cancelled).await else {
+            // Argument bytes held back go out when the model goes quiet for a moment.
+            let holding = self
+                .flight
+                .streaming
+                .as_ref()
+                .is_some_and(PartialMessage::holds_args);
+            let next = async {
+                if holding {
+                    tokio::time::timeout(super::partial::ARGS_DELTA_MAX_AGE, stream.next())
+                        .await
+                        .map_err(|_| ())
+                } else {
+                    Ok(stream.next().await)
+                }
+            };
+            let Some(next) = self.serve_while(next, Runtime::cancelled).await else {
                 break StreamOutcome::Aborted;
+            };
+            let Ok(ev) = next else {
+                let held = self
+                    .flight
+                    .streaming
+                    .as_mut()
+                    .map(PartialMessage::flush_args)
+                    .unwrap_or_default();
+                for delta in held {
+                    self.emit(Event::MessageDelta(delta)).await;
+                }
+                continue;
             };
             if std::mem::take(&mut first) {
                 // The sandbox's zygote starts once the model is answering (a no-op after

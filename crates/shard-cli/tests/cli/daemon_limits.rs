@@ -364,8 +364,9 @@ async fn attack_a_huge_tool_argument_keeps_the_attached_client() {
     assert!(asked, "the person was asked");
     assert!(result.is_some_and(|r| r.is_error));
     assert_eq!(arg_bytes, args_len, "the arguments arrive whole");
+    // One per 16 KiB, and one per 100 ms of a stream slower than that.
     assert!(
-        arg_deltas <= args_len / (16 * 1024) + 2,
+        arg_deltas <= args_len / (16 * 1024) + 200,
         "{arg_deltas} argument deltas for {args_len} bytes"
     );
     assert!(!h.path().join("big.txt").exists());
